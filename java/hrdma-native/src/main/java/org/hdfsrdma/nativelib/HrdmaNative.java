@@ -1,0 +1,144 @@
+package org.hdfsrdma.nativelib;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+
+/**
+ * Loads libhrdma: from {@code -Dhrdma.native.library=/path/libhrdma.so} when
+ * set, else from the copy packed in this jar. The load checks the native ABI
+ * version against {@link #ABI_VERSION} and the UCX version against
+ * {@link #MIN_UCX}; {@link #isAvailable()} and {@link #unavailabilityCause()}
+ * say whether it worked and why not.
+ */
+public final class HrdmaNative {
+  /** Must equal HRDMA_ABI_VERSION in hrdma.h. */
+  public static final int ABI_VERSION = 1;
+  /** Oldest UCX the native core is built and tested against. */
+  public static final String MIN_UCX = "1.13";
+  public static final String LIBRARY_PROPERTY = "hrdma.native.library";
+  private static final String RESOURCE = "/org/hdfsrdma/nativelib/linux-x86_64/libhrdma.so";
+
+  private static final Throwable CAUSE;
+  private static final String UCX_VERSION;
+
+  static {
+    Throwable cause = null;
+    String ucx = null;
+    try {
+      load();
+      int abi = Jni.abiVersion0();
+      if (abi != ABI_VERSION) {
+        throw new UnsatisfiedLinkError("libhrdma ABI version " + abi + ", this jar needs "
+            + ABI_VERSION);
+      }
+      ucx = Jni.ucxVersion0();
+      if (compareVersions(ucx, MIN_UCX) < 0) {
+        throw new UnsatisfiedLinkError("UCX " + ucx + " is older than " + MIN_UCX);
+      }
+    } catch (Throwable t) {
+      cause = t;
+    }
+    CAUSE = cause;
+    UCX_VERSION = ucx;
+  }
+
+  private HrdmaNative() {}
+
+  private static void load() throws IOException {
+    String path = System.getProperty(LIBRARY_PROPERTY);
+    if (path != null && !path.isEmpty()) {
+      System.load(Path.of(path).toAbsolutePath().toString());
+      return;
+    }
+    if (!"Linux".equals(System.getProperty("os.name"))
+        || !"amd64".equals(System.getProperty("os.arch"))) {
+      throw new UnsatisfiedLinkError("libhrdma is built for linux-x86_64 only, not "
+          + System.getProperty("os.name") + "-" + System.getProperty("os.arch"));
+    }
+    try (InputStream in = HrdmaNative.class.getResourceAsStream(RESOURCE)) {
+      if (in == null) {
+        throw new UnsatisfiedLinkError("libhrdma.so is not in the jar (" + RESOURCE + ")");
+      }
+      Path tmp = Files.createTempFile("libhrdma", ".so");
+      tmp.toFile().deleteOnExit();
+      Files.copy(in, tmp, StandardCopyOption.REPLACE_EXISTING);
+      System.load(tmp.toString());
+    }
+  }
+
+  /** Compares dotted version strings numerically ("1.13.1" vs "1.13"). */
+  static int compareVersions(String a, String b) {
+    String[] x = a.split("[.-]");
+    String[] y = b.split("[.-]");
+    for (int i = 0; i < Math.max(x.length, y.length); i++) {
+      int p = i < x.length ? leadingInt(x[i]) : 0;
+      int q = i < y.length ? leadingInt(y[i]) : 0;
+      if (p != q) {
+        return Integer.compare(p, q);
+      }
+    }
+    return 0;
+  }
+
+  private static int leadingInt(String s) {
+    int v = 0;
+    for (int i = 0; i < s.length() && Character.isDigit(s.charAt(i)); i++) {
+      v = v * 10 + (s.charAt(i) - '0');
+    }
+    return v;
+  }
+
+  public static boolean isAvailable() {
+    return CAUSE == null;
+  }
+
+  /** Why the library is not available, or null. */
+  public static Throwable unavailabilityCause() {
+    return CAUSE;
+  }
+
+  public static void ensureAvailable() {
+    if (CAUSE != null) {
+      throw (Error) new UnsatisfiedLinkError("libhrdma is unavailable: " + CAUSE.getMessage())
+          .initCause(CAUSE);
+    }
+  }
+
+  public static int abiVersion() {
+    ensureAvailable();
+    return Jni.abiVersion0();
+  }
+
+  /** Version of the UCX library loaded at run time. */
+  public static String ucxVersion() {
+    ensureAvailable();
+    return UCX_VERSION;
+  }
+
+  /** Transports and devices UCX finds with this configuration ("TLS=tcp;..."). */
+  public static String ucxInfo(String ucxConfig) throws NativeException {
+    ensureAvailable();
+    long ctx = Jni.ctxCreate0(ucxConfig);
+    try {
+      return Jni.ctxInfo0(ctx);
+    } finally {
+      Jni.ctxDestroy0(ctx);
+    }
+  }
+
+  /**
+   * RDMA devices and ports, one line each ("device=mlx5_0 port=1 state=ACTIVE
+   * link_layer=InfiniBand ..."); empty when there are none.
+   */
+  public static String probeDevices() throws NativeException {
+    ensureAvailable();
+    return Jni.probe0();
+  }
+
+  public static String statusString(int status) {
+    return isAvailable() ? Jni.statusString0(status) : "status " + status;
+  }
+}

@@ -1,0 +1,107 @@
+package org.hdfsrdma.nativelib;
+
+import java.nio.ByteBuffer;
+
+/**
+ * The natives of libhrdma, one to one with native/include/hrdma/hrdma.h.
+ * Handles and addresses are longs. Fast-path natives return a status
+ * (0 done, 1 in progress, negative error); slow-path natives throw
+ * {@link NativeException}. Call {@link HrdmaNative#ensureAvailable()} first.
+ *
+ * <p>Threading follows the C API: a worker and its listeners, endpoints and
+ * remote keys are used only by the thread that progresses the worker
+ * ({@link #workerSignal0} excepted).
+ */
+public final class Jni {
+  private Jni() {}
+
+  public static final int INPROGRESS = 1;
+
+  static native int abiVersion0();
+
+  static native String ucxVersion0();
+
+  public static native String statusString0(int status);
+
+  static native String probe0() throws NativeException;
+
+  public static native long ctxCreate0(String ucxConfig) throws NativeException;
+
+  public static native int ctxDestroy0(long ctx);
+
+  /** out: bytes registered, regions, endpoints, workers. */
+  public static native void ctxStats0(long ctx, long[] out);
+
+  public static native String ctxInfo0(long ctx) throws NativeException;
+
+  public static native long memMap0(long ctx, long length) throws NativeException;
+
+  public static native ByteBuffer memBuffer0(long mem);
+
+  public static native long memAddress0(long mem);
+
+  public static native byte[] memPackRkey0(long mem) throws NativeException;
+
+  public static native int memUnmap0(long mem);
+
+  public static native long workerCreate0(long ctx, WorkerCallbacks callbacks)
+      throws NativeException;
+
+  public static native int workerDestroy0(long worker);
+
+  public static native int workerProgress0(long worker);
+
+  public static native int workerWait0(long worker, int timeoutMs);
+
+  public static native int workerSignal0(long worker);
+
+  public static native long listenerCreate0(long worker, String ip, int port, long token)
+      throws NativeException;
+
+  public static native int listenerPort0(long listener);
+
+  public static native int listenerDestroy0(long listener);
+
+  public static native long connAccept0(long worker, long request, long epToken)
+      throws NativeException;
+
+  public static native int connReject0(long worker, long listenerToken, long request);
+
+  public static native long epConnect0(long worker, String ip, int port, long epToken)
+      throws NativeException;
+
+  public static native int amSend0(long ep, int amId, long addr, long len, long mem, long cookie);
+
+  public static native long rkeyUnpack0(long ep, byte[] packed) throws NativeException;
+
+  public static native void rkeyDestroy0(long rkey);
+
+  public static native int put0(long ep, long addr, long len, long mem, long remoteAddr,
+      long rkey, long cookie);
+
+  public static native int get0(long ep, long addr, long len, long mem, long remoteAddr,
+      long rkey, long cookie);
+
+  public static native int flush0(long ep, long cookie);
+
+  public static native int streamSend0(long ep, long addr, long len, long mem, long cookie);
+
+  /** > 0: bytes received at once; 0: in progress; < 0: error status. */
+  public static native long streamRecv0(long ep, long addr, long cap, long mem, long cookie);
+
+  public static native int epClose0(long ep, boolean force, long cookie);
+
+  public static native void epDestroy0(long ep);
+
+  /** Address of a direct buffer's index 0. */
+  public static native long bufferAddress0(ByteBuffer direct);
+
+  public static native int crc32c0(int crc, long addr, long len);
+
+  public static native int crc32cChunksCompute0(long data, long len, int bytesPerChecksum,
+      long sums, long sumsLen);
+
+  /** -1: all chunks match; >= 0: offset of the first bad chunk; < -1: -1000 + status. */
+  public static native long crc32cChunksVerify0(long data, long len, int bytesPerChecksum,
+      long sums, long sumsLen);
+}

@@ -1,0 +1,25 @@
+package org.hdfsrdma.nativelib;
+
+/**
+ * Upcalls from a native worker. They run on the thread that drives the worker
+ * (inside {@link Jni#workerProgress0} or a close) and must not throw: an
+ * exception is printed and dropped by the JNI layer.
+ */
+public interface WorkerCallbacks {
+  /** A client connects; call {@link Jni#connAccept0} or {@link Jni#connReject0} before returning. */
+  void onConnRequest(long listenerToken, long request, String peer);
+
+  /**
+   * An active message of {@code length} bytes arrived. Return a negative status
+   * to drop it, or 0 after filling {@code out}: [0] destination address (at least
+   * length bytes), [1] native memory handle of its region or 0, [2] a cookie that
+   * {@link #onRecvDone} will carry.
+   */
+  int onAm(long epToken, int amId, long length, long[] out);
+
+  void onRecvDone(long epToken, long cookie, int status, long length);
+
+  void onOpDone(long epToken, long cookie, int status, long length);
+
+  void onEpError(long epToken, int status);
+}

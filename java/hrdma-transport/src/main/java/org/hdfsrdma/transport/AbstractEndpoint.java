@@ -1,0 +1,274 @@
+package org.hdfsrdma.transport;
+
+import java.net.InetSocketAddress;
+import java.util.ArrayDeque;
+import java.util.EnumSet;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * What every transport's endpoint shares: credit-based flow control, the send
+ * queue, message-size bounds, and the close protocol. A subclass supplies the
+ * I/O thread and the wire.
+ *
+ * <p>Credits: each side advertises in its hello how many messages it can hold
+ * unreleased. A sender spends one per message and queues when it has none;
+ * the receiver grants them back (in batches of half its window) as its
+ * handler releases messages.
+ */
+public abstract class AbstractEndpoint implements Endpoint {
+  protected final EndpointHandler handler;
+  private final InetSocketAddress remote;
+  private final CompletableFuture<Void> closeFuture = new CompletableFuture<>();
+  private final AtomicInteger releasedSinceGrant = new AtomicInteger();
+  private final ArrayDeque<PendingSend> pending = new ArrayDeque<>(); // I/O thread only
+  private int sendCredits; // I/O thread only
+  private int creditBatch = 1;
+  private int peerMaxMessage = Integer.MAX_VALUE;
+  private Set<Capability> capabilities = EnumSet.noneOf(Capability.class);
+  private volatile boolean writable = true;
+  private volatile boolean closed;
+  private boolean announced; // the hello finished: the handler knows this endpoint
+
+  private record PendingSend(RegisteredBuffer message, CompletableFuture<Void> done) {}
+
+  protected AbstractEndpoint(InetSocketAddress remote, EndpointHandler handler) {
+    this.remote = remote;
+    this.handler = handler;
+  }
+
+  /** True on this endpoint's I/O thread. */
+  protected abstract boolean inIoThread();
+
+  /** Runs {@code task} on the I/O thread, soon. */
+  protected abstract void executeOnIo(Runnable task);
+
+  /**
+   * Puts one message on the wire (I/O thread). Must release {@code message}
+   * and complete {@code done} exactly once, also on failure.
+   */
+  protected abstract void doSend(RegisteredBuffer message, CompletableFuture<Void> done);
+
+  /** Sends a credit grant (I/O thread). */
+  protected abstract void doSendCredits(int messages);
+
+  /** Starts closing the connection (I/O thread); must end in {@link #closed}. */
+  protected abstract void doClose();
+
+  /**
+   * Called once the hello exchange is done (I/O thread).
+   *
+   * @param peerCredits messages the peer can hold unreleased
+   * @param ownCredits messages this side advertised
+   * @param peerMaxMessage the largest message the peer accepts
+   */
+  protected final void helloDone(int peerCredits, int ownCredits, int peerMaxMessage,
+      Set<Capability> common) {
+    this.announced = true;
+    this.sendCredits = peerCredits;
+    this.creditBatch = Math.max(1, ownCredits / 2);
+    this.peerMaxMessage = peerMaxMessage;
+    this.capabilities = common.isEmpty() ? EnumSet.noneOf(Capability.class) : EnumSet.copyOf(common);
+  }
+
+  @Override
+  public InetSocketAddress remoteAddress() {
+    return remote;
+  }
+
+  @Override
+  public Set<Capability> capabilities() {
+    return capabilities;
+  }
+
+  @Override
+  public final CompletableFuture<Void> send(RegisteredBuffer message) {
+    CompletableFuture<Void> done = new CompletableFuture<>();
+    if (inIoThread()) {
+      sendOnIo(message, done);
+    } else {
+      try {
+        executeOnIo(() -> sendOnIo(message, done));
+      } catch (RuntimeException e) {
+        message.release();
+        done.completeExceptionally(new TransportException.Closed("transport closed"));
+      }
+    }
+    return done;
+  }
+
+  private void sendOnIo(RegisteredBuffer message, CompletableFuture<Void> done) {
+    if (closed) {
+      message.release();
+      done.completeExceptionally(new TransportException.Closed("endpoint closed"));
+      return;
+    }
+    if (message.readableBytes() > peerMaxMessage) {
+      int n = message.readableBytes();
+      message.release();
+      done.completeExceptionally(new TransportException.Protocol(
+          "message of " + n + " bytes exceeds the peer's limit of " + peerMaxMessage));
+      return;
+    }
+    if (sendCredits > 0 && pending.isEmpty()) {
+      sendCredits--;
+      doSend(message, done);
+    } else {
+      pending.addLast(new PendingSend(message, done));
+      writable = false;
+    }
+  }
+
+  /** The peer granted credits (I/O thread). */
+  protected final void creditsGranted(int messages) {
+    sendCredits += messages;
+    while (sendCredits > 0 && !pending.isEmpty() && !closed) {
+      PendingSend p = pending.pollFirst();
+      sendCredits--;
+      doSend(p.message, p.done);
+    }
+    if (pending.isEmpty()) {
+      writable = true;
+    }
+  }
+
+  /** Hands a received message to the handler (I/O thread). */
+  protected final void deliver(RegisteredBuffer message) {
+    message.onRelease(this::messageReleased);
+    try {
+      handler.onMessage(this, message);
+    } catch (RuntimeException e) {
+      // A handler bug must not kill the I/O thread; the message is the handler's.
+      closeWith(new TransportException("handler failed: " + e, 0, e));
+    }
+  }
+
+  private void messageReleased() {
+    if (releasedSinceGrant.incrementAndGet() == creditBatch) {
+      try {
+        executeOnIo(() -> {
+          int n = releasedSinceGrant.getAndSet(0);
+          if (n > 0 && !closed) {
+            doSendCredits(n);
+          }
+        });
+      } catch (RuntimeException e) {
+        // transport closed: nobody to grant to
+      }
+    }
+  }
+
+  @Override
+  public boolean isWritable() {
+    return writable && !closed;
+  }
+
+  public boolean isClosed() {
+    return closed;
+  }
+
+  /**
+   * The connection is gone (I/O thread): fails queued sends, tells the
+   * handler once (if it ever saw the endpoint), completes {@link #closeFuture()}.
+   */
+  protected final void closed(Throwable cause) {
+    if (closed && closeFuture.isDone()) {
+      return;
+    }
+    closed = true;
+    writable = false;
+    TransportException failure = cause instanceof TransportException te ? te
+        : new TransportException.Closed("endpoint closed");
+    PendingSend p;
+    while ((p = pending.pollFirst()) != null) {
+      p.message.release();
+      p.done.completeExceptionally(failure);
+    }
+    try {
+      if (announced) {
+        handler.onClosed(this, cause);
+      }
+    } finally {
+      if (cause == null) {
+        closeFuture.complete(null);
+      } else {
+        closeFuture.completeExceptionally(cause);
+      }
+    }
+  }
+
+  /** Closes because of {@code cause} (I/O thread). */
+  protected final void closeWith(Throwable cause) {
+    if (closeFuture.isDone()) {
+      return;
+    }
+    boolean was = closed;
+    closed = true;
+    if (!was) {
+      doClose();
+    }
+    closed(cause);
+  }
+
+  @Override
+  public CompletableFuture<Void> closeFuture() {
+    return closeFuture;
+  }
+
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    Runnable r = () -> {
+      if (!closed) {
+        closed = true;
+        writable = false;
+        PendingSend p;
+        TransportException failure = new TransportException.Closed("endpoint closed");
+        while ((p = pending.pollFirst()) != null) {
+          p.message.release();
+          p.done.completeExceptionally(failure);
+        }
+        doClose();
+      }
+    };
+    if (inIoThread()) {
+      r.run();
+    } else {
+      try {
+        executeOnIo(r);
+      } catch (RuntimeException e) {
+        closeFuture.complete(null);
+      }
+    }
+  }
+
+  @Override
+  public RemoteRegion expose(RegisteredBuffer buffer) throws TransportException {
+    throw new UnsupportedOperationException(transport().name() + " has no one-sided access");
+  }
+
+  @Override
+  public CompletableFuture<Void> write(RegisteredBuffer source, RemoteRegion target, long offset) {
+    return CompletableFuture.failedFuture(
+        new UnsupportedOperationException(transport().name() + " has no one-sided access"));
+  }
+
+  @Override
+  public CompletableFuture<Void> read(RegisteredBuffer target, RemoteRegion source, long offset) {
+    return CompletableFuture.failedFuture(
+        new UnsupportedOperationException(transport().name() + " has no one-sided access"));
+  }
+
+  @Override
+  public CompletableFuture<Void> flush() {
+    return CompletableFuture.completedFuture(null);
+  }
+
+  @Override
+  public String toString() {
+    return transport().name() + "-endpoint[" + remote + (closed ? ", closed" : "") + "]";
+  }
+}

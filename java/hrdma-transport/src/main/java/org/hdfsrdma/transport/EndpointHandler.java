@@ -1,0 +1,25 @@
+package org.hdfsrdma.transport;
+
+/**
+ * Receives an endpoint's events. Every method runs on the transport's I/O
+ * thread for that endpoint and must not block; hand slow work to another
+ * thread (keeping the message's reference).
+ */
+public interface EndpointHandler {
+
+  /** A connection finished its hello exchange (server side: a new endpoint). */
+  default void onConnected(Endpoint endpoint) {}
+
+  /**
+   * A message arrived: its bytes are {@code message.nio()} from position to
+   * limit. The handler owns one reference and must release it; until it does,
+   * the message counts against the sender's credits (backpressure).
+   */
+  void onMessage(Endpoint endpoint, RegisteredBuffer message);
+
+  /**
+   * The endpoint is closed: by either side ({@code cause} null) or by a
+   * failure ({@code cause} says which). Called once.
+   */
+  default void onClosed(Endpoint endpoint, Throwable cause) {}
+}

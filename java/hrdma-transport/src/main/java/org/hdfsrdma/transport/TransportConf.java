@@ -1,0 +1,112 @@
+package org.hdfsrdma.transport;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * Transport settings, {@code hrdma.<area>.<name>} keys with their defaults
+ * side by side. Built from any string map (a Hadoop Configuration's entries,
+ * system properties, command-line options). Immutable.
+ */
+public final class TransportConf {
+  /** Ordered preference, e.g. "ucx,tcp": the first one both sides can use wins. */
+  public static final String ORDER_KEY = "hrdma.transport.order";
+  public static final String ORDER_DEFAULT = "ucx,stream,tcp";
+  /** Messages a receiver can hold unreleased per endpoint (its credit window). */
+  public static final String CREDITS_KEY = "hrdma.transport.credits";
+  public static final int CREDITS_DEFAULT = 64;
+  /** Largest message accepted from a peer; larger frames close the connection. */
+  public static final String MAX_MESSAGE_KEY = "hrdma.transport.max-message-bytes";
+  public static final int MAX_MESSAGE_DEFAULT = 16 << 20;
+  public static final String CONNECT_TIMEOUT_KEY = "hrdma.transport.connect-timeout-ms";
+  public static final int CONNECT_TIMEOUT_DEFAULT = 5000;
+  /** UCX settings without the UCX_ prefix, "TLS=tcp;NET_DEVICES=lo". */
+  public static final String UCX_CONFIG_KEY = "hrdma.ucx.config";
+  public static final String UCX_CONFIG_DEFAULT = "";
+  /** Busy-poll iterations of an idle I/O thread before it sleeps on the fd. */
+  public static final String UCX_SPIN_KEY = "hrdma.ucx.spin-count";
+  public static final int UCX_SPIN_DEFAULT = 20000;
+  public static final String SLAB_SIZE_KEY = "hrdma.buffer.slab-bytes";
+  public static final int SLAB_SIZE_DEFAULT = 8 << 20;
+  public static final String MAX_REGISTERED_KEY = "hrdma.buffer.max-registered-bytes";
+  public static final long MAX_REGISTERED_DEFAULT = 2L << 30;
+
+  private final Map<String, String> values;
+
+  private TransportConf(Map<String, String> values) {
+    this.values = Collections.unmodifiableMap(new TreeMap<>(values));
+  }
+
+  public static TransportConf of(Map<String, String> values) {
+    return new TransportConf(values);
+  }
+
+  public static TransportConf defaults() {
+    return new TransportConf(Map.of());
+  }
+
+  public TransportConf with(String key, String value) {
+    TreeMap<String, String> m = new TreeMap<>(values);
+    m.put(key, value);
+    return new TransportConf(m);
+  }
+
+  public String get(String key, String def) {
+    return values.getOrDefault(key, def);
+  }
+
+  public int getInt(String key, int def) {
+    String v = values.get(key);
+    if (v == null) {
+      return def;
+    }
+    try {
+      return Integer.parseInt(v.trim());
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(key + " must be an integer, not '" + v + "'");
+    }
+  }
+
+  public long getLong(String key, long def) {
+    String v = values.get(key);
+    if (v == null) {
+      return def;
+    }
+    try {
+      return Long.parseLong(v.trim());
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(key + " must be an integer, not '" + v + "'");
+    }
+  }
+
+  public int getPositiveInt(String key, int def) {
+    int v = getInt(key, def);
+    if (v <= 0) {
+      throw new IllegalArgumentException(key + " must be positive, not " + v);
+    }
+    return v;
+  }
+
+  /** The transport order, lower-cased, without blanks or repeats. */
+  public List<String> order() {
+    List<String> out = new ArrayList<>();
+    for (String s : get(ORDER_KEY, ORDER_DEFAULT).split(",")) {
+      String t = s.trim().toLowerCase(Locale.ROOT);
+      if (!t.isEmpty() && !out.contains(t)) {
+        out.add(t);
+      }
+    }
+    if (out.isEmpty()) {
+      throw new IllegalArgumentException(ORDER_KEY + " names no transport");
+    }
+    return out;
+  }
+
+  public Map<String, String> asMap() {
+    return values;
+  }
+}

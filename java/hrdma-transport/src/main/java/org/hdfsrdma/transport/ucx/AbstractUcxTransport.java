@@ -1,0 +1,323 @@
+package org.hdfsrdma.transport.ucx;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.hdfsrdma.nativelib.HrdmaNative;
+import org.hdfsrdma.nativelib.Jni;
+import org.hdfsrdma.nativelib.NativeException;
+import org.hdfsrdma.transport.BufferAllocator;
+import org.hdfsrdma.transport.BufferPool;
+import org.hdfsrdma.transport.Capability;
+import org.hdfsrdma.transport.Endpoint;
+import org.hdfsrdma.transport.EndpointHandler;
+import org.hdfsrdma.transport.Listener;
+import org.hdfsrdma.transport.Transport;
+import org.hdfsrdma.transport.TransportConf;
+import org.hdfsrdma.transport.TransportException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A transport over the native UCX engine: one UCP context, one worker driven
+ * by its own thread ({@link UcxWorkerLoop}), and a pool of buffers registered
+ * with the context. Subclasses choose the wire (active messages or stream).
+ */
+abstract class AbstractUcxTransport implements Transport {
+  private static final Logger LOG = LoggerFactory.getLogger(AbstractUcxTransport.class);
+  private static final AtomicInteger SEQ = new AtomicInteger();
+
+  final long ctx;
+  final UcxWorkerLoop loop;
+  final int maxMessage;
+  final int credits;
+  private final BufferPool pool;
+  private final int connectTimeoutMs;
+  private final String ucxConfig;
+  private final ScheduledExecutorService timer;
+  private final Set<UcxConnection> connections = new LinkedHashSet<>(); // loop thread
+  private final List<UcxListener> listeners = new ArrayList<>();         // loop thread
+  private volatile boolean closed;
+
+  AbstractUcxTransport(TransportConf conf) throws TransportException {
+    HrdmaNative.ensureAvailable();
+    this.maxMessage = conf.getPositiveInt(TransportConf.MAX_MESSAGE_KEY,
+        TransportConf.MAX_MESSAGE_DEFAULT);
+    this.credits = conf.getPositiveInt(TransportConf.CREDITS_KEY, TransportConf.CREDITS_DEFAULT);
+    this.connectTimeoutMs = conf.getPositiveInt(TransportConf.CONNECT_TIMEOUT_KEY,
+        TransportConf.CONNECT_TIMEOUT_DEFAULT);
+    this.ucxConfig = conf.get(TransportConf.UCX_CONFIG_KEY, TransportConf.UCX_CONFIG_DEFAULT);
+    int spin = conf.getInt(TransportConf.UCX_SPIN_KEY, TransportConf.UCX_SPIN_DEFAULT);
+    try {
+      this.ctx = Jni.ctxCreate0(ucxConfig);
+    } catch (NativeException e) {
+      throw UcxErrors.of("create ucx context (" + TransportConf.UCX_CONFIG_KEY + "='"
+          + ucxConfig + "')", e);
+    }
+    try {
+      this.loop = new UcxWorkerLoop(ctx, "hrdma-" + name() + "-" + SEQ.incrementAndGet(), spin);
+    } catch (NativeException e) {
+      Jni.ctxDestroy0(ctx);
+      throw UcxErrors.of("create ucx worker", e);
+    }
+    this.pool = new BufferPool(new UcxSlabAllocator(ctx),
+        conf.getPositiveInt(TransportConf.SLAB_SIZE_KEY, TransportConf.SLAB_SIZE_DEFAULT),
+        conf.getLong(TransportConf.MAX_REGISTERED_KEY, TransportConf.MAX_REGISTERED_DEFAULT));
+    this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "hrdma-" + name() + "-timer");
+      t.setDaemon(true);
+      return t;
+    });
+  }
+
+  /** A new connection object of this transport's wire. */
+  abstract UcxConnection newConnection(InetSocketAddress remote, EndpointHandler handler,
+      boolean client, CompletableFuture<Endpoint> connected);
+
+  @Override
+  public Set<Capability> capabilities() {
+    Set<Capability> s = EnumSet.of(Capability.ZERO_COPY);
+    if (ucxConfig.contains("sm") || ucxConfig.contains("posix") || ucxConfig.contains("sysv")
+        || !ucxConfig.contains("TLS=")) {
+      s.add(Capability.SHARED_MEMORY);
+    }
+    return s;
+  }
+
+  @Override
+  public BufferAllocator allocator() {
+    return pool;
+  }
+
+  /** Native counters: bytes registered, regions, endpoints, workers. */
+  public long[] nativeStats() {
+    long[] out = new long[4];
+    Jni.ctxStats0(ctx, out);
+    return out;
+  }
+
+  /** Transports and devices UCX uses in this context. */
+  public String ucxInfo() throws NativeException {
+    return Jni.ctxInfo0(ctx);
+  }
+
+  void opened(UcxConnection c) {
+    connections.add(c);
+  }
+
+  void closedConnection(UcxConnection c) {
+    connections.remove(c);
+  }
+
+  private <T> T onLoop(java.util.concurrent.Callable<T> task) throws IOException {
+    CompletableFuture<T> f = new CompletableFuture<>();
+    try {
+      loop.execute(() -> {
+        try {
+          f.complete(task.call());
+        } catch (Throwable t) {
+          f.completeExceptionally(t);
+        }
+      });
+      return f.get(30, TimeUnit.SECONDS);
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof IOException io) {
+        throw io;
+      }
+      throw new TransportException(e.getCause().toString(), 0, e.getCause());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new TransportException.Closed("interrupted");
+    } catch (TimeoutException e) {
+      throw new TransportException.Timeout("ucx worker did not answer in 30 s");
+    } catch (RuntimeException e) {
+      throw new TransportException.Closed("transport closed");
+    }
+  }
+
+  @Override
+  public Listener listen(InetSocketAddress local, EndpointHandler handler) throws IOException {
+    ensureOpen();
+    String ip = local.getAddress() == null ? "0.0.0.0" : local.getAddress().getHostAddress();
+    return onLoop(() -> {
+      long token = loop.newToken();
+      long l;
+      try {
+        l = Jni.listenerCreate0(loop.worker, ip, local.getPort(), token);
+      } catch (NativeException e) {
+        throw UcxErrors.of("listen on " + ip + ":" + local.getPort(), e);
+      }
+      int port = Jni.listenerPort0(l);
+      UcxListener listener = new UcxListener(this, l, token,
+          new InetSocketAddress(local.getAddress(), port), handler);
+      loop.registerListener(token, listener);
+      listeners.add(listener);
+      return listener;
+    });
+  }
+
+  /** A connection request arrived at {@code listener} (loop thread). */
+  void accept(UcxListener listener, long request, String peer) {
+    UcxConnection c = newConnection(parsePeer(peer), listener.handler, false,
+        new CompletableFuture<>());
+    long ep;
+    try {
+      ep = Jni.connAccept0(loop.worker, request, c.token);
+    } catch (NativeException e) {
+      LOG.warn("accept from {} failed: {}", peer, e.getMessage());
+      return;
+    }
+    c.attach(ep);
+    long token = c.token;
+    timer.schedule(() -> executeQuietly(() -> {
+      if (!c.isOpen() && !c.isDestroyed()) {
+        c.fail(new TransportException.Timeout("no hello from " + peer + " within "
+            + connectTimeoutMs + " ms (connection " + token + ")"));
+      }
+    }), connectTimeoutMs, TimeUnit.MILLISECONDS);
+  }
+
+  void closeListener(UcxListener l) {
+    Runnable r = () -> {
+      if (listeners.remove(l)) {
+        loop.unregisterListener(l.token);
+        Jni.listenerDestroy0(l.handle);
+      }
+    };
+    if (loop.inLoop()) {
+      r.run();
+    } else {
+      try {
+        onLoop(() -> {
+          r.run();
+          return null;
+        });
+      } catch (IOException e) {
+        LOG.debug("listener close: {}", e.toString());
+      }
+    }
+  }
+
+  private static InetSocketAddress parsePeer(String peer) {
+    try {
+      int i = peer.lastIndexOf(':');
+      if (i > 0) {
+        String host = peer.substring(0, i).replace("[", "").replace("]", "");
+        return new InetSocketAddress(InetAddress.getByName(host),
+            Integer.parseInt(peer.substring(i + 1)));
+      }
+    } catch (IOException | NumberFormatException e) {
+      // fall through
+    }
+    return InetSocketAddress.createUnresolved(peer.isEmpty() ? "unknown" : peer, 0);
+  }
+
+  @Override
+  public CompletableFuture<Endpoint> connect(InetSocketAddress remote, EndpointHandler handler) {
+    CompletableFuture<Endpoint> f = new CompletableFuture<>();
+    if (closed) {
+      f.completeExceptionally(new TransportException.Closed("transport closed"));
+      return f;
+    }
+    if (remote.isUnresolved()) {
+      f.completeExceptionally(new TransportException.Unreachable("cannot resolve "
+          + remote.getHostString(), 0, null));
+      return f;
+    }
+    String ip = remote.getAddress().getHostAddress();
+    try {
+      loop.execute(() -> {
+        UcxConnection c = newConnection(remote, handler, true, f);
+        try {
+          c.attach(Jni.epConnect0(loop.worker, ip, remote.getPort(), c.token));
+        } catch (NativeException e) {
+          f.completeExceptionally(UcxErrors.of("connect to " + remote, e));
+        }
+      });
+    } catch (RuntimeException e) {
+      f.completeExceptionally(new TransportException.Closed("transport closed"));
+      return f;
+    }
+    timer.schedule(() -> {
+      if (!f.isDone()) {
+        executeQuietly(() -> {
+          if (!f.isDone()) {
+            TransportException t = new TransportException.Timeout("connect to " + remote
+                + " over " + name() + " did not finish within " + connectTimeoutMs + " ms");
+            for (UcxConnection c : connections) {
+              if (c.client && c.remoteAddress().equals(remote) && !c.isOpen()) {
+                c.fail(t);
+              }
+            }
+            f.completeExceptionally(t);
+          }
+        });
+      }
+    }, connectTimeoutMs, TimeUnit.MILLISECONDS);
+    return f;
+  }
+
+  private void executeQuietly(Runnable r) {
+    try {
+      loop.execute(r);
+    } catch (RuntimeException e) {
+      // closed
+    }
+  }
+
+  private void ensureOpen() throws TransportException {
+    if (closed) {
+      throw new TransportException.Closed("transport closed");
+    }
+  }
+
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    timer.shutdownNow();
+    try {
+      onLoop(() -> {
+        for (UcxListener l : new ArrayList<>(listeners)) {
+          closeListener(l);
+        }
+        for (UcxConnection c : new ArrayList<>(connections)) {
+          c.close();
+        }
+        if (!loop.drain(() -> connections.isEmpty(), 5000)) {
+          for (UcxConnection c : new ArrayList<>(connections)) {
+            c.fail(new TransportException.Closed("transport closed"));
+          }
+          loop.drain(() -> connections.isEmpty(), 5000);
+        }
+        return null;
+      });
+    } catch (IOException e) {
+      LOG.warn("closing {} transport: {}", name(), e.getMessage());
+    }
+    try {
+      loop.shutdown();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    pool.close();
+    int st = Jni.ctxDestroy0(ctx);
+    if (st < 0) {
+      LOG.warn("ucx context destroy: {}", Jni.statusString0(st));
+    }
+  }
+}

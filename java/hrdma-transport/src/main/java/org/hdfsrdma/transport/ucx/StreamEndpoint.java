@@ -1,0 +1,237 @@
+package org.hdfsrdma.transport.ucx;
+
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.util.concurrent.CompletableFuture;
+import org.hdfsrdma.nativelib.Jni;
+import org.hdfsrdma.transport.Endpoint;
+import org.hdfsrdma.transport.EndpointHandler;
+import org.hdfsrdma.transport.RegisteredBuffer;
+import org.hdfsrdma.transport.TransportException;
+
+/**
+ * A connection over the UCP stream API. Frames on the byte stream:
+ *
+ * <pre>
+ *  0       4    5         8
+ *  +-------+----+---------+------------------------+
+ *  | len   |kind| 0 0 0   | payload (len bytes)    |
+ *  +-------+----+---------+------------------------+
+ *  len: u32 big-endian, bounded by the kind's limit before anything is allocated
+ *  kind: HELLO, HELLO_REPLY, DATA, CREDIT, CLOSE; the pad must be zero
+ * </pre>
+ *
+ * Frames up to {@link #COPY_LIMIT} are copied with their header into one send
+ * (socket-like small writes); larger payloads go out of, and come into, the
+ * message's registered buffer directly (header and payload are two stream
+ * sends; the receiver posts its receive straight into the message buffer).
+ */
+final class StreamEndpoint extends UcxConnection {
+  static final int HEADER = 8;
+  static final int COPY_LIMIT = 16 * 1024;
+  private static final int STAGING = 256 * 1024;
+  private static final int DIRECT_RECV_MIN = 32 * 1024;
+
+  private RegisteredBuffer staging;
+  private int sPos;
+  private int sLim;
+  private RegisteredBuffer msg;
+  private int msgKind;
+  private int msgLen;
+  private int msgFill;
+  private boolean stopped;
+
+  StreamEndpoint(AbstractUcxTransport transport, InetSocketAddress remote, EndpointHandler handler,
+      boolean client, CompletableFuture<Endpoint> connected) {
+    super(transport, remote, handler, client, connected);
+  }
+
+  @Override
+  public int onAm(int amId, long length, long[] out) {
+    loop.execute(() -> protocolError("active message on a stream connection"));
+    return org.hdfsrdma.nativelib.NativeException.ERR_INVALID;
+  }
+
+  // ---------------------------------------------------------------- send
+
+  @Override
+  protected void sendFrame(int kind, RegisteredBuffer payload, UcxWorkerLoop.Completion done) {
+    int len = payload.readableBytes();
+    RegisteredBuffer head;
+    try {
+      head = transport.allocator().allocate(HEADER + (len <= COPY_LIMIT ? len : 0));
+    } catch (TransportException e) {
+      payload.release();
+      done.done(org.hdfsrdma.nativelib.NativeException.ERR_NOMEM, 0);
+      return;
+    }
+    ByteBuffer h = head.nio();
+    h.clear();
+    h.putInt(len).put((byte) kind).put((byte) 0).putShort((short) 0);
+    if (len <= COPY_LIMIT) {
+      h.put(payload.nio().duplicate()).flip();
+      payload.release();
+      post(head, done);
+    } else {
+      h.flip();
+      post(head, (st, l) -> { });
+      post(payload, done);
+    }
+  }
+
+  /** One stream send; releases {@code b} when done. */
+  private void post(RegisteredBuffer b, UcxWorkerLoop.Completion done) {
+    long cookie = loop.newCookie();
+    long len = b.readableBytes();
+    int st = Jni.streamSend0(ep, b.address() + b.nio().position(), len, b.memoryHandle(), cookie);
+    if (st == Jni.INPROGRESS) {
+      loop.track(cookie, (s, l) -> {
+        b.release();
+        done.done(s, l);
+      });
+    } else {
+      b.release();
+      done.done(st, len);
+    }
+  }
+
+  // ------------------------------------------------------------- receive
+
+  @Override
+  protected void startReceiving() {
+    try {
+      staging = transport.allocator().allocate(STAGING);
+    } catch (TransportException e) {
+      fail(e);
+      return;
+    }
+    postReceive();
+  }
+
+  private void postReceive() {
+    while (!stopped && !isDestroyed()) {
+      boolean direct = msg != null && sPos == sLim && msgLen - msgFill >= DIRECT_RECV_MIN;
+      long addr;
+      long cap;
+      long memh;
+      if (direct) {
+        addr = msg.address() + msgFill;
+        cap = msgLen - msgFill;
+        memh = msg.memoryHandle();
+      } else {
+        if (sPos == sLim) {
+          sPos = sLim = 0;
+        } else if (sLim == STAGING) {
+          // keep the unparsed tail, move it to the front
+          ByteBuffer s = staging.nio();
+          s.put(0, s, sPos, sLim - sPos);
+          sLim -= sPos;
+          sPos = 0;
+        }
+        addr = staging.address() + sLim;
+        cap = STAGING - sLim;
+        memh = staging.memoryHandle();
+      }
+      long cookie = loop.newCookie();
+      long r = Jni.streamRecv0(ep, addr, cap, memh, cookie);
+      if (r > 0) {
+        received(direct, (int) r);
+      } else if (r == 0) {
+        loop.track(cookie, (st, len) -> {
+          if (stopped || isDestroyed()) {
+            return;
+          }
+          if (st < 0) {
+            onError(st);
+            return;
+          }
+          received(direct, (int) len);
+          postReceive();
+        });
+        return;
+      } else {
+        onError((int) r);
+        return;
+      }
+    }
+  }
+
+  private void received(boolean direct, int n) {
+    if (direct) {
+      msgFill += n;
+      if (msgFill == msgLen) {
+        emit();
+      }
+    } else {
+      sLim += n;
+    }
+    parse();
+  }
+
+  private void parse() {
+    ByteBuffer s = staging.nio();
+    while (!stopped && !isDestroyed()) {
+      if (msg == null) {
+        if (sLim - sPos < HEADER) {
+          return;
+        }
+        long len = s.getInt(sPos) & 0xffffffffL;
+        int kind = s.get(sPos + 4);
+        int pad = (s.get(sPos + 5) & 0xff) | (s.getShort(sPos + 6) & 0xffff);
+        sPos += HEADER;
+        if (kind < 0 || kind >= KINDS || pad != 0) {
+          protocolError("garbage on the stream (frame kind " + kind + ", pad " + pad + ")");
+          return;
+        }
+        if (len > limitFor(kind)) {
+          protocolError(kindName(kind) + " of " + len + " bytes exceeds the limit of "
+              + limitFor(kind));
+          return;
+        }
+        try {
+          msg = transport.allocator().allocate((int) Math.max(1, len));
+        } catch (TransportException e) {
+          fail(e);
+          return;
+        }
+        msgKind = kind;
+        msgLen = (int) len;
+        msgFill = 0;
+        if (msgLen == 0) {
+          emit();
+        }
+      } else {
+        int k = Math.min(sLim - sPos, msgLen - msgFill);
+        if (k == 0) {
+          return;
+        }
+        msg.nio().put(msgFill, s, sPos, k);
+        sPos += k;
+        msgFill += k;
+        if (msgFill == msgLen) {
+          emit();
+        }
+      }
+    }
+  }
+
+  private void emit() {
+    RegisteredBuffer m = msg;
+    msg = null;
+    m.nio().clear().limit(msgLen);
+    onFrame(msgKind, m);
+  }
+
+  @Override
+  protected void stopReceiving() {
+    stopped = true;
+    if (staging != null) {
+      staging.release();
+      staging = null;
+    }
+    if (msg != null) {
+      msg.release();
+      msg = null;
+    }
+  }
+}

@@ -1,0 +1,232 @@
+package org.hdfsrdma.transport.ucx;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.RejectedExecutionException;
+import org.hdfsrdma.nativelib.Jni;
+import org.hdfsrdma.nativelib.NativeException;
+import org.hdfsrdma.nativelib.WorkerCallbacks;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The I/O thread of a UCX transport: it owns one UCX worker, progresses it,
+ * runs tasks submitted from other threads, and dispatches the worker's
+ * upcalls. Like a Netty event loop: work for an endpoint runs on this thread;
+ * other threads queue tasks and wake it with {@code ucp_worker_signal}.
+ *
+ * <p>Idle policy: busy-poll {@code spinCount} rounds (latency), then sleep on
+ * the worker's event fd (CPU).
+ */
+final class UcxWorkerLoop implements WorkerCallbacks, Runnable {
+  private static final Logger LOG = LoggerFactory.getLogger(UcxWorkerLoop.class);
+
+  /** A native operation's completion, run on the loop thread. */
+  interface Completion {
+    void done(int status, long length);
+  }
+
+  /** Receives the upcalls for one endpoint. */
+  interface EndpointSink {
+    /** See {@link WorkerCallbacks#onAm}; the receive's completion is {@link #track}ed. */
+    int onAm(int amId, long length, long[] out);
+
+    void onError(int status);
+  }
+
+  /** Receives connection requests for one listener. */
+  interface ListenerSink {
+    void onConnRequest(long request, String peer);
+  }
+
+  final long worker;
+  private final Thread thread;
+  private final int spinCount;
+  private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
+  private volatile boolean sleeping;
+  private volatile boolean running = true;
+  private final Map<Long, EndpointSink> endpoints = new HashMap<>();
+  private final Map<Long, ListenerSink> listeners = new HashMap<>();
+  private final Map<Long, Completion> ops = new HashMap<>();
+  private long nextToken = 1;
+  private long nextCookie = 1;
+
+  UcxWorkerLoop(long ctx, String name, int spinCount) throws NativeException {
+    this.worker = Jni.workerCreate0(ctx, this);
+    this.spinCount = spinCount;
+    this.thread = new Thread(this, name);
+    thread.setDaemon(true);
+    thread.start();
+  }
+
+  boolean inLoop() {
+    return Thread.currentThread() == thread;
+  }
+
+  void execute(Runnable task) {
+    if (!running) {
+      throw new RejectedExecutionException("ucx worker loop stopped");
+    }
+    tasks.add(task);
+    if (sleeping) {
+      Jni.workerSignal0(worker);
+    }
+  }
+
+  long newToken() {
+    return nextToken++;
+  }
+
+  void register(long token, EndpointSink sink) {
+    endpoints.put(token, sink);
+  }
+
+  void unregister(long token) {
+    endpoints.remove(token);
+  }
+
+  void registerListener(long token, ListenerSink sink) {
+    listeners.put(token, sink);
+  }
+
+  void unregisterListener(long token) {
+    listeners.remove(token);
+  }
+
+  int endpointCount() {
+    return endpoints.size();
+  }
+
+  /** A cookie for an operation whose completion is {@code c}; call {@link #track} if in progress. */
+  long newCookie() {
+    return nextCookie++;
+  }
+
+  void track(long cookie, Completion c) {
+    ops.put(cookie, c);
+  }
+
+  @Override
+  public void run() {
+    int idle = 0;
+    while (running) {
+      boolean worked = runTasks();
+      int n = Jni.workerProgress0(worker);
+      if (n > 0 || worked) {
+        idle = 0;
+        continue;
+      }
+      if (++idle < spinCount) {
+        Thread.onSpinWait();
+        continue;
+      }
+      sleeping = true;
+      if (tasks.isEmpty() && running) {
+        Jni.workerWait0(worker, 100);
+      }
+      sleeping = false;
+      idle = 0;
+    }
+    runTasks();
+  }
+
+  private boolean runTasks() {
+    boolean any = false;
+    Runnable r;
+    while ((r = tasks.poll()) != null) {
+      any = true;
+      try {
+        r.run();
+      } catch (Throwable t) {
+        LOG.error("ucx loop task failed: {}", t.toString(), t);
+      }
+    }
+    return any;
+  }
+
+  /**
+   * Runs {@code step} on the loop until it returns true or {@code timeoutMs}
+   * passes, progressing the worker (used by shutdown).
+   */
+  boolean drain(java.util.function.BooleanSupplier step, long timeoutMs) {
+    long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
+    while (!step.getAsBoolean()) {
+      if (System.nanoTime() > deadline) {
+        return false;
+      }
+      runTasks();
+      Jni.workerProgress0(worker);
+    }
+    return true;
+  }
+
+  /** Stops the thread (call from another thread), then destroys the worker. */
+  void shutdown() throws InterruptedException {
+    running = false;
+    Jni.workerSignal0(worker);
+    thread.join(10_000);
+    List<Completion> left = new ArrayList<>(ops.values());
+    ops.clear();
+    for (Completion c : left) {
+      c.done(NativeException.ERR_CLOSED, 0);
+    }
+    int st = Jni.workerDestroy0(worker);
+    if (st < 0) {
+      LOG.warn("ucx worker destroy: {}", Jni.statusString0(st));
+    }
+  }
+
+  // ---------------------------------------------------------------- upcalls
+
+  @Override
+  public void onConnRequest(long listenerToken, long request, String peer) {
+    ListenerSink l = listeners.get(listenerToken);
+    if (l == null) {
+      Jni.connReject0(worker, listenerToken, request);
+      return;
+    }
+    l.onConnRequest(request, peer);
+  }
+
+  @Override
+  public int onAm(long epToken, int amId, long length, long[] out) {
+    EndpointSink e = endpoints.get(epToken);
+    if (e == null) {
+      return NativeException.ERR_CLOSED;
+    }
+    try {
+      return e.onAm(amId, length, out);
+    } catch (RuntimeException ex) {
+      LOG.error("ucx receive failed: {}", ex.toString(), ex);
+      return NativeException.ERR_IO;
+    }
+  }
+
+  @Override
+  public void onRecvDone(long epToken, long cookie, int status, long length) {
+    onOpDone(epToken, cookie, status, length);
+  }
+
+  @Override
+  public void onOpDone(long epToken, long cookie, int status, long length) {
+    Completion c = ops.remove(cookie);
+    if (c != null) {
+      try {
+        c.done(status, length);
+      } catch (RuntimeException ex) {
+        LOG.error("ucx completion failed: {}", ex.toString(), ex);
+      }
+    }
+  }
+
+  @Override
+  public void onEpError(long epToken, int status) {
+    EndpointSink e = endpoints.get(epToken);
+    if (e != null) {
+      e.onError(status);
+    }
+  }
+}

@@ -1,0 +1,238 @@
+/*
+ * libhrdma: the native core of hdfs-rdma.
+ *
+ * Layers (dependencies point down only):
+ *   engine   UCX (UCP) context, worker, listener, endpoints: active messages
+ *            with rendezvous for bulk data, RMA put/get with packed rkeys,
+ *            the UCP stream API, flush, close, peer-failure reporting.
+ *   memory   page-aligned regions registered once with ucp_mem_map, counted.
+ *   checksum CRC32C (ISA-L) in the HDFS layout: one big-endian sum per chunk.
+ *   probe    libibverbs devices/ports, works with zero devices.
+ *
+ * Threading: a worker and everything created on it (listeners, endpoints,
+ * operations, rkeys) belong to the one thread that calls
+ * hrdma_worker_progress() on it. Only hrdma_worker_signal() may be called
+ * from other threads. Callbacks run inside hrdma_worker_progress() on that
+ * thread. Contexts, memory regions, checksum and probe functions are
+ * thread-safe.
+ *
+ * Errors: every function returns an hrdma_status_t; 0 is success, negative
+ * values are errors, HRDMA_INPROGRESS (1) means a completion callback follows.
+ */
+#ifndef HRDMA_HRDMA_H
+#define HRDMA_HRDMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped whenever a signature or a struct in this header changes. The JNI
+ * layer and the Java loader check it at load time. */
+#define HRDMA_ABI_VERSION 1
+
+typedef enum {
+    HRDMA_INPROGRESS      = 1,
+    HRDMA_OK              = 0,
+    HRDMA_ERR_INVALID     = -1,  /* bad argument or configuration */
+    HRDMA_ERR_NOMEM       = -2,
+    HRDMA_ERR_IO          = -3,  /* other transport or OS error */
+    HRDMA_ERR_UNREACHABLE = -4,  /* nobody listens there / no route */
+    HRDMA_ERR_PEER_FAILED = -5,  /* connection reset, peer died, timeout */
+    HRDMA_ERR_CANCELED    = -6,  /* the endpoint was closed under the op */
+    HRDMA_ERR_TIMEOUT     = -7,
+    HRDMA_ERR_UNSUPPORTED = -8,
+    HRDMA_ERR_CLOSED      = -9,  /* object already closed */
+    HRDMA_ERR_CHECKSUM    = -10, /* CRC32C mismatch */
+    HRDMA_ERR_BUSY        = -11, /* address in use, resource busy */
+    HRDMA_ERR_NO_DEVICE   = -12,
+    HRDMA_ERR_TRUNCATED   = -13, /* message longer than the receive buffer */
+} hrdma_status_t;
+
+/* Static text for a status; never NULL. */
+const char *hrdma_status_str(int status);
+
+/* ------------------------------------------------------------ checksum -- */
+
+/* CRC32C (Castagnoli) of buf, continuing from crc. Start with crc = 0; the
+ * result equals java.util.zip.CRC32C over the same bytes. */
+uint32_t hrdma_crc32c(uint32_t crc, const void *buf, size_t len);
+
+/* HDFS layout: one CRC32C per bytes_per_checksum chunk (the last may be
+ * shorter), each stored big-endian in sums. sums_len must be at least
+ * 4 * ceil(len / bytes_per_checksum). */
+int hrdma_crc32c_chunks_compute(const void *data, size_t len,
+                                uint32_t bytes_per_checksum,
+                                void *sums, size_t sums_len);
+
+/* Verifies data against sums in the same layout. On mismatch returns
+ * HRDMA_ERR_CHECKSUM and stores the offset of the first bad chunk in
+ * *bad_offset_p (if not NULL). */
+int hrdma_crc32c_chunks_verify(const void *data, size_t len,
+                               uint32_t bytes_per_checksum,
+                               const void *sums, size_t sums_len,
+                               size_t *bad_offset_p);
+
+/* --------------------------------------------------------------- probe -- */
+
+/* Writes one line per (device, port) into buf, NUL-terminated:
+ *   device=<name> port=<n> state=<ACTIVE|DOWN|...> link_layer=<InfiniBand|Ethernet>
+ *   rate_gbps=<float> width=<1x|4x|..> speed=<SDR|..|HDR|NDR|..> mtu=<n>
+ *   gid0=<gid or -> netdev=<ifname or -> ipv4=<addr or ->
+ * Zero devices is success with an empty string. HRDMA_ERR_TRUNCATED when buf
+ * is too small (*needed_p says how much). */
+int hrdma_probe_devices(char *buf, size_t buf_len, size_t *needed_p);
+
+/* -------------------------------------------------------------- engine -- */
+
+typedef struct hrdma_ctx      hrdma_ctx_t;
+typedef struct hrdma_worker   hrdma_worker_t;
+typedef struct hrdma_listener hrdma_listener_t;
+typedef struct hrdma_ep       hrdma_ep_t;
+typedef struct hrdma_mem      hrdma_mem_t;
+typedef struct hrdma_rkey     hrdma_rkey_t;
+typedef void                 *hrdma_conn_request_t;
+
+/* Version string of the UCX library loaded at run time, e.g. "1.13.1". */
+const char *hrdma_ucx_version(void);
+
+/* UCX configuration overrides, "NAME=value" entries without the UCX_ prefix
+ * separated by ';' (e.g. "TLS=sm,tcp;MM_ERROR_HANDLING=y"), may be NULL or
+ * "". Names and values are validated before UCX sees them (a bad connection
+ * manager setting would otherwise abort the process): unknown names and bad
+ * values give HRDMA_ERR_INVALID. (Values of transport-level settings, e.g.
+ * TCP_* or MM_*, are only parsed by UCX when it opens the transport: a bad
+ * one there is not caught here.) */
+int hrdma_ctx_create(const char *ucx_config, hrdma_ctx_t **ctx_p);
+
+/* Fails with HRDMA_ERR_BUSY while memory regions are still mapped or workers
+ * remain (UCX asserts if registrations outlive ucp_cleanup). */
+int hrdma_ctx_destroy(hrdma_ctx_t *ctx);
+
+typedef struct {
+    uint64_t bytes_registered;   /* bytes in currently mapped regions */
+    uint64_t regions;            /* currently mapped regions */
+    uint64_t endpoints;          /* endpoints not yet destroyed, all workers */
+    uint64_t workers;
+} hrdma_ctx_stats_t;
+
+void hrdma_ctx_stats(const hrdma_ctx_t *ctx, hrdma_ctx_stats_t *stats);
+
+/* Writes the transports/devices UCX would use (ucp_context_print_info) into
+ * buf, NUL-terminated, truncated to buf_len. */
+int hrdma_ctx_info(hrdma_ctx_t *ctx, char *buf, size_t buf_len);
+
+/* Memory: allocates length bytes (rounded up to the page size), page-aligned,
+ * and registers them with ucp_mem_map. Counted in hrdma_ctx_stats. */
+int hrdma_mem_map(hrdma_ctx_t *ctx, size_t length, hrdma_mem_t **mem_p);
+void *hrdma_mem_address(const hrdma_mem_t *mem);
+size_t hrdma_mem_length(const hrdma_mem_t *mem);
+/* Packs the remote key into buf; *len_p is the packed length (also when
+ * HRDMA_ERR_TRUNCATED is returned). */
+int hrdma_mem_pack_rkey(hrdma_mem_t *mem, void *buf, size_t buf_len,
+                        size_t *len_p);
+int hrdma_mem_unmap(hrdma_mem_t *mem);
+
+/* Callbacks, all run on the worker's progress thread. */
+typedef struct {
+    void *arg;
+    /* A client connects to a listener. The callee calls hrdma_conn_accept()
+     * or hrdma_conn_reject() before it returns; req is valid only until
+     * then (if neither is called, the request is rejected). */
+    void (*on_conn_request)(void *arg, uint64_t listener_token,
+                            hrdma_conn_request_t req, const char *peer_addr);
+    /* An active message arrived on an endpoint. The callee either returns a
+     * negative status (message dropped) or returns HRDMA_OK after setting
+     * *dst_p (at least length bytes), optionally *dst_mem_p (the region dst
+     * lies in, or NULL) and *recv_cookie_p. The data is then placed at dst
+     * and on_recv_done(recv_cookie) follows (possibly before on_am returns
+     * to UCX, never before on_am itself returns). */
+    int (*on_am)(void *arg, uint64_t ep_token, uint16_t am_id, size_t length,
+                 void **dst_p, hrdma_mem_t **dst_mem_p,
+                 uint64_t *recv_cookie_p);
+    void (*on_recv_done)(void *arg, uint64_t ep_token, uint64_t recv_cookie,
+                         int status, size_t length);
+    /* A send, put, get, flush, stream send/recv or close that returned
+     * HRDMA_INPROGRESS has finished. length: bytes received for stream
+     * receives, else the request length. */
+    void (*on_op_done)(void *arg, uint64_t ep_token, uint64_t op_cookie,
+                       int status, size_t length);
+    /* The endpoint failed (peer died, connection reset). Every outstanding
+     * operation on it completes with an error too. The callee must still
+     * call hrdma_ep_close() and hrdma_ep_destroy(). Called at most once per
+     * endpoint, never after hrdma_ep_close(). UCX 1.13 has no separate
+     * "remote closed" event: a peer closing its endpoint gracefully also
+     * arrives here (HRDMA_ERR_PEER_FAILED). */
+    void (*on_ep_error)(void *arg, uint64_t ep_token, int status);
+} hrdma_worker_callbacks_t;
+
+int hrdma_worker_create(hrdma_ctx_t *ctx, const hrdma_worker_callbacks_t *cb,
+                        hrdma_worker_t **worker_p);
+/* Fails with HRDMA_ERR_BUSY while listeners, endpoints or rkeys remain. */
+int hrdma_worker_destroy(hrdma_worker_t *worker);
+/* Runs ucp_worker_progress until nothing more happens (bounded); returns
+ * the number of events (>= 0). */
+int hrdma_worker_progress(hrdma_worker_t *worker);
+/* Blocks until the worker has events, hrdma_worker_signal() is called, or
+ * timeout_ms passes (-1: forever). Returns HRDMA_OK or HRDMA_ERR_TIMEOUT. */
+int hrdma_worker_wait(hrdma_worker_t *worker, int timeout_ms);
+/* Wakes a thread blocked in hrdma_worker_wait(). Any thread. */
+int hrdma_worker_signal(hrdma_worker_t *worker);
+
+/* ip: numeric IPv4/IPv6 or "0.0.0.0"; port 0 picks a free port. */
+int hrdma_listener_create(hrdma_worker_t *worker, const char *ip, int port,
+                          uint64_t token, hrdma_listener_t **listener_p);
+int hrdma_listener_port(const hrdma_listener_t *listener);
+int hrdma_listener_destroy(hrdma_listener_t *listener);
+
+int hrdma_conn_accept(hrdma_worker_t *worker, hrdma_conn_request_t req,
+                      uint64_t ep_token, hrdma_ep_t **ep_p);
+int hrdma_conn_reject(hrdma_worker_t *worker, uint64_t listener_token,
+                      hrdma_conn_request_t req);
+
+/* Starts a connection (error mode PEER). Operations may be posted at once;
+ * a failure to connect arrives as on_ep_error (HRDMA_ERR_UNREACHABLE or
+ * HRDMA_ERR_PEER_FAILED) and fails the posted operations. */
+int hrdma_ep_connect(hrdma_worker_t *worker, const char *ip, int port,
+                     uint64_t ep_token, hrdma_ep_t **ep_p);
+
+/* Active message send. mem may be NULL (UCX then registers on the fly).
+ * Large messages go by rendezvous (zero-copy RDMA on IB/RoCE). Returns
+ * HRDMA_OK when done at once (no callback), HRDMA_INPROGRESS when
+ * on_op_done(op_cookie) follows, or an error. */
+int hrdma_ep_am_send(hrdma_ep_t *ep, uint16_t am_id, const void *buf,
+                     size_t len, hrdma_mem_t *mem, uint64_t op_cookie);
+
+/* One-sided: put local -> remote_addr, get remote_addr -> local. */
+int hrdma_rkey_unpack(hrdma_ep_t *ep, const void *packed, size_t len,
+                      hrdma_rkey_t **rkey_p);
+void hrdma_rkey_destroy(hrdma_rkey_t *rkey);
+int hrdma_ep_put(hrdma_ep_t *ep, const void *local, size_t len,
+                 hrdma_mem_t *mem, uint64_t remote_addr, hrdma_rkey_t *rkey,
+                 uint64_t op_cookie);
+int hrdma_ep_get(hrdma_ep_t *ep, void *local, size_t len, hrdma_mem_t *mem,
+                 uint64_t remote_addr, hrdma_rkey_t *rkey,
+                 uint64_t op_cookie);
+/* Completes when all puts/gets posted before it are done remotely. */
+int hrdma_ep_flush(hrdma_ep_t *ep, uint64_t op_cookie);
+
+/* UCP stream API: byte-stream semantics. A receive completes with whatever
+ * arrived, 1..cap bytes (on_op_done length). */
+int hrdma_ep_stream_send(hrdma_ep_t *ep, const void *buf, size_t len,
+                         hrdma_mem_t *mem, uint64_t op_cookie);
+int hrdma_ep_stream_recv(hrdma_ep_t *ep, void *buf, size_t cap,
+                         hrdma_mem_t *mem, uint64_t op_cookie,
+                         size_t *received_p);
+
+/* Closes the endpoint: flush then close (force=0) or drop at once (force=1).
+ * Outstanding operations complete with HRDMA_ERR_CANCELED or their result.
+ * After HRDMA_OK, or after on_op_done(op_cookie), call hrdma_ep_destroy(). */
+int hrdma_ep_close(hrdma_ep_t *ep, int force, uint64_t op_cookie);
+void hrdma_ep_destroy(hrdma_ep_t *ep);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HRDMA_HRDMA_H */

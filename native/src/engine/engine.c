@@ -1,0 +1,861 @@
+/*
+ * Worker, listener, endpoints and operations over UCP.
+ *
+ * Every endpoint is created in error mode PEER; UCX reports a failed
+ * endpoint through hrdma_ep_err_cb and fails its outstanding requests, which
+ * then reach on_op_done with an error. Active messages are always sent with
+ * UCP_AM_SEND_FLAG_REPLY so the receiver learns the ucp_ep_h they came on;
+ * the worker maps that back to our endpoint (and its token) with a hash.
+ */
+#include "engine_int.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HRDMA_PROGRESS_ROUNDS 64
+
+/* ------------------------------------------------------------ helpers -- */
+
+static hrdma_ep_t *hrdma_worker_ep_find(hrdma_worker_t *worker, ucp_ep_h uep)
+{
+    khiter_t it = kh_get(hrdma_ep_map, worker->ep_map, (uint64_t)(uintptr_t)uep);
+
+    return (it == kh_end(worker->ep_map)) ? NULL : kh_val(worker->ep_map, it);
+}
+
+static int hrdma_worker_ep_add(hrdma_worker_t *worker, hrdma_ep_t *ep)
+{
+    khiter_t it;
+    int ret;
+
+    it = kh_put(hrdma_ep_map, worker->ep_map, (uint64_t)(uintptr_t)ep->ucp_ep,
+                &ret);
+    if (ret < 0) {
+        return HRDMA_ERR_NOMEM;
+    }
+    kh_val(worker->ep_map, it) = ep;
+    ep->in_map = 1;
+    return HRDMA_OK;
+}
+
+static void hrdma_worker_ep_remove(hrdma_ep_t *ep)
+{
+    khiter_t it;
+
+    if (!ep->in_map) {
+        return;
+    }
+    it = kh_get(hrdma_ep_map, ep->worker->ep_map,
+                (uint64_t)(uintptr_t)ep->ucp_ep);
+    if ((it != kh_end(ep->worker->ep_map)) &&
+        (kh_val(ep->worker->ep_map, it) == ep)) {
+        kh_del(hrdma_ep_map, ep->worker->ep_map, it);
+    }
+    ep->in_map = 0;
+}
+
+static int hrdma_sockaddr_parse(const char *ip, int port,
+                                struct sockaddr_storage *ss, socklen_t *len_p)
+{
+    struct addrinfo hints, *res;
+    char port_str[16];
+
+    if ((ip == NULL) || (port < 0) || (port > 65535)) {
+        return HRDMA_ERR_INVALID;
+    }
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_flags    = AI_NUMERICHOST | AI_NUMERICSERV;
+    hints.ai_family   = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    snprintf(port_str, sizeof(port_str), "%d", port);
+    if (getaddrinfo(ip, port_str, &hints, &res) != 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    *len_p = res->ai_addrlen;
+    freeaddrinfo(res);
+    return HRDMA_OK;
+}
+
+static int hrdma_sockaddr_port(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET) {
+        return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+    } else if (ss->ss_family == AF_INET6) {
+        return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+    }
+    return -1;
+}
+
+static void hrdma_sockaddr_str(const struct sockaddr_storage *ss, char *buf,
+                               size_t len)
+{
+    char ip[INET6_ADDRSTRLEN] = "?";
+
+    if (ss->ss_family == AF_INET) {
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, ip,
+                  sizeof(ip));
+        snprintf(buf, len, "%s:%d", ip, hrdma_sockaddr_port(ss));
+    } else if (ss->ss_family == AF_INET6) {
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, ip,
+                  sizeof(ip));
+        snprintf(buf, len, "[%s]:%d", ip, hrdma_sockaddr_port(ss));
+    } else {
+        snprintf(buf, len, "?");
+    }
+}
+
+/* ------------------------------------------------- completion callbacks -- */
+
+static void hrdma_req_complete(void *request, ucs_status_t ucs, size_t length,
+                               int use_length)
+{
+    hrdma_req_t req = *(hrdma_req_t *)request;
+
+    ucp_request_free(request);
+    if (!req.silent) {
+        req.worker->cb.on_op_done(req.worker->cb.arg, req.ep_token, req.cookie,
+                                  hrdma_status_from_ucs(ucs),
+                                  use_length ? length : req.length);
+    }
+}
+
+static void hrdma_send_cb(void *request, ucs_status_t ucs,
+                          void *user_data HRDMA_UNUSED)
+{
+    hrdma_req_complete(request, ucs, 0, 0);
+}
+
+static void hrdma_stream_recv_cb(void *request, ucs_status_t ucs, size_t length,
+                                 void *user_data HRDMA_UNUSED)
+{
+    hrdma_req_complete(request, ucs, length, 1);
+}
+
+static void hrdma_am_recv_data_cb(void *request, ucs_status_t ucs,
+                                  size_t length, void *user_data HRDMA_UNUSED)
+{
+    hrdma_req_t req = *(hrdma_req_t *)request;
+
+    ucp_request_free(request);
+    req.worker->cb.on_recv_done(req.worker->cb.arg, req.ep_token, req.cookie,
+                                hrdma_status_from_ucs(ucs), length);
+}
+
+static void hrdma_close_cb(void *request, ucs_status_t ucs,
+                           void *user_data HRDMA_UNUSED)
+{
+    hrdma_req_t *req = request;
+
+    if (req->ep != NULL) {
+        hrdma_worker_ep_remove(req->ep);
+        req->ep->close_req = NULL;
+    }
+    /* A close of a failed endpoint is still a successful close. */
+    if ((ucs != UCS_OK) && (ucs != UCS_ERR_CANCELED)) {
+        ucs = UCS_OK;
+    }
+    hrdma_req_complete(request, ucs, 0, 0);
+}
+
+/* Turns the result of a posting call into our status; a request gets the
+ * data its completion callback reports. */
+static int hrdma_req_result(hrdma_ep_t *ep, ucs_status_ptr_t sp,
+                            uint64_t cookie, size_t length)
+{
+    hrdma_req_t *req;
+
+    if (sp == NULL) {
+        return HRDMA_OK;
+    }
+    if (UCS_PTR_IS_ERR(sp)) {
+        return hrdma_status_from_ucs(UCS_PTR_STATUS(sp));
+    }
+    req           = sp;
+    req->worker   = ep->worker;
+    req->ep       = NULL;
+    req->ep_token = ep->token;
+    req->cookie   = cookie;
+    req->length   = length;
+    req->silent   = 0;
+    return HRDMA_INPROGRESS;
+}
+
+static void hrdma_req_param_init(ucp_request_param_t *param, hrdma_mem_t *mem)
+{
+    memset(param, 0, sizeof(*param));
+    param->op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
+    param->cb.send      = hrdma_send_cb;
+    if (mem != NULL) {
+        param->op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+        param->memh          = mem->memh;
+    }
+}
+
+/* ------------------------------------------------------ error handler -- */
+
+static void hrdma_ep_err_cb(void *arg, ucp_ep_h uep, ucs_status_t ucs)
+{
+    hrdma_worker_t *worker = arg;
+    hrdma_ep_t *ep         = hrdma_worker_ep_find(worker, uep);
+
+    if ((ep == NULL) || ep->failed || ep->closing) {
+        return;
+    }
+    ep->failed = 1;
+    worker->cb.on_ep_error(worker->cb.arg, ep->token,
+                           hrdma_status_from_ucs(ucs));
+}
+
+/* --------------------------------------------------- active messages -- */
+
+static ucs_status_t hrdma_am_recv_cb(void *arg, const void *header HRDMA_UNUSED,
+                                     size_t header_length HRDMA_UNUSED,
+                                     void *data, size_t length,
+                                     const ucp_am_recv_param_t *param)
+{
+    hrdma_am_arg_t *am      = arg;
+    hrdma_worker_t *worker  = am->worker;
+    int rndv                = !!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV);
+    hrdma_mem_t *dst_mem    = NULL;
+    void *dst               = NULL;
+    uint64_t recv_cookie    = 0;
+    ucp_request_param_t rparam;
+    ucs_status_ptr_t sp;
+    hrdma_req_t *req;
+    hrdma_ep_t *ep = NULL;
+    int status;
+
+    if (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) {
+        ep = hrdma_worker_ep_find(worker, param->reply_ep);
+    }
+    if ((ep == NULL) || ep->closing) {
+        /* Sent without a reply endpoint or on one we no longer own. */
+        return rndv ? UCS_ERR_CANCELED : UCS_OK;
+    }
+
+    status = worker->cb.on_am(worker->cb.arg, ep->token, am->am_id, length,
+                              &dst, &dst_mem, &recv_cookie);
+    if (status < 0) {
+        /* Dropped: eager data is released by UCX on UCS_OK; a rendezvous
+         * sender completes with the status we return. */
+        return rndv ? UCS_ERR_CANCELED : UCS_OK;
+    }
+
+    if (!rndv) {
+        if (length > 0) {
+            memcpy(dst, data, length);
+        }
+        worker->cb.on_recv_done(worker->cb.arg, ep->token, recv_cookie,
+                                HRDMA_OK, length);
+        return UCS_OK;
+    }
+
+    memset(&rparam, 0, sizeof(rparam));
+    rparam.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
+    rparam.cb.recv_am   = hrdma_am_recv_data_cb;
+    if (dst_mem != NULL) {
+        rparam.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+        rparam.memh          = dst_mem->memh;
+    }
+    sp = ucp_am_recv_data_nbx(worker->ucp_worker, data, dst, length, &rparam);
+    if (sp == NULL) {
+        worker->cb.on_recv_done(worker->cb.arg, ep->token, recv_cookie,
+                                HRDMA_OK, length);
+    } else if (UCS_PTR_IS_ERR(sp)) {
+        worker->cb.on_recv_done(worker->cb.arg, ep->token, recv_cookie,
+                                hrdma_status_from_ucs(UCS_PTR_STATUS(sp)), 0);
+    } else {
+        req           = sp;
+        req->worker   = worker;
+        req->ep       = NULL;
+        req->ep_token = ep->token;
+        req->cookie   = recv_cookie;
+        req->length   = length;
+        req->silent   = 0;
+    }
+    /* UCX owns the descriptor once ucp_am_recv_data_nbx was called. */
+    return UCS_OK;
+}
+
+/* ------------------------------------------------------------- worker -- */
+
+int hrdma_worker_create(hrdma_ctx_t *ctx, const hrdma_worker_callbacks_t *cb,
+                        hrdma_worker_t **worker_p)
+{
+    ucp_worker_params_t params;
+    ucp_am_handler_param_t am_param;
+    hrdma_worker_t *worker;
+    ucs_status_t ucs;
+    int status;
+    uint16_t id;
+
+    if ((ctx == NULL) || (cb == NULL) || (worker_p == NULL) ||
+        (cb->on_conn_request == NULL) || (cb->on_am == NULL) ||
+        (cb->on_recv_done == NULL) || (cb->on_op_done == NULL) ||
+        (cb->on_ep_error == NULL)) {
+        return HRDMA_ERR_INVALID;
+    }
+    worker = calloc(1, sizeof(*worker));
+    if (worker == NULL) {
+        return HRDMA_ERR_NOMEM;
+    }
+    worker->ctx    = ctx;
+    worker->cb     = *cb;
+    worker->ep_map = kh_init(hrdma_ep_map);
+    if (worker->ep_map == NULL) {
+        status = HRDMA_ERR_NOMEM;
+        goto err_free;
+    }
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    params.thread_mode = UCS_THREAD_MODE_SINGLE;
+    ucs = ucp_worker_create(ctx->ucp_ctx, &params, &worker->ucp_worker);
+    if (ucs != UCS_OK) {
+        hrdma_log_error("ucp_worker_create failed: %s", ucs_status_string(ucs));
+        status = hrdma_status_from_ucs(ucs);
+        goto err_map;
+    }
+    ucs = ucp_worker_get_efd(worker->ucp_worker, &worker->efd);
+    if (ucs != UCS_OK) {
+        hrdma_log_error("ucp_worker_get_efd failed: %s",
+                        ucs_status_string(ucs));
+        status = hrdma_status_from_ucs(ucs);
+        goto err_worker;
+    }
+
+    for (id = 0; id < HRDMA_AM_IDS; id++) {
+        worker->am_args[id].worker = worker;
+        worker->am_args[id].am_id  = id;
+        memset(&am_param, 0, sizeof(am_param));
+        am_param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                              UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+                              UCP_AM_HANDLER_PARAM_FIELD_CB |
+                              UCP_AM_HANDLER_PARAM_FIELD_ARG;
+        am_param.id         = id;
+        am_param.flags      = UCP_AM_FLAG_WHOLE_MSG;
+        am_param.cb         = hrdma_am_recv_cb;
+        am_param.arg        = &worker->am_args[id];
+        ucs = ucp_worker_set_am_recv_handler(worker->ucp_worker, &am_param);
+        if (ucs != UCS_OK) {
+            hrdma_log_error("ucp_worker_set_am_recv_handler failed: %s",
+                            ucs_status_string(ucs));
+            status = hrdma_status_from_ucs(ucs);
+            goto err_worker;
+        }
+    }
+
+    atomic_fetch_add(&ctx->workers, 1);
+    *worker_p = worker;
+    return HRDMA_OK;
+
+err_worker:
+    ucp_worker_destroy(worker->ucp_worker);
+err_map:
+    kh_destroy(hrdma_ep_map, worker->ep_map);
+err_free:
+    free(worker);
+    return status;
+}
+
+int hrdma_worker_destroy(hrdma_worker_t *worker)
+{
+    if (worker == NULL) {
+        return HRDMA_ERR_INVALID;
+    }
+    if ((worker->num_eps != 0) || (worker->num_listeners != 0) ||
+        (worker->num_rkeys != 0)) {
+        return HRDMA_ERR_BUSY;
+    }
+    ucp_worker_destroy(worker->ucp_worker);
+    kh_destroy(hrdma_ep_map, worker->ep_map);
+    atomic_fetch_sub(&worker->ctx->workers, 1);
+    free(worker);
+    return HRDMA_OK;
+}
+
+int hrdma_worker_progress(hrdma_worker_t *worker)
+{
+    unsigned total = 0, n;
+    int round;
+
+    for (round = 0; round < HRDMA_PROGRESS_ROUNDS; round++) {
+        n = ucp_worker_progress(worker->ucp_worker);
+        if (n == 0) {
+            break;
+        }
+        total += n;
+    }
+    return (int)total;
+}
+
+int hrdma_worker_wait(hrdma_worker_t *worker, int timeout_ms)
+{
+    struct pollfd pfd;
+    ucs_status_t ucs;
+    int ret;
+
+    ucs = ucp_worker_arm(worker->ucp_worker);
+    if (ucs == UCS_ERR_BUSY) {
+        return HRDMA_OK; /* events are pending already */
+    } else if (ucs != UCS_OK) {
+        hrdma_log_error("ucp_worker_arm failed: %s", ucs_status_string(ucs));
+        return hrdma_status_from_ucs(ucs);
+    }
+    pfd.fd      = worker->efd;
+    pfd.events  = POLLIN;
+    pfd.revents = 0;
+    do {
+        ret = poll(&pfd, 1, timeout_ms);
+    } while ((ret < 0) && (errno == EINTR));
+    if (ret < 0) {
+        hrdma_log_error("poll on worker fd failed: %s", strerror(errno));
+        return HRDMA_ERR_IO;
+    }
+    return (ret == 0) ? HRDMA_ERR_TIMEOUT : HRDMA_OK;
+}
+
+int hrdma_worker_signal(hrdma_worker_t *worker)
+{
+    ucs_status_t ucs = ucp_worker_signal(worker->ucp_worker);
+
+    return hrdma_status_from_ucs(ucs);
+}
+
+/* ----------------------------------------------------------- listener -- */
+
+typedef struct {
+    ucp_conn_request_h ucp_req;
+    hrdma_listener_t  *listener;
+    int                handled;
+} hrdma_conn_req_t;
+
+static void hrdma_conn_cb(ucp_conn_request_h ucp_req, void *arg)
+{
+    hrdma_listener_t *listener = arg;
+    hrdma_worker_t *worker     = listener->worker;
+    hrdma_conn_req_t req       = {ucp_req, listener, 0};
+    ucp_conn_request_attr_t attr;
+    char peer[INET6_ADDRSTRLEN + 16] = "?";
+
+    attr.field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR;
+    if (ucp_conn_request_query(ucp_req, &attr) == UCS_OK) {
+        hrdma_sockaddr_str(&attr.client_address, peer, sizeof(peer));
+    }
+    worker->cb.on_conn_request(worker->cb.arg, listener->token, &req, peer);
+    if (!req.handled) {
+        /* The contract says the callee decides before returning. */
+        ucp_listener_reject(listener->ucp_listener, ucp_req);
+    }
+}
+
+int hrdma_listener_create(hrdma_worker_t *worker, const char *ip, int port,
+                          uint64_t token, hrdma_listener_t **listener_p)
+{
+    ucp_listener_params_t params;
+    ucp_listener_attr_t attr;
+    struct sockaddr_storage ss;
+    hrdma_listener_t *listener;
+    socklen_t ss_len;
+    ucs_status_t ucs;
+    int status;
+
+    if ((worker == NULL) || (listener_p == NULL)) {
+        return HRDMA_ERR_INVALID;
+    }
+    status = hrdma_sockaddr_parse(ip, port, &ss, &ss_len);
+    if (status != HRDMA_OK) {
+        hrdma_log_error("bad listen address '%s' port %d: %s",
+                        (ip != NULL) ? ip : "(null)", port,
+                        hrdma_status_str(status));
+        return status;
+    }
+    listener = calloc(1, sizeof(*listener));
+    if (listener == NULL) {
+        return HRDMA_ERR_NOMEM;
+    }
+    listener->worker = worker;
+    listener->token  = token;
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask         = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
+                                UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+    params.sockaddr.addr      = (const struct sockaddr *)&ss;
+    params.sockaddr.addrlen   = ss_len;
+    params.conn_handler.cb    = hrdma_conn_cb;
+    params.conn_handler.arg   = listener;
+    ucs = ucp_listener_create(worker->ucp_worker, &params,
+                              &listener->ucp_listener);
+    if (ucs != UCS_OK) {
+        hrdma_log_error("ucp_listener_create on %s:%d failed: %s", ip, port,
+                        ucs_status_string(ucs));
+        status = hrdma_status_from_ucs(ucs);
+        goto err_free;
+    }
+
+    attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
+    ucs = ucp_listener_query(listener->ucp_listener, &attr);
+    if (ucs != UCS_OK) {
+        hrdma_log_error("ucp_listener_query failed: %s", ucs_status_string(ucs));
+        status = hrdma_status_from_ucs(ucs);
+        goto err_destroy;
+    }
+    listener->port = hrdma_sockaddr_port(&attr.sockaddr);
+    worker->num_listeners++;
+    *listener_p = listener;
+    return HRDMA_OK;
+
+err_destroy:
+    ucp_listener_destroy(listener->ucp_listener);
+err_free:
+    free(listener);
+    return status;
+}
+
+int hrdma_listener_port(const hrdma_listener_t *listener)
+{
+    return listener->port;
+}
+
+int hrdma_listener_destroy(hrdma_listener_t *listener)
+{
+    if (listener == NULL) {
+        return HRDMA_ERR_INVALID;
+    }
+    ucp_listener_destroy(listener->ucp_listener);
+    listener->worker->num_listeners--;
+    free(listener);
+    return HRDMA_OK;
+}
+
+/* ---------------------------------------------------------- endpoints -- */
+
+static int hrdma_ep_create_common(hrdma_worker_t *worker,
+                                  ucp_ep_params_t *params, uint64_t ep_token,
+                                  hrdma_ep_t **ep_p)
+{
+    hrdma_ep_t *ep;
+    ucs_status_t ucs;
+    int status;
+
+    ep = calloc(1, sizeof(*ep));
+    if (ep == NULL) {
+        return HRDMA_ERR_NOMEM;
+    }
+    ep->worker = worker;
+    ep->token  = ep_token;
+
+    params->field_mask     |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                              UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    params->err_mode        = UCP_ERR_HANDLING_MODE_PEER;
+    params->err_handler.cb  = hrdma_ep_err_cb;
+    params->err_handler.arg = worker;
+    ucs = ucp_ep_create(worker->ucp_worker, params, &ep->ucp_ep);
+    if (ucs != UCS_OK) {
+        hrdma_log_error("ucp_ep_create failed: %s", ucs_status_string(ucs));
+        status = hrdma_status_from_ucs(ucs);
+        goto err_free;
+    }
+    status = hrdma_worker_ep_add(worker, ep);
+    if (status != HRDMA_OK) {
+        goto err_close;
+    }
+    worker->num_eps++;
+    atomic_fetch_add(&worker->ctx->endpoints, 1);
+    *ep_p = ep;
+    return HRDMA_OK;
+
+err_close:
+    {
+        ucp_request_param_t cparam = {
+            .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+            .flags        = UCP_EP_CLOSE_FLAG_FORCE
+        };
+        ucs_status_ptr_t sp = ucp_ep_close_nbx(ep->ucp_ep, &cparam);
+
+        if (UCS_PTR_IS_PTR(sp)) {
+            ucp_request_free(sp);
+        }
+    }
+err_free:
+    free(ep);
+    return status;
+}
+
+int hrdma_conn_accept(hrdma_worker_t *worker, hrdma_conn_request_t req,
+                      uint64_t ep_token, hrdma_ep_t **ep_p)
+{
+    hrdma_conn_req_t *creq = req;
+    ucp_ep_params_t params;
+    int status;
+
+    if ((worker == NULL) || (creq == NULL) || (ep_p == NULL) || creq->handled ||
+        (creq->listener->worker != worker)) {
+        return HRDMA_ERR_INVALID;
+    }
+    memset(&params, 0, sizeof(params));
+    params.field_mask   = UCP_EP_PARAM_FIELD_CONN_REQUEST;
+    params.conn_request = creq->ucp_req;
+    status = hrdma_ep_create_common(worker, &params, ep_token, ep_p);
+    /* ucp_ep_create consumes the request even when it fails. */
+    creq->handled = 1;
+    return status;
+}
+
+int hrdma_conn_reject(hrdma_worker_t *worker, uint64_t listener_token,
+                      hrdma_conn_request_t req)
+{
+    hrdma_conn_req_t *creq = req;
+    ucs_status_t ucs;
+
+    if ((worker == NULL) || (creq == NULL) || creq->handled ||
+        (creq->listener->worker != worker) ||
+        (creq->listener->token != listener_token)) {
+        return HRDMA_ERR_INVALID;
+    }
+    creq->handled = 1;
+    ucs = ucp_listener_reject(creq->listener->ucp_listener, creq->ucp_req);
+    return hrdma_status_from_ucs(ucs);
+}
+
+int hrdma_ep_connect(hrdma_worker_t *worker, const char *ip, int port,
+                     uint64_t ep_token, hrdma_ep_t **ep_p)
+{
+    struct sockaddr_storage ss;
+    ucp_ep_params_t params;
+    socklen_t ss_len;
+    int status;
+
+    if ((worker == NULL) || (ep_p == NULL)) {
+        return HRDMA_ERR_INVALID;
+    }
+    status = hrdma_sockaddr_parse(ip, port, &ss, &ss_len);
+    if ((status != HRDMA_OK) || (port == 0)) {
+        hrdma_log_error("bad connect address '%s' port %d: %s",
+                        (ip != NULL) ? ip : "(null)", port,
+                        hrdma_status_str(HRDMA_ERR_INVALID));
+        return HRDMA_ERR_INVALID;
+    }
+    memset(&params, 0, sizeof(params));
+    params.field_mask       = UCP_EP_PARAM_FIELD_FLAGS |
+                              UCP_EP_PARAM_FIELD_SOCK_ADDR;
+    params.flags            = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+    params.sockaddr.addr    = (const struct sockaddr *)&ss;
+    params.sockaddr.addrlen = ss_len;
+    return hrdma_ep_create_common(worker, &params, ep_token, ep_p);
+}
+
+static int hrdma_ep_check(const hrdma_ep_t *ep)
+{
+    if (ep == NULL) {
+        return HRDMA_ERR_INVALID;
+    }
+    return ep->closing ? HRDMA_ERR_CLOSED : HRDMA_OK;
+}
+
+int hrdma_ep_am_send(hrdma_ep_t *ep, uint16_t am_id, const void *buf,
+                     size_t len, hrdma_mem_t *mem, uint64_t op_cookie)
+{
+    ucp_request_param_t param;
+    int status = hrdma_ep_check(ep);
+
+    if (status != HRDMA_OK) {
+        return status;
+    }
+    if (am_id >= HRDMA_AM_IDS) {
+        return HRDMA_ERR_INVALID;
+    }
+    hrdma_req_param_init(&param, mem);
+    param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags         = UCP_AM_SEND_FLAG_REPLY;
+    return hrdma_req_result(ep, ucp_am_send_nbx(ep->ucp_ep, am_id, NULL, 0, buf,
+                                                len, &param),
+                            op_cookie, len);
+}
+
+int hrdma_rkey_unpack(hrdma_ep_t *ep, const void *packed, size_t len,
+                      hrdma_rkey_t **rkey_p)
+{
+    hrdma_rkey_t *rkey;
+    ucs_status_t ucs;
+    int status = hrdma_ep_check(ep);
+
+    if (status != HRDMA_OK) {
+        return status;
+    }
+    if ((packed == NULL) || (len == 0) || (rkey_p == NULL)) {
+        return HRDMA_ERR_INVALID;
+    }
+    rkey = calloc(1, sizeof(*rkey));
+    if (rkey == NULL) {
+        return HRDMA_ERR_NOMEM;
+    }
+    ucs = ucp_ep_rkey_unpack(ep->ucp_ep, packed, &rkey->ucp_rkey);
+    if (ucs != UCS_OK) {
+        hrdma_log_error("ucp_ep_rkey_unpack failed: %s", ucs_status_string(ucs));
+        free(rkey);
+        return hrdma_status_from_ucs(ucs);
+    }
+    rkey->worker = ep->worker;
+    rkey->worker->num_rkeys++;
+    *rkey_p = rkey;
+    return HRDMA_OK;
+}
+
+void hrdma_rkey_destroy(hrdma_rkey_t *rkey)
+{
+    if (rkey == NULL) {
+        return;
+    }
+    ucp_rkey_destroy(rkey->ucp_rkey);
+    rkey->worker->num_rkeys--;
+    free(rkey);
+}
+
+int hrdma_ep_put(hrdma_ep_t *ep, const void *local, size_t len,
+                 hrdma_mem_t *mem, uint64_t remote_addr, hrdma_rkey_t *rkey,
+                 uint64_t op_cookie)
+{
+    ucp_request_param_t param;
+    int status = hrdma_ep_check(ep);
+
+    if (status != HRDMA_OK) {
+        return status;
+    }
+    if (rkey == NULL) {
+        return HRDMA_ERR_INVALID;
+    }
+    hrdma_req_param_init(&param, mem);
+    return hrdma_req_result(ep, ucp_put_nbx(ep->ucp_ep, local, len, remote_addr,
+                                            rkey->ucp_rkey, &param),
+                            op_cookie, len);
+}
+
+int hrdma_ep_get(hrdma_ep_t *ep, void *local, size_t len, hrdma_mem_t *mem,
+                 uint64_t remote_addr, hrdma_rkey_t *rkey,
+                 uint64_t op_cookie)
+{
+    ucp_request_param_t param;
+    int status = hrdma_ep_check(ep);
+
+    if (status != HRDMA_OK) {
+        return status;
+    }
+    if (rkey == NULL) {
+        return HRDMA_ERR_INVALID;
+    }
+    hrdma_req_param_init(&param, mem);
+    return hrdma_req_result(ep, ucp_get_nbx(ep->ucp_ep, local, len, remote_addr,
+                                            rkey->ucp_rkey, &param),
+                            op_cookie, len);
+}
+
+int hrdma_ep_flush(hrdma_ep_t *ep, uint64_t op_cookie)
+{
+    ucp_request_param_t param;
+    int status = hrdma_ep_check(ep);
+
+    if (status != HRDMA_OK) {
+        return status;
+    }
+    hrdma_req_param_init(&param, NULL);
+    return hrdma_req_result(ep, ucp_ep_flush_nbx(ep->ucp_ep, &param), op_cookie,
+                            0);
+}
+
+int hrdma_ep_stream_send(hrdma_ep_t *ep, const void *buf, size_t len,
+                         hrdma_mem_t *mem, uint64_t op_cookie)
+{
+    ucp_request_param_t param;
+    int status = hrdma_ep_check(ep);
+
+    if (status != HRDMA_OK) {
+        return status;
+    }
+    hrdma_req_param_init(&param, mem);
+    return hrdma_req_result(ep, ucp_stream_send_nbx(ep->ucp_ep, buf, len,
+                                                    &param),
+                            op_cookie, len);
+}
+
+int hrdma_ep_stream_recv(hrdma_ep_t *ep, void *buf, size_t cap,
+                         hrdma_mem_t *mem, uint64_t op_cookie,
+                         size_t *received_p)
+{
+    ucp_request_param_t param;
+    size_t length = 0;
+    int status = hrdma_ep_check(ep);
+
+    if (status != HRDMA_OK) {
+        return status;
+    }
+    if ((received_p == NULL) || (cap == 0)) {
+        return HRDMA_ERR_INVALID;
+    }
+    hrdma_req_param_init(&param, mem);
+    param.cb.recv_stream = hrdma_stream_recv_cb;
+    status = hrdma_req_result(ep, ucp_stream_recv_nbx(ep->ucp_ep, buf, cap,
+                                                      &length, &param),
+                              op_cookie, cap);
+    *received_p = (status == HRDMA_OK) ? length : 0;
+    return status;
+}
+
+int hrdma_ep_close(hrdma_ep_t *ep, int force, uint64_t op_cookie)
+{
+    ucp_request_param_t param;
+    ucs_status_ptr_t sp;
+    int status;
+
+    if (ep == NULL) {
+        return HRDMA_ERR_INVALID;
+    }
+    if (ep->closing) {
+        return HRDMA_ERR_CLOSED;
+    }
+    ep->closing = 1;
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_FLAGS;
+    param.cb.send      = hrdma_close_cb;
+    /* A failed endpoint cannot be flushed any more. */
+    param.flags        = (force || ep->failed) ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    sp = ucp_ep_close_nbx(ep->ucp_ep, &param);
+    if (UCS_PTR_IS_PTR(sp)) {
+        status        = hrdma_req_result(ep, sp, op_cookie, 0);
+        ep->close_req = sp;
+        ep->close_req->ep = ep;
+        return status;
+    }
+    hrdma_worker_ep_remove(ep);
+    /* Closing a failed endpoint succeeds; the failure was reported. */
+    return HRDMA_OK;
+}
+
+void hrdma_ep_destroy(hrdma_ep_t *ep)
+{
+    hrdma_worker_t *worker;
+
+    if (ep == NULL) {
+        return;
+    }
+    worker = ep->worker;
+    if (!ep->closing) {
+        /* Not closed by the owner: drop it without a callback. */
+        if (hrdma_ep_close(ep, 1, 0) == HRDMA_INPROGRESS) {
+            ep->close_req->silent = 1;
+        }
+    }
+    if (ep->close_req != NULL) {
+        ep->close_req->ep = NULL;
+    }
+    hrdma_worker_ep_remove(ep);
+    worker->num_eps--;
+    atomic_fetch_sub(&worker->ctx->endpoints, 1);
+    free(ep);
+}

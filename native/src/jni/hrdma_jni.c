@@ -1,0 +1,757 @@
+/*
+ * JNI glue for org.hdfsrdma.nativelib.Jni: the only file that includes
+ * <jni.h>. Natives take and return longs (handles, addresses); fast-path
+ * natives return an hrdma_status_t and Java builds the exception, slow-path
+ * natives (create, map, unpack) throw NativeException themselves.
+ *
+ * Worker callbacks are delivered as upcalls on the Java object given to
+ * workerCreate0. They run on the thread that drives the worker (inside
+ * workerProgress0, or inside a close that cancels operations).
+ */
+#include <jni.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hrdma/hrdma.h"
+
+#define JNI_CLASS(name) Java_org_hdfsrdma_nativelib_Jni_##name
+
+static JavaVM   *g_vm;
+static jclass    g_native_exception;   /* org.hdfsrdma.nativelib.NativeException */
+static jmethodID g_native_exception_ctor;
+static jmethodID g_on_conn_request;
+static jmethodID g_on_am;
+static jmethodID g_on_recv_done;
+static jmethodID g_on_op_done;
+static jmethodID g_on_ep_error;
+
+typedef struct {
+    jobject    callbacks;  /* global ref to a WorkerCallbacks */
+    jlongArray out;        /* global ref, long[3]: dst address, mem, cookie */
+    hrdma_worker_t *worker;
+} hrdma_jni_worker_t;
+
+static void hrdma_jni_throw(JNIEnv *env, int status, const char *what)
+{
+    char msg[256];
+    jstring jmsg;
+    jobject ex;
+
+    snprintf(msg, sizeof(msg), "%s: %s", what, hrdma_status_str(status));
+    jmsg = (*env)->NewStringUTF(env, msg);
+    if (jmsg == NULL) {
+        return; /* OutOfMemoryError pending */
+    }
+    ex = (*env)->NewObject(env, g_native_exception, g_native_exception_ctor,
+                           jmsg, (jint)status);
+    if (ex != NULL) {
+        (*env)->Throw(env, (jthrowable)ex);
+    }
+}
+
+static JNIEnv *hrdma_jni_env(void)
+{
+    JNIEnv *env = NULL;
+    if ((*g_vm)->GetEnv(g_vm, (void **)&env, JNI_VERSION_1_8) != JNI_OK) {
+        return NULL;
+    }
+    return env;
+}
+
+/* An exception thrown by a callback must not leak into the next JNI call. */
+static int hrdma_jni_upcall_failed(JNIEnv *env)
+{
+    if ((*env)->ExceptionCheck(env)) {
+        (*env)->ExceptionDescribe(env);
+        (*env)->ExceptionClear(env);
+        return 1;
+    }
+    return 0;
+}
+
+JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved)
+{
+    JNIEnv *env;
+    jclass cls;
+
+    (void)reserved;
+    g_vm = vm;
+    if ((*vm)->GetEnv(vm, (void **)&env, JNI_VERSION_1_8) != JNI_OK) {
+        return JNI_ERR;
+    }
+    cls = (*env)->FindClass(env, "org/hdfsrdma/nativelib/NativeException");
+    if (cls == NULL) {
+        return JNI_ERR;
+    }
+    g_native_exception = (*env)->NewGlobalRef(env, cls);
+    g_native_exception_ctor = (*env)->GetMethodID(env, cls, "<init>",
+                                                  "(Ljava/lang/String;I)V");
+    cls = (*env)->FindClass(env, "org/hdfsrdma/nativelib/WorkerCallbacks");
+    if (cls == NULL || g_native_exception_ctor == NULL) {
+        return JNI_ERR;
+    }
+    g_on_conn_request = (*env)->GetMethodID(env, cls, "onConnRequest",
+                                            "(JJLjava/lang/String;)V");
+    g_on_am        = (*env)->GetMethodID(env, cls, "onAm", "(JIJ[J)I");
+    g_on_recv_done = (*env)->GetMethodID(env, cls, "onRecvDone", "(JJIJ)V");
+    g_on_op_done   = (*env)->GetMethodID(env, cls, "onOpDone", "(JJIJ)V");
+    g_on_ep_error  = (*env)->GetMethodID(env, cls, "onEpError", "(JI)V");
+    if (!g_on_conn_request || !g_on_am || !g_on_recv_done || !g_on_op_done ||
+        !g_on_ep_error) {
+        return JNI_ERR;
+    }
+    return JNI_VERSION_1_8;
+}
+
+/* ------------------------------------------------------------ library -- */
+
+JNIEXPORT jint JNICALL JNI_CLASS(abiVersion0)(JNIEnv *env, jclass cls)
+{
+    (void)env; (void)cls;
+    return HRDMA_ABI_VERSION;
+}
+
+JNIEXPORT jstring JNICALL JNI_CLASS(ucxVersion0)(JNIEnv *env, jclass cls)
+{
+    (void)cls;
+    return (*env)->NewStringUTF(env, hrdma_ucx_version());
+}
+
+JNIEXPORT jstring JNICALL JNI_CLASS(statusString0)(JNIEnv *env, jclass cls,
+                                                   jint status)
+{
+    (void)cls;
+    return (*env)->NewStringUTF(env, hrdma_status_str(status));
+}
+
+JNIEXPORT jstring JNICALL JNI_CLASS(probe0)(JNIEnv *env, jclass cls)
+{
+    size_t needed = 0, cap = 4096;
+    char *buf;
+    jstring out;
+    int st;
+
+    (void)cls;
+    for (;;) {
+        buf = malloc(cap);
+        if (buf == NULL) {
+            hrdma_jni_throw(env, HRDMA_ERR_NOMEM, "probe");
+            return NULL;
+        }
+        st = hrdma_probe_devices(buf, cap, &needed);
+        if (st != HRDMA_ERR_TRUNCATED || needed <= cap) {
+            break;
+        }
+        free(buf);
+        cap = needed + 1;
+    }
+    if (st < 0) {
+        free(buf);
+        hrdma_jni_throw(env, st, "probe devices");
+        return NULL;
+    }
+    out = (*env)->NewStringUTF(env, buf);
+    free(buf);
+    return out;
+}
+
+/* ------------------------------------------------------------ context -- */
+
+JNIEXPORT jlong JNICALL JNI_CLASS(ctxCreate0)(JNIEnv *env, jclass cls,
+                                              jstring jcfg)
+{
+    const char *cfg = NULL;
+    hrdma_ctx_t *ctx = NULL;
+    int st;
+
+    (void)cls;
+    if (jcfg != NULL) {
+        cfg = (*env)->GetStringUTFChars(env, jcfg, NULL);
+        if (cfg == NULL) {
+            return 0;
+        }
+    }
+    st = hrdma_ctx_create(cfg, &ctx);
+    if (jcfg != NULL) {
+        (*env)->ReleaseStringUTFChars(env, jcfg, cfg);
+    }
+    if (st < 0) {
+        hrdma_jni_throw(env, st, "create ucx context");
+        return 0;
+    }
+    return (jlong)(uintptr_t)ctx;
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(ctxDestroy0)(JNIEnv *env, jclass cls,
+                                              jlong ctx)
+{
+    (void)env; (void)cls;
+    return hrdma_ctx_destroy((hrdma_ctx_t *)(uintptr_t)ctx);
+}
+
+JNIEXPORT void JNICALL JNI_CLASS(ctxStats0)(JNIEnv *env, jclass cls,
+                                            jlong ctx, jlongArray out)
+{
+    hrdma_ctx_stats_t s;
+    jlong v[4];
+
+    (void)cls;
+    hrdma_ctx_stats((hrdma_ctx_t *)(uintptr_t)ctx, &s);
+    v[0] = (jlong)s.bytes_registered;
+    v[1] = (jlong)s.regions;
+    v[2] = (jlong)s.endpoints;
+    v[3] = (jlong)s.workers;
+    (*env)->SetLongArrayRegion(env, out, 0, 4, v);
+}
+
+JNIEXPORT jstring JNICALL JNI_CLASS(ctxInfo0)(JNIEnv *env, jclass cls,
+                                              jlong ctx)
+{
+    size_t cap = 1 << 16;
+    char *buf = malloc(cap);
+    jstring out;
+    int st;
+
+    (void)cls;
+    if (buf == NULL) {
+        hrdma_jni_throw(env, HRDMA_ERR_NOMEM, "context info");
+        return NULL;
+    }
+    st = hrdma_ctx_info((hrdma_ctx_t *)(uintptr_t)ctx, buf, cap);
+    if (st < 0) {
+        free(buf);
+        hrdma_jni_throw(env, st, "context info");
+        return NULL;
+    }
+    out = (*env)->NewStringUTF(env, buf);
+    free(buf);
+    return out;
+}
+
+/* ------------------------------------------------------------- memory -- */
+
+JNIEXPORT jlong JNICALL JNI_CLASS(memMap0)(JNIEnv *env, jclass cls, jlong ctx,
+                                           jlong length)
+{
+    hrdma_mem_t *mem = NULL;
+    int st;
+
+    (void)cls;
+    if (length <= 0) {
+        hrdma_jni_throw(env, HRDMA_ERR_INVALID, "map memory");
+        return 0;
+    }
+    st = hrdma_mem_map((hrdma_ctx_t *)(uintptr_t)ctx, (size_t)length, &mem);
+    if (st < 0) {
+        hrdma_jni_throw(env, st, "map memory");
+        return 0;
+    }
+    return (jlong)(uintptr_t)mem;
+}
+
+JNIEXPORT jobject JNICALL JNI_CLASS(memBuffer0)(JNIEnv *env, jclass cls,
+                                                jlong jmem)
+{
+    hrdma_mem_t *mem = (hrdma_mem_t *)(uintptr_t)jmem;
+
+    (void)cls;
+    return (*env)->NewDirectByteBuffer(env, hrdma_mem_address(mem),
+                                       (jlong)hrdma_mem_length(mem));
+}
+
+JNIEXPORT jlong JNICALL JNI_CLASS(memAddress0)(JNIEnv *env, jclass cls,
+                                               jlong jmem)
+{
+    (void)env; (void)cls;
+    return (jlong)(uintptr_t)hrdma_mem_address((hrdma_mem_t *)(uintptr_t)jmem);
+}
+
+JNIEXPORT jbyteArray JNICALL JNI_CLASS(memPackRkey0)(JNIEnv *env, jclass cls,
+                                                     jlong jmem)
+{
+    hrdma_mem_t *mem = (hrdma_mem_t *)(uintptr_t)jmem;
+    size_t len = 0, cap = 1024;
+    void *buf = NULL;
+    jbyteArray out;
+    int st;
+
+    (void)cls;
+    for (;;) {
+        buf = malloc(cap);
+        if (buf == NULL) {
+            hrdma_jni_throw(env, HRDMA_ERR_NOMEM, "pack rkey");
+            return NULL;
+        }
+        st = hrdma_mem_pack_rkey(mem, buf, cap, &len);
+        if (st != HRDMA_ERR_TRUNCATED || len <= cap) {
+            break;
+        }
+        free(buf);
+        cap = len;
+    }
+    if (st < 0) {
+        free(buf);
+        hrdma_jni_throw(env, st, "pack rkey");
+        return NULL;
+    }
+    out = (*env)->NewByteArray(env, (jsize)len);
+    if (out != NULL) {
+        (*env)->SetByteArrayRegion(env, out, 0, (jsize)len, buf);
+    }
+    free(buf);
+    return out;
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(memUnmap0)(JNIEnv *env, jclass cls,
+                                            jlong mem)
+{
+    (void)env; (void)cls;
+    return hrdma_mem_unmap((hrdma_mem_t *)(uintptr_t)mem);
+}
+
+/* ----------------------------------------------------- worker upcalls -- */
+
+static void hrdma_jni_on_conn_request(void *arg, uint64_t listener_token,
+                                      hrdma_conn_request_t req,
+                                      const char *peer)
+{
+    hrdma_jni_worker_t *jw = arg;
+    JNIEnv *env = hrdma_jni_env();
+    jstring jpeer;
+
+    if (env == NULL) {
+        hrdma_conn_reject(jw->worker, listener_token, req);
+        return;
+    }
+    jpeer = (*env)->NewStringUTF(env, peer != NULL ? peer : "");
+    (*env)->CallVoidMethod(env, jw->callbacks, g_on_conn_request,
+                           (jlong)listener_token, (jlong)(uintptr_t)req, jpeer);
+    hrdma_jni_upcall_failed(env);
+    if (jpeer != NULL) {
+        (*env)->DeleteLocalRef(env, jpeer);
+    }
+}
+
+static int hrdma_jni_on_am(void *arg, uint64_t ep_token, uint16_t am_id,
+                           size_t length, void **dst_p,
+                           hrdma_mem_t **dst_mem_p, uint64_t *recv_cookie_p)
+{
+    hrdma_jni_worker_t *jw = arg;
+    JNIEnv *env = hrdma_jni_env();
+    jlong out[3];
+    jint st;
+
+    if (env == NULL) {
+        return HRDMA_ERR_IO;
+    }
+    st = (*env)->CallIntMethod(env, jw->callbacks, g_on_am, (jlong)ep_token,
+                               (jint)am_id, (jlong)length, jw->out);
+    if (hrdma_jni_upcall_failed(env)) {
+        return HRDMA_ERR_IO;
+    }
+    if (st < 0) {
+        return st;
+    }
+    (*env)->GetLongArrayRegion(env, jw->out, 0, 3, out);
+    *dst_p         = (void *)(uintptr_t)out[0];
+    *dst_mem_p     = (hrdma_mem_t *)(uintptr_t)out[1];
+    *recv_cookie_p = (uint64_t)out[2];
+    return HRDMA_OK;
+}
+
+static void hrdma_jni_on_recv_done(void *arg, uint64_t ep_token,
+                                   uint64_t cookie, int status, size_t length)
+{
+    hrdma_jni_worker_t *jw = arg;
+    JNIEnv *env = hrdma_jni_env();
+
+    if (env == NULL) {
+        return;
+    }
+    (*env)->CallVoidMethod(env, jw->callbacks, g_on_recv_done, (jlong)ep_token,
+                           (jlong)cookie, (jint)status, (jlong)length);
+    hrdma_jni_upcall_failed(env);
+}
+
+static void hrdma_jni_on_op_done(void *arg, uint64_t ep_token, uint64_t cookie,
+                                 int status, size_t length)
+{
+    hrdma_jni_worker_t *jw = arg;
+    JNIEnv *env = hrdma_jni_env();
+
+    if (env == NULL) {
+        return;
+    }
+    (*env)->CallVoidMethod(env, jw->callbacks, g_on_op_done, (jlong)ep_token,
+                           (jlong)cookie, (jint)status, (jlong)length);
+    hrdma_jni_upcall_failed(env);
+}
+
+static void hrdma_jni_on_ep_error(void *arg, uint64_t ep_token, int status)
+{
+    hrdma_jni_worker_t *jw = arg;
+    JNIEnv *env = hrdma_jni_env();
+
+    if (env == NULL) {
+        return;
+    }
+    (*env)->CallVoidMethod(env, jw->callbacks, g_on_ep_error, (jlong)ep_token,
+                           (jint)status);
+    hrdma_jni_upcall_failed(env);
+}
+
+/* ------------------------------------------------------------- worker -- */
+
+JNIEXPORT jlong JNICALL JNI_CLASS(workerCreate0)(JNIEnv *env, jclass cls,
+                                                 jlong ctx, jobject callbacks)
+{
+    hrdma_worker_callbacks_t cb;
+    hrdma_jni_worker_t *jw;
+    jlongArray out;
+    int st;
+
+    (void)cls;
+    jw = calloc(1, sizeof(*jw));
+    if (jw == NULL) {
+        hrdma_jni_throw(env, HRDMA_ERR_NOMEM, "create worker");
+        return 0;
+    }
+    out = (*env)->NewLongArray(env, 3);
+    if (out == NULL) {
+        free(jw);
+        return 0;
+    }
+    jw->callbacks = (*env)->NewGlobalRef(env, callbacks);
+    jw->out       = (*env)->NewGlobalRef(env, out);
+
+    memset(&cb, 0, sizeof(cb));
+    cb.arg             = jw;
+    cb.on_conn_request = hrdma_jni_on_conn_request;
+    cb.on_am           = hrdma_jni_on_am;
+    cb.on_recv_done    = hrdma_jni_on_recv_done;
+    cb.on_op_done      = hrdma_jni_on_op_done;
+    cb.on_ep_error     = hrdma_jni_on_ep_error;
+    st = hrdma_worker_create((hrdma_ctx_t *)(uintptr_t)ctx, &cb, &jw->worker);
+    if (st < 0) {
+        (*env)->DeleteGlobalRef(env, jw->callbacks);
+        (*env)->DeleteGlobalRef(env, jw->out);
+        free(jw);
+        hrdma_jni_throw(env, st, "create worker");
+        return 0;
+    }
+    return (jlong)(uintptr_t)jw;
+}
+
+static hrdma_worker_t *hrdma_jni_worker(jlong w)
+{
+    return ((hrdma_jni_worker_t *)(uintptr_t)w)->worker;
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(workerDestroy0)(JNIEnv *env, jclass cls,
+                                                 jlong w)
+{
+    hrdma_jni_worker_t *jw = (hrdma_jni_worker_t *)(uintptr_t)w;
+    int st;
+
+    (void)cls;
+    st = hrdma_worker_destroy(jw->worker);
+    if (st < 0) {
+        return st;
+    }
+    (*env)->DeleteGlobalRef(env, jw->callbacks);
+    (*env)->DeleteGlobalRef(env, jw->out);
+    free(jw);
+    return HRDMA_OK;
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(workerProgress0)(JNIEnv *env, jclass cls,
+                                                  jlong w)
+{
+    (void)env; (void)cls;
+    return hrdma_worker_progress(hrdma_jni_worker(w));
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(workerWait0)(JNIEnv *env, jclass cls, jlong w,
+                                              jint timeout_ms)
+{
+    (void)env; (void)cls;
+    return hrdma_worker_wait(hrdma_jni_worker(w), timeout_ms);
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(workerSignal0)(JNIEnv *env, jclass cls,
+                                                jlong w)
+{
+    (void)env; (void)cls;
+    return hrdma_worker_signal(hrdma_jni_worker(w));
+}
+
+/* ---------------------------------------------------------- listeners -- */
+
+JNIEXPORT jlong JNICALL JNI_CLASS(listenerCreate0)(JNIEnv *env, jclass cls,
+                                                   jlong w, jstring jip,
+                                                   jint port, jlong token)
+{
+    hrdma_listener_t *l = NULL;
+    const char *ip;
+    int st;
+
+    (void)cls;
+    ip = (*env)->GetStringUTFChars(env, jip, NULL);
+    if (ip == NULL) {
+        return 0;
+    }
+    st = hrdma_listener_create(hrdma_jni_worker(w), ip, port, (uint64_t)token,
+                               &l);
+    (*env)->ReleaseStringUTFChars(env, jip, ip);
+    if (st < 0) {
+        hrdma_jni_throw(env, st, "listen");
+        return 0;
+    }
+    return (jlong)(uintptr_t)l;
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(listenerPort0)(JNIEnv *env, jclass cls,
+                                                jlong l)
+{
+    (void)env; (void)cls;
+    return hrdma_listener_port((hrdma_listener_t *)(uintptr_t)l);
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(listenerDestroy0)(JNIEnv *env, jclass cls,
+                                                   jlong l)
+{
+    (void)env; (void)cls;
+    return hrdma_listener_destroy((hrdma_listener_t *)(uintptr_t)l);
+}
+
+JNIEXPORT jlong JNICALL JNI_CLASS(connAccept0)(JNIEnv *env, jclass cls,
+                                               jlong w, jlong req, jlong token)
+{
+    hrdma_ep_t *ep = NULL;
+    int st;
+
+    (void)cls;
+    st = hrdma_conn_accept(hrdma_jni_worker(w), (hrdma_conn_request_t)(uintptr_t)req,
+                           (uint64_t)token, &ep);
+    if (st < 0) {
+        hrdma_jni_throw(env, st, "accept");
+        return 0;
+    }
+    return (jlong)(uintptr_t)ep;
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(connReject0)(JNIEnv *env, jclass cls, jlong w,
+                                              jlong listener_token, jlong req)
+{
+    (void)env; (void)cls;
+    return hrdma_conn_reject(hrdma_jni_worker(w), (uint64_t)listener_token,
+                             (hrdma_conn_request_t)(uintptr_t)req);
+}
+
+/* ---------------------------------------------------------- endpoints -- */
+
+JNIEXPORT jlong JNICALL JNI_CLASS(epConnect0)(JNIEnv *env, jclass cls, jlong w,
+                                              jstring jip, jint port,
+                                              jlong token)
+{
+    hrdma_ep_t *ep = NULL;
+    const char *ip;
+    int st;
+
+    (void)cls;
+    ip = (*env)->GetStringUTFChars(env, jip, NULL);
+    if (ip == NULL) {
+        return 0;
+    }
+    st = hrdma_ep_connect(hrdma_jni_worker(w), ip, port, (uint64_t)token, &ep);
+    (*env)->ReleaseStringUTFChars(env, jip, ip);
+    if (st < 0) {
+        hrdma_jni_throw(env, st, "connect");
+        return 0;
+    }
+    return (jlong)(uintptr_t)ep;
+}
+
+#define EP(x)  ((hrdma_ep_t *)(uintptr_t)(x))
+#define MEM(x) ((hrdma_mem_t *)(uintptr_t)(x))
+#define PTR(x) ((void *)(uintptr_t)(x))
+
+JNIEXPORT jint JNICALL JNI_CLASS(amSend0)(JNIEnv *env, jclass cls, jlong ep,
+                                          jint id, jlong addr, jlong len,
+                                          jlong mem, jlong cookie)
+{
+    (void)env; (void)cls;
+    if (id < 0 || id > 0xffff || len < 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    return hrdma_ep_am_send(EP(ep), (uint16_t)id, PTR(addr), (size_t)len,
+                            MEM(mem), (uint64_t)cookie);
+}
+
+JNIEXPORT jlong JNICALL JNI_CLASS(rkeyUnpack0)(JNIEnv *env, jclass cls,
+                                               jlong ep, jbyteArray packed)
+{
+    hrdma_rkey_t *rkey = NULL;
+    jsize len = (*env)->GetArrayLength(env, packed);
+    jbyte *bytes;
+    int st;
+
+    (void)cls;
+    bytes = (*env)->GetByteArrayElements(env, packed, NULL);
+    if (bytes == NULL) {
+        return 0;
+    }
+    st = hrdma_rkey_unpack(EP(ep), bytes, (size_t)len, &rkey);
+    (*env)->ReleaseByteArrayElements(env, packed, bytes, JNI_ABORT);
+    if (st < 0) {
+        hrdma_jni_throw(env, st, "unpack remote key");
+        return 0;
+    }
+    return (jlong)(uintptr_t)rkey;
+}
+
+JNIEXPORT void JNICALL JNI_CLASS(rkeyDestroy0)(JNIEnv *env, jclass cls,
+                                               jlong rkey)
+{
+    (void)env; (void)cls;
+    hrdma_rkey_destroy((hrdma_rkey_t *)(uintptr_t)rkey);
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(put0)(JNIEnv *env, jclass cls, jlong ep,
+                                       jlong addr, jlong len, jlong mem,
+                                       jlong raddr, jlong rkey, jlong cookie)
+{
+    (void)env; (void)cls;
+    if (len < 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    return hrdma_ep_put(EP(ep), PTR(addr), (size_t)len, MEM(mem),
+                        (uint64_t)raddr, (hrdma_rkey_t *)(uintptr_t)rkey,
+                        (uint64_t)cookie);
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(get0)(JNIEnv *env, jclass cls, jlong ep,
+                                       jlong addr, jlong len, jlong mem,
+                                       jlong raddr, jlong rkey, jlong cookie)
+{
+    (void)env; (void)cls;
+    if (len < 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    return hrdma_ep_get(EP(ep), PTR(addr), (size_t)len, MEM(mem),
+                        (uint64_t)raddr, (hrdma_rkey_t *)(uintptr_t)rkey,
+                        (uint64_t)cookie);
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(flush0)(JNIEnv *env, jclass cls, jlong ep,
+                                         jlong cookie)
+{
+    (void)env; (void)cls;
+    return hrdma_ep_flush(EP(ep), (uint64_t)cookie);
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(streamSend0)(JNIEnv *env, jclass cls,
+                                              jlong ep, jlong addr, jlong len,
+                                              jlong mem, jlong cookie)
+{
+    (void)env; (void)cls;
+    if (len < 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    return hrdma_ep_stream_send(EP(ep), PTR(addr), (size_t)len, MEM(mem),
+                                (uint64_t)cookie);
+}
+
+/* Returns > 0: bytes received at once; 0: in progress (on_op_done follows);
+ * < 0: an error status. */
+JNIEXPORT jlong JNICALL JNI_CLASS(streamRecv0)(JNIEnv *env, jclass cls,
+                                               jlong ep, jlong addr, jlong cap,
+                                               jlong mem, jlong cookie)
+{
+    size_t received = 0;
+    int st;
+
+    (void)env; (void)cls;
+    if (cap <= 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    st = hrdma_ep_stream_recv(EP(ep), PTR(addr), (size_t)cap, MEM(mem),
+                              (uint64_t)cookie, &received);
+    if (st < 0) {
+        return st;
+    }
+    if (st == HRDMA_INPROGRESS) {
+        return 0;
+    }
+    return (jlong)received;
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(epClose0)(JNIEnv *env, jclass cls, jlong ep,
+                                           jboolean force, jlong cookie)
+{
+    (void)env; (void)cls;
+    return hrdma_ep_close(EP(ep), force ? 1 : 0, (uint64_t)cookie);
+}
+
+JNIEXPORT void JNICALL JNI_CLASS(epDestroy0)(JNIEnv *env, jclass cls, jlong ep)
+{
+    (void)env; (void)cls;
+    hrdma_ep_destroy(EP(ep));
+}
+
+/* ----------------------------------------------------------- checksum -- */
+
+JNIEXPORT jint JNICALL JNI_CLASS(crc32c0)(JNIEnv *env, jclass cls, jint crc,
+                                          jlong addr, jlong len)
+{
+    (void)env; (void)cls;
+    return (jint)hrdma_crc32c((uint32_t)crc, PTR(addr), (size_t)len);
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(crc32cChunksCompute0)(JNIEnv *env, jclass cls,
+                                                       jlong data, jlong len,
+                                                       jint bpc, jlong sums,
+                                                       jlong sums_len)
+{
+    (void)env; (void)cls;
+    if (len < 0 || bpc <= 0 || sums_len < 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    return hrdma_crc32c_chunks_compute(PTR(data), (size_t)len, (uint32_t)bpc,
+                                       PTR(sums), (size_t)sums_len);
+}
+
+/* Returns -1 when every chunk matches, the offset of the first bad chunk
+ * (>= 0) on mismatch, or an error status below -1 shifted by -1000. */
+JNIEXPORT jlong JNICALL JNI_CLASS(crc32cChunksVerify0)(JNIEnv *env, jclass cls,
+                                                       jlong data, jlong len,
+                                                       jint bpc, jlong sums,
+                                                       jlong sums_len)
+{
+    size_t bad = 0;
+    int st;
+
+    (void)env; (void)cls;
+    if (len < 0 || bpc <= 0 || sums_len < 0) {
+        return -1000 + HRDMA_ERR_INVALID;
+    }
+    st = hrdma_crc32c_chunks_verify(PTR(data), (size_t)len, (uint32_t)bpc,
+                                    PTR(sums), (size_t)sums_len, &bad);
+    if (st == HRDMA_OK) {
+        return -1;
+    }
+    if (st == HRDMA_ERR_CHECKSUM) {
+        return (jlong)bad;
+    }
+    return -1000 + st;
+}
+
+JNIEXPORT jlong JNICALL JNI_CLASS(bufferAddress0)(JNIEnv *env, jclass cls,
+                                                  jobject buf)
+{
+    (void)cls;
+    return (jlong)(uintptr_t)(*env)->GetDirectBufferAddress(env, buf);
+}
