@@ -43,6 +43,8 @@ abstract class AbstractUcxTransport implements Transport {
   final UcxWorkerLoop loop;
   final int maxMessage;
   final int credits;
+  /** Version this side puts in its hello; tests change it to play a peer from elsewhere. */
+  int helloVersion = org.hdfsrdma.transport.Protocol.VERSION;
   private final BufferPool pool;
   private final int connectTimeoutMs;
   private final String ucxConfig;

@@ -79,6 +79,14 @@ final class StreamEndpoint extends UcxConnection {
     }
   }
 
+  /** Test hook: raw bytes on the stream, no framing (loop thread). */
+  void sendRawBytes(byte[] bytes) throws TransportException {
+    RegisteredBuffer b = transport.allocator().allocate(bytes.length);
+    b.nio().clear();
+    b.nio().put(bytes).flip();
+    post(b, (st, l) -> { });
+  }
+
   /** One stream send; releases {@code b} when done. */
   private void post(RegisteredBuffer b, UcxWorkerLoop.Completion done) {
     long cookie = loop.newCookie();

@@ -78,7 +78,7 @@ abstract class UcxConnection extends AbstractEndpoint implements UcxWorkerLoop.E
     startReceiving();
     if (client) {
       Hello hello = Hello.newBuilder()
-          .setVersion(Protocol.VERSION)
+          .setVersion(transport.helloVersion)
           .addAllCapabilities(wire(transport.capabilities()))
           .setMaxMessageSize(transport.maxMessage)
           .setCredits(transport.credits)
@@ -125,6 +125,11 @@ abstract class UcxConnection extends AbstractEndpoint implements UcxWorkerLoop.E
   }
 
   // ------------------------------------------------------------- sending
+
+  /** Test hook: a frame of any kind and content, past every local check (loop thread). */
+  void sendRawFrame(int kind, byte[] bytes) {
+    sendControl(kind, bytes);
+  }
 
   private void sendControl(int kind, byte[] bytes) {
     RegisteredBuffer b;
