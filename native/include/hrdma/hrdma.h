@@ -95,6 +95,11 @@ typedef struct hrdma_mem      hrdma_mem_t;
 typedef struct hrdma_rkey     hrdma_rkey_t;
 typedef void                 *hrdma_conn_request_t;
 
+/* Gives SIGSEGV, SIGBUS, SIGILL and SIGFPE back to whoever handled them
+ * before UCX installed its error handlers (a JVM uses SIGSEGV for its own
+ * null checks; UCX would treat those as crashes). Call once after loading. */
+void hrdma_restore_signal_handlers(void);
+
 /* Version string of the UCX library loaded at run time, e.g. "1.13.1". */
 const char *hrdma_ucx_version(void);
 

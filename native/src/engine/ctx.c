@@ -4,10 +4,22 @@
 #include "engine_int.h"
 
 #include <ctype.h>
+#include <signal.h>
+#include <ucs/debug/debug.h>
 #include <ucs/config/parser.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+void hrdma_restore_signal_handlers(void)
+{
+    static const int signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE};
+    size_t i;
+
+    for (i = 0; i < sizeof(signals) / sizeof(signals[0]); i++) {
+        ucs_debug_disable_signal(signals[i]);
+    }
+}
 
 const char *hrdma_ucx_version(void)
 {

@@ -79,6 +79,9 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved)
 
     (void)reserved;
     g_vm = vm;
+    /* HotSpot raises SIGSEGV on purpose (implicit null checks, safepoints):
+     * UCX's handler must not see those. */
+    hrdma_restore_signal_handlers();
     if ((*vm)->GetEnv(vm, (void **)&env, JNI_VERSION_1_8) != JNI_OK) {
         return JNI_ERR;
     }

@@ -125,6 +125,32 @@ class HrdmaNativeTest {
     assertThrows(NativeException.class, () -> Jni.ctxCreate0("tls=tcp"));
   }
 
+  /**
+   * HotSpot turns null checks in compiled code into SIGSEGV traps; with UCX's
+   * error handler in place such a trap kills the JVM.
+   */
+  @Test
+  void jvmKeepsItsOwnSegvHandlingWithUcxLoaded() throws NativeException {
+    long ctx = Jni.ctxCreate0("TLS=tcp");
+    try {
+      int npes = 0;
+      for (int i = 0; i < 400_000; i++) {
+        npes += implicitNullCheck(i % 4 == 0 ? null : "x");
+      }
+      assertEquals(100_000, npes);
+    } finally {
+      Jni.ctxDestroy0(ctx);
+    }
+  }
+
+  private static int implicitNullCheck(String s) {
+    try {
+      return s.length() - 1;
+    } catch (NullPointerException e) {
+      return 1;
+    }
+  }
+
   @Test
   void ucxInfoNamesTheTransports() throws NativeException {
     String info = HrdmaNative.ucxInfo("TLS=tcp");
