@@ -252,12 +252,14 @@ public abstract class AbstractEndpoint implements Endpoint {
 
   @Override
   public CompletableFuture<Void> write(RegisteredBuffer source, RemoteRegion target, long offset) {
+    source.release();
     return CompletableFuture.failedFuture(
         new UnsupportedOperationException(transport().name() + " has no one-sided access"));
   }
 
   @Override
   public CompletableFuture<Void> read(RegisteredBuffer target, RemoteRegion source, long offset) {
+    target.release();
     return CompletableFuture.failedFuture(
         new UnsupportedOperationException(transport().name() + " has no one-sided access"));
   }

@@ -42,10 +42,18 @@ public interface Endpoint extends AutoCloseable {
    */
   RemoteRegion expose(RegisteredBuffer buffer) throws TransportException;
 
-  /** Writes {@code source} (position to limit) at {@code offset} in the peer's region. */
+  /**
+   * Writes {@code source} (position to limit) at {@code offset} in the peer's
+   * region. Like {@link #send}, takes over one reference and releases it when
+   * the operation has completed locally.
+   */
   CompletableFuture<Void> write(RegisteredBuffer source, RemoteRegion target, long offset);
 
-  /** Reads into {@code target} (position to limit) from {@code offset} in the peer's region. */
+  /**
+   * Reads into {@code target} (position to limit) from {@code offset} in the
+   * peer's region. Takes over one reference, released once the data is in
+   * {@code target} (the future completes after that).
+   */
   CompletableFuture<Void> read(RegisteredBuffer target, RemoteRegion source, long offset);
 
   /** Completes when every write and read posted before it has completed at the peer. */

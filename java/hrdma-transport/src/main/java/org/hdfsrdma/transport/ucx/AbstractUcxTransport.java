@@ -110,6 +110,11 @@ abstract class AbstractUcxTransport implements Transport {
     return out;
   }
 
+  /** Native endpoints not yet destroyed (counted by libhrdma). */
+  public int openEndpoints() {
+    return (int) nativeStats()[2];
+  }
+
   /** Transports and devices UCX uses in this context. */
   public String ucxInfo() throws NativeException {
     return Jni.ctxInfo0(ctx);

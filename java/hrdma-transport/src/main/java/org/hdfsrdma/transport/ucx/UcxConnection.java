@@ -432,7 +432,7 @@ abstract class UcxConnection extends AbstractEndpoint implements UcxWorkerLoop.E
 
   private CompletableFuture<Void> oneSided(boolean put, RegisteredBuffer local, RemoteRegion remote,
       long offset) {
-    CompletableFuture<Void> f = new CompletableFuture<>();
+    CompletableFuture<Void> op = new CompletableFuture<>();
     long addr = local.address() + local.nio().position();
     long len = local.readableBytes();
     Runnable r = () -> {
@@ -446,12 +446,22 @@ abstract class UcxConnection extends AbstractEndpoint implements UcxWorkerLoop.E
         int st = put
             ? Jni.put0(ep, addr, len, local.memoryHandle(), remote.address() + offset, rkey, cookie)
             : Jni.get0(ep, addr, len, local.memoryHandle(), remote.address() + offset, rkey, cookie);
-        complete(f, st, cookie, put ? "write" : "read");
+        complete(op, st, cookie, put ? "write" : "read");
       } catch (TransportException e) {
-        f.completeExceptionally(e);
+        op.completeExceptionally(e);
       }
     };
-    runOnLoop(r, f);
+    runOnLoop(r, op);
+    // The buffer is the caller's again only after the operation: release, then report.
+    CompletableFuture<Void> f = new CompletableFuture<>();
+    op.whenComplete((v, t) -> {
+      local.release();
+      if (t != null) {
+        f.completeExceptionally(t);
+      } else {
+        f.complete(null);
+      }
+    });
     return f;
   }
 

@@ -1,6 +1,7 @@
 package org.hdfsrdma.transport.ucx;
 
 import java.net.InetSocketAddress;
+import java.util.ArrayDeque;
 import java.util.concurrent.CompletableFuture;
 import org.hdfsrdma.nativelib.Jni;
 import org.hdfsrdma.nativelib.NativeException;
@@ -20,6 +21,45 @@ final class UcxEndpoint extends UcxConnection {
   UcxEndpoint(AbstractUcxTransport transport, InetSocketAddress remote, EndpointHandler handler,
       boolean client, CompletableFuture<Endpoint> connected) {
     super(transport, remote, handler, client, connected);
+  }
+
+  /** A message whose data is on its way; status 0 pending, 1 done, negative failed. */
+  private static final class Arrival {
+    final int kind;
+    final RegisteredBuffer buffer;
+    int status;
+    boolean detached; // the connection is gone; the completion frees the buffer
+
+    Arrival(int kind, RegisteredBuffer buffer) {
+      this.kind = kind;
+      this.buffer = buffer;
+    }
+  }
+
+  private final ArrayDeque<Arrival> arrivals = new ArrayDeque<>();
+
+  private void deliverArrived() {
+    Arrival a;
+    while ((a = arrivals.peekFirst()) != null && a.status != 0) {
+      arrivals.pollFirst();
+      if (a.status < 0 || isDestroyed()) {
+        a.buffer.release();
+      } else {
+        onFrame(a.kind, a.buffer);
+      }
+    }
+  }
+
+  @Override
+  protected void stopReceiving() {
+    Arrival a;
+    while ((a = arrivals.pollFirst()) != null) {
+      if (a.status != 0) {
+        a.buffer.release();
+      } else {
+        a.detached = true; // released by its completion (canceled by the close)
+      }
+    }
   }
 
   @Override
@@ -62,14 +102,18 @@ final class UcxEndpoint extends UcxConnection {
       loop.execute(() -> fail(e));
       return NativeException.ERR_NOMEM;
     }
+    // Rendezvous data can land after later eager messages: deliver in arrival order.
+    Arrival a = new Arrival(amId, b);
+    arrivals.addLast(a);
     long cookie = loop.newCookie();
     loop.track(cookie, (st, len) -> {
-      if (st < 0) {
+      a.status = st < 0 ? st : 1;
+      if (a.detached) {
         b.release();
         return;
       }
-      b.nio().clear().limit((int) len);
-      onFrame(amId, b);
+      b.nio().clear().limit(st < 0 ? 0 : (int) len);
+      deliverArrived();
     });
     out[0] = b.address();
     out[1] = b.memoryHandle();
