@@ -1,0 +1,303 @@
+package org.hdfsrdma.transport.select;
+
+import java.net.InetSocketAddress;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.hdfsrdma.proto.HrdmaProtos.HelloReply;
+import org.hdfsrdma.proto.HrdmaProtos.TransportAddress;
+import org.hdfsrdma.transport.Endpoint;
+import org.hdfsrdma.transport.EndpointHandler;
+import org.hdfsrdma.transport.RegisteredBuffer;
+import org.hdfsrdma.transport.Transport;
+import org.hdfsrdma.transport.TransportConf;
+import org.hdfsrdma.transport.TransportException;
+import org.hdfsrdma.transport.Transports;
+import org.hdfsrdma.transport.tcp.TcpEndpoint;
+import org.hdfsrdma.transport.tcp.TcpTransport;
+import org.hdfsrdma.transport.tcp.TcpTransportProvider;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The client half of transport negotiation (see {@link HrdmaServer}).
+ * {@link #connect} dials the server's tcp service port, sends a hello with
+ * this side's {@code hrdma.transport.order}, reads the server's offers, and
+ * tries the offered transports in the client's order: tcp keeps the
+ * bootstrap connection, any other connects to the offered port and, once
+ * connected, the bootstrap connection is closed. A transport that fails or
+ * times out is logged once and the next one is tried.
+ *
+ * <p>The user's handler sees only the chosen endpoint: its
+ * {@code onConnected} runs (on the connecting thread) when the choice is
+ * made, followed by any message that arrived while negotiating; events of
+ * the endpoints that were not chosen never reach it.
+ *
+ * <p>Thread-safe. Creates the transports it needs on first use and closes
+ * them in {@link #close()}.
+ */
+public final class HrdmaConnector implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(HrdmaConnector.class);
+
+  /** One transport considered for a connection: {@code failure} is null for the one chosen. */
+  public record Attempt(String transport, String failure) {
+    public boolean chosen() {
+      return failure == null;
+    }
+
+    @Override
+    public String toString() {
+      return transport + (failure == null ? ": chosen" : ": " + failure);
+    }
+  }
+
+  /** A negotiated connection: the endpoint, its transport, and every transport considered. */
+  public record Connection(Endpoint endpoint, String transport, List<Attempt> attempts) {}
+
+  /** No offered transport worked; {@link #attempts()} says why for each. */
+  public static final class NegotiationException extends TransportException {
+    private final List<Attempt> attempts;
+
+    NegotiationException(String message, List<Attempt> attempts) {
+      super(message);
+      this.attempts = List.copyOf(attempts);
+    }
+
+    public List<Attempt> attempts() {
+      return attempts;
+    }
+  }
+
+  private final TransportConf conf;
+  private final List<String> order;
+  private final long waitMs;
+  private final Map<String, Transport> transports = new LinkedHashMap<>(); // guarded by this
+  private TcpTransport tcp; // guarded by this
+  private boolean closed;   // guarded by this
+
+  public HrdmaConnector(TransportConf conf) {
+    this.conf = conf;
+    this.order = conf.order();
+    int connectMs = conf.getPositiveInt(TransportConf.CONNECT_TIMEOUT_KEY,
+        TransportConf.CONNECT_TIMEOUT_DEFAULT);
+    // A transport's own connect timeout should fire first; this is the backstop.
+    this.waitMs = 2L * connectMs + 1000;
+  }
+
+  /**
+   * Negotiates a connection to the server whose tcp service port is
+   * {@code service}. Blocks the calling thread (not an I/O thread) for at most
+   * a few connect timeouts.
+   *
+   * @throws TransportException the service port cannot be reached or refuses
+   *     the hello (its subclass says which), or {@link NegotiationException}
+   *     when no offered transport worked
+   */
+  public Connection connect(InetSocketAddress service, EndpointHandler handler)
+      throws TransportException {
+    Gate bootstrapGate = new Gate(handler);
+    TcpEndpoint bootstrap = await(tcp().connect(service, bootstrapGate, order), "tcp", service);
+    HelloReply reply = bootstrap.helloReply();
+    Map<String, TransportAddress> offered = new LinkedHashMap<>();
+    for (TransportAddress a : reply.getOffersList()) {
+      offered.putIfAbsent(a.getTransport(), a);
+    }
+    List<Attempt> attempts = new ArrayList<>();
+    for (String name : order) {
+      TransportAddress offer = offered.get(name);
+      if (offer == null) {
+        attempts.add(new Attempt(name, "not offered by the server"));
+        continue;
+      }
+      if (name.equals(TcpTransportProvider.NAME)) {
+        if (bootstrap.isClosed()) {
+          attempts.add(new Attempt(name, "bootstrap connection closed during negotiation"));
+          continue;
+        }
+        attempts.add(new Attempt(name, null));
+        bootstrapGate.open(bootstrap);
+        LOG.debug("hrdma: connected to {} with tcp ({})", service, attempts);
+        return new Connection(bootstrap, name, List.copyOf(attempts));
+      }
+      InetSocketAddress target = offer.getHost().isEmpty()
+          ? (service.isUnresolved() ? InetSocketAddress.createUnresolved(service.getHostString(),
+              offer.getPort()) : new InetSocketAddress(service.getAddress(), offer.getPort()))
+          : new InetSocketAddress(offer.getHost(), offer.getPort());
+      Gate gate = new Gate(handler);
+      try {
+        Transport t = transport(name);
+        Endpoint ep = await(t.connect(target, gate), name, target);
+        attempts.add(new Attempt(name, null));
+        bootstrapGate.discard();
+        bootstrap.close();
+        gate.open(ep);
+        LOG.debug("hrdma: connected to {} with {} ({})", service, name, attempts);
+        return new Connection(ep, name, List.copyOf(attempts));
+      } catch (TransportException | RuntimeException e) {
+        gate.discard();
+        String why = e.getMessage() == null ? e.toString() : e.getMessage();
+        LOG.warn("hrdma: {} to {} failed, trying the next transport: {}", name, target, why);
+        attempts.add(new Attempt(name, why));
+      }
+    }
+    bootstrapGate.discard();
+    bootstrap.close();
+    throw new NegotiationException("hrdma: no transport to " + service + " worked: " + attempts
+        + " (server offers " + HrdmaServer.describe(reply.getOffersList()) + ")", attempts);
+  }
+
+  private <T extends Endpoint> T await(CompletableFuture<T> f, String name, InetSocketAddress target)
+      throws TransportException {
+    try {
+      return f.get(waitMs, TimeUnit.MILLISECONDS);
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof TransportException te) {
+        throw te;
+      }
+      throw new TransportException(name + ": connecting to " + target + " failed: " + e.getCause(), 0,
+          e.getCause());
+    } catch (TimeoutException e) {
+      f.whenComplete((ep, t) -> {
+        if (ep != null) {
+          ep.close(); // too late: its gate stays shut
+        }
+      });
+      throw new TransportException.Timeout(name + ": connecting to " + target + " did not finish within "
+          + waitMs + " ms");
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      f.whenComplete((ep, t) -> {
+        if (ep != null) {
+          ep.close();
+        }
+      });
+      throw new TransportException("interrupted while connecting to " + target, 0, e);
+    }
+  }
+
+  private synchronized TcpTransport tcp() throws TransportException {
+    if (closed) {
+      throw new TransportException.Closed("connector closed");
+    }
+    if (tcp == null) {
+      tcp = new TcpTransport(conf);
+      transports.put(TcpTransportProvider.NAME, tcp);
+    }
+    return tcp;
+  }
+
+  private synchronized Transport transport(String name) throws TransportException {
+    if (closed) {
+      throw new TransportException.Closed("connector closed");
+    }
+    Transport t = transports.get(name);
+    if (t == null) {
+      t = Transports.create(name, conf);
+      transports.put(name, t);
+    }
+    return t;
+  }
+
+  /** The transports created so far, by name. */
+  public synchronized Map<String, Transport> transports() {
+    return Collections.unmodifiableMap(new LinkedHashMap<>(transports));
+  }
+
+  /** Closes every transport this connector created, and with them their endpoints. */
+  @Override
+  public void close() {
+    List<Transport> all;
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      all = new ArrayList<>(transports.values());
+    }
+    for (Transport t : all) {
+      try {
+        t.close();
+      } catch (RuntimeException e) {
+        LOG.warn("hrdma: closing {} failed: {}", t.name(), e.toString());
+      }
+    }
+  }
+
+  /**
+   * Keeps a candidate endpoint's events from the user's handler until it is
+   * chosen ({@link #open}) or dropped ({@link #discard}). Messages that arrive
+   * meanwhile are held (they count against the sender's credits) and handed
+   * over in order on open, released on discard.
+   */
+  static final class Gate implements EndpointHandler {
+    private final EndpointHandler user;
+    private final ArrayDeque<RegisteredBuffer> held = new ArrayDeque<>(); // guarded by this
+    private boolean open;      // guarded by this
+    private boolean discarded; // guarded by this
+    private boolean closedEarly;
+    private Throwable closeCause;
+
+    Gate(EndpointHandler user) {
+      this.user = user;
+    }
+
+    @Override
+    public void onConnected(Endpoint endpoint) {
+      // reported by open()
+    }
+
+    @Override
+    public void onMessage(Endpoint endpoint, RegisteredBuffer message) {
+      synchronized (this) {
+        if (!open) {
+          if (discarded) {
+            message.release();
+          } else {
+            held.addLast(message);
+          }
+          return;
+        }
+      }
+      user.onMessage(endpoint, message);
+    }
+
+    @Override
+    public void onClosed(Endpoint endpoint, Throwable cause) {
+      synchronized (this) {
+        if (!open) {
+          closedEarly = true;
+          closeCause = cause;
+          return;
+        }
+      }
+      user.onClosed(endpoint, cause);
+    }
+
+    synchronized void open(Endpoint endpoint) {
+      user.onConnected(endpoint);
+      RegisteredBuffer m;
+      while ((m = held.pollFirst()) != null) {
+        user.onMessage(endpoint, m);
+      }
+      open = true;
+      if (closedEarly) {
+        user.onClosed(endpoint, closeCause);
+      }
+    }
+
+    synchronized void discard() {
+      discarded = true;
+      RegisteredBuffer m;
+      while ((m = held.pollFirst()) != null) {
+        m.release();
+      }
+    }
+  }
+}

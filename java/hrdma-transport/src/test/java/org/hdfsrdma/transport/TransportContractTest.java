@@ -1,0 +1,619 @@
+package org.hdfsrdma.transport;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.netty.util.ResourceLeakDetector;
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.InputStreamReader;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Queue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
+import java.util.zip.CRC32C;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The behaviour every transport must have, run once per transport by a
+ * subclass. Each test builds a server and a client transport, and checks
+ * afterwards that no buffer leaked ({@code buffersOutstanding() == 0} on both
+ * sides) and no endpoint stayed open.
+ */
+public abstract class TransportContractTest {
+  protected static final long WAIT_MS = 10_000;
+
+  /** A transport of the kind under test, configured with {@code conf}. */
+  protected abstract Transport newTransport(TransportConf conf) throws Exception;
+
+  protected Transport newTransport() throws Exception {
+    return newTransport(baseConf());
+  }
+
+  /** Settings every test starts from. */
+  protected TransportConf baseConf() {
+    return TransportConf.defaults().with(TransportConf.CONNECT_TIMEOUT_KEY, "5000");
+  }
+
+  protected InetSocketAddress bindAddress() {
+    return new InetSocketAddress("127.0.0.1", 0);
+  }
+
+  /** Whether the transport under test claims one-sided access. */
+  protected boolean supportsOneSided() {
+    return server.capabilities().contains(Capability.ONE_SIDED);
+  }
+
+  /** Endpoints the transport still has open, or -1 when it cannot say. */
+  protected int openEndpoints(Transport t) {
+    return -1;
+  }
+
+  /** Releases whatever arrives. */
+  protected static final EndpointHandler RELEASE = (endpoint, message) -> message.release();
+
+  protected Transport server;
+  protected Transport client;
+  protected Listener listener;
+  private final List<Endpoint> endpoints = new CopyOnWriteArrayList<>();
+  private final Queue<Throwable> errors = new ConcurrentLinkedQueue<>();
+  private Process child;
+
+  @BeforeAll
+  static void paranoidLeaks() {
+    ResourceLeakDetector.setLevel(ResourceLeakDetector.Level.PARANOID);
+  }
+
+  /** Starts both transports and a listener reporting to {@code serverHandler}. */
+  protected void start(TransportConf serverConf, TransportConf clientConf, EndpointHandler serverHandler)
+      throws Exception {
+    server = newTransport(serverConf);
+    client = newTransport(clientConf);
+    listener = server.listen(bindAddress(), tracking(serverHandler));
+  }
+
+  protected void start(EndpointHandler serverHandler) throws Exception {
+    start(baseConf(), baseConf(), serverHandler);
+  }
+
+  protected Endpoint connect(EndpointHandler handler) throws Exception {
+    Endpoint ep = client.connect(listener.localAddress(), handler).get(WAIT_MS, TimeUnit.MILLISECONDS);
+    endpoints.add(ep);
+    return ep;
+  }
+
+  /** Records server-side endpoints so the teardown can close and check them. */
+  private EndpointHandler tracking(EndpointHandler h) {
+    return new EndpointHandler() {
+      @Override
+      public void onConnected(Endpoint endpoint) {
+        endpoints.add(endpoint);
+        h.onConnected(endpoint);
+      }
+
+      @Override
+      public void onMessage(Endpoint endpoint, RegisteredBuffer message) {
+        h.onMessage(endpoint, message);
+      }
+
+      @Override
+      public void onClosed(Endpoint endpoint, Throwable cause) {
+        h.onClosed(endpoint, cause);
+      }
+    };
+  }
+
+  @AfterEach
+  void checkNothingLeaked() throws Exception {
+    try {
+      if (child != null) {
+        child.destroyForcibly().waitFor(WAIT_MS, TimeUnit.MILLISECONDS);
+      }
+      for (Endpoint ep : endpoints) {
+        ep.close();
+      }
+      for (Endpoint ep : endpoints) {
+        try {
+          ep.closeFuture().get(WAIT_MS, TimeUnit.MILLISECONDS);
+        } catch (ExecutionException expected) {
+          // closed by a failure: still closed
+        }
+        assertTrue(ep.closeFuture().isDone(), ep + " did not close");
+      }
+      if (server != null) {
+        awaitTrue(() -> server.allocator().buffersOutstanding() == 0,
+            () -> "server leaked " + server.allocator().buffersOutstanding() + " buffers");
+        awaitTrue(() -> openEndpoints(server) <= 0, () -> "server has open endpoints");
+      }
+      if (client != null) {
+        awaitTrue(() -> client.allocator().buffersOutstanding() == 0,
+            () -> "client leaked " + client.allocator().buffersOutstanding() + " buffers");
+        awaitTrue(() -> openEndpoints(client) <= 0, () -> "client has open endpoints");
+      }
+      if (!errors.isEmpty()) {
+        AssertionError e = new AssertionError("handler errors: " + errors);
+        errors.forEach(e::addSuppressed);
+        throw e;
+      }
+    } finally {
+      if (client != null) {
+        client.close();
+      }
+      if (server != null) {
+        server.close();
+      }
+    }
+  }
+
+  // --- helpers -----------------------------------------------------------
+
+  protected static void awaitTrue(BooleanSupplier cond, java.util.function.Supplier<String> what)
+      throws InterruptedException {
+    long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(WAIT_MS);
+    while (!cond.getAsBoolean()) {
+      if (System.nanoTime() > end) {
+        fail(what.get());
+      }
+      Thread.sleep(5);
+    }
+  }
+
+  private static byte pattern(int seq, int i, int salt) {
+    return (byte) (seq * 31 + i * 7 + salt);
+  }
+
+  /** A message: 4-byte sequence number, then {@code size - 4} pattern bytes. */
+  protected RegisteredBuffer message(Transport t, int seq, int size, int salt) throws Exception {
+    RegisteredBuffer b = t.allocator().allocate(size);
+    ByteBuffer nio = b.nio();
+    int p = nio.position();
+    nio.putInt(p, seq);
+    for (int i = 4; i < size; i++) {
+      nio.put(p + i, pattern(seq, i, salt));
+    }
+    return b;
+  }
+
+  /** Checks a message built by {@link #message} and returns its sequence number. */
+  protected static int check(RegisteredBuffer m, int salt) {
+    ByteBuffer nio = m.nio();
+    int p = nio.position();
+    int size = nio.remaining();
+    int seq = nio.getInt(p);
+    for (int i = 4; i < size; i++) {
+      if (nio.get(p + i) != pattern(seq, i, salt)) {
+        throw new AssertionError("message " + seq + " differs at byte " + i);
+      }
+    }
+    return seq;
+  }
+
+  private static int sizeOf(int seq) {
+    return 4 + (seq * 37) % 3000;
+  }
+
+  private static void awaitAll(List<CompletableFuture<Void>> fs) throws Exception {
+    CompletableFuture.allOf(fs.toArray(new CompletableFuture<?>[0])).get(WAIT_MS, TimeUnit.MILLISECONDS);
+  }
+
+  /** A handler that checks sequence and content of what arrives, then releases it. */
+  private final class Checker implements EndpointHandler {
+    final int salt;
+    final AtomicInteger next = new AtomicInteger();
+    final BlockingQueue<Endpoint> connected = new LinkedBlockingQueue<>();
+
+    Checker(int salt) {
+      this.salt = salt;
+    }
+
+    @Override
+    public void onConnected(Endpoint endpoint) {
+      connected.add(endpoint);
+    }
+
+    @Override
+    public void onMessage(Endpoint endpoint, RegisteredBuffer message) {
+      try {
+        int seq = check(message, salt);
+        int want = next.getAndIncrement();
+        if (seq != want) {
+          errors.add(new AssertionError("expected message " + want + ", got " + seq));
+        }
+        if (message.readableBytes() != sizeOf(seq)) {
+          errors.add(new AssertionError("message " + seq + " has " + message.readableBytes() + " bytes"));
+        }
+      } catch (Throwable e) {
+        errors.add(e);
+      } finally {
+        message.release();
+      }
+    }
+  }
+
+  // --- the contract --------------------------------------------------------
+
+  @Test
+  @Timeout(30)
+  void smallMessagesBothDirectionsInOrder() throws Exception {
+    int n = 2000;
+    Checker atServer = new Checker(1);
+    Checker atClient = new Checker(2);
+    start(atServer);
+    Endpoint c = connect(atClient);
+    Endpoint s = atServer.connected.poll(WAIT_MS, TimeUnit.MILLISECONDS);
+    assertNotNull(s, "server saw no connection");
+    List<CompletableFuture<Void>> sends = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      sends.add(c.send(message(client, i, sizeOf(i), 1)));
+      sends.add(s.send(message(server, i, sizeOf(i), 2)));
+    }
+    awaitAll(sends);
+    awaitTrue(() -> atServer.next.get() == n && atClient.next.get() == n,
+        () -> "received " + atServer.next + " and " + atClient.next + " of " + n);
+    assertTrue(errors.isEmpty(), () -> errors.toString());
+  }
+
+  @Test
+  @Timeout(60)
+  void bulkTransferIsIntact() throws Exception {
+    int size = 1 << 20;
+    int count = 256;
+    CRC32C received = new CRC32C();
+    AtomicLong bytes = new AtomicLong();
+    AtomicInteger next = new AtomicInteger();
+    start(new EndpointHandler() {
+      @Override
+      public void onMessage(Endpoint endpoint, RegisteredBuffer message) {
+        try {
+          int seq = message.nio().getInt(message.nio().position());
+          if (seq != next.getAndIncrement()) {
+            errors.add(new AssertionError("bulk message " + seq + " out of order"));
+          }
+          bytes.addAndGet(message.readableBytes());
+          received.update(message.nio().duplicate());
+        } finally {
+          message.release();
+        }
+      }
+    });
+    Endpoint c = connect(RELEASE);
+    byte[] pattern = new byte[size];
+    new java.util.Random(42).nextBytes(pattern);
+    CRC32C sent = new CRC32C();
+    Semaphore window = new Semaphore(32);
+    List<CompletableFuture<Void>> sends = new ArrayList<>();
+    long t0 = System.nanoTime();
+    for (int i = 0; i < count; i++) {
+      window.acquire();
+      RegisteredBuffer b = client.allocator().allocate(size);
+      b.nio().put(b.nio().position(), pattern).putInt(b.nio().position(), i);
+      pattern[size - 1 - (i % 1024)] ^= 0x5a; // every message differs
+      sent.update(b.nio().duplicate());
+      CompletableFuture<Void> f = c.send(b);
+      f.whenComplete((v, t) -> window.release());
+      sends.add(f);
+    }
+    awaitAll(sends);
+    awaitTrue(() -> bytes.get() == (long) size * count, () -> "received " + bytes + " bytes");
+    double secs = (System.nanoTime() - t0) / 1e9;
+    System.out.printf("%s bulk: %d x %d bytes in %.2f s, %.0f MB/s%n", server.name(), count, size, secs,
+        size * (double) count / secs / 1e6);
+    assertEquals(sent.getValue(), received.getValue(), "CRC32C of the bulk stream");
+  }
+
+  @Test
+  @Timeout(30)
+  void oneSidedWriteAndRead() throws Exception {
+    start(RELEASE);
+    assumeTrue(supportsOneSided(), server.name() + " lacks Capability.ONE_SIDED");
+    int len = 64 << 10;
+    int off = 4096;
+    int wlen = 32 << 10;
+    BlockingQueue<Endpoint> serverSide = new LinkedBlockingQueue<>();
+    BlockingQueue<RegisteredBuffer> atClient = new LinkedBlockingQueue<>();
+    listener.close();
+    listener = server.listen(bindAddress(), tracking(new EndpointHandler() {
+      @Override
+      public void onConnected(Endpoint endpoint) {
+        serverSide.add(endpoint);
+      }
+
+      @Override
+      public void onMessage(Endpoint endpoint, RegisteredBuffer message) {
+        message.release();
+      }
+    }));
+    Endpoint c = connect(new EndpointHandler() {
+      @Override
+      public void onMessage(Endpoint endpoint, RegisteredBuffer message) {
+        atClient.add(message);
+      }
+    });
+    Endpoint s = serverSide.poll(WAIT_MS, TimeUnit.MILLISECONDS);
+    assertNotNull(s);
+    RegisteredBuffer region = server.allocator().allocate(len);
+    RegisteredBuffer local = client.allocator().allocate(len);
+    RegisteredBuffer src = client.allocator().allocate(wlen);
+    try {
+      for (int i = 0; i < len; i++) {
+        region.nio().put(i, (byte) i);
+      }
+      for (int i = 0; i < wlen; i++) {
+        src.nio().put(i, (byte) (i * 13 + 1));
+      }
+      byte[] desc = s.expose(region).toBytes();
+      RegisteredBuffer m = server.allocator().allocate(desc.length);
+      m.nio().put(m.nio().position(), desc);
+      s.send(m).get(WAIT_MS, TimeUnit.MILLISECONDS);
+      RegisteredBuffer got = atClient.poll(WAIT_MS, TimeUnit.MILLISECONDS);
+      assertNotNull(got, "no region descriptor");
+      byte[] bytes = new byte[got.readableBytes()];
+      got.nio().duplicate().get(bytes);
+      got.release();
+      RemoteRegion remote = RemoteRegion.fromBytes(bytes);
+      c.write(src.retain(), remote, off).get(WAIT_MS, TimeUnit.MILLISECONDS);
+      c.flush().get(WAIT_MS, TimeUnit.MILLISECONDS);
+      c.read(local.retain(), remote, 0).get(WAIT_MS, TimeUnit.MILLISECONDS);
+      for (int i = 0; i < len; i++) {
+        byte want = i >= off && i < off + wlen ? (byte) ((i - off) * 13 + 1) : (byte) i;
+        assertEquals(want, local.nio().get(i), "read back byte " + i);
+        assertEquals(want, region.nio().get(i), "server region byte " + i);
+      }
+    } finally {
+      region.release();
+      local.release();
+      src.release();
+    }
+  }
+
+  @Test
+  @Timeout(30)
+  void manyConcurrentEndpoints() throws Exception {
+    int endpointsN = 32;
+    int perEndpoint = 50;
+    start(new EndpointHandler() { // echo
+      @Override
+      public void onMessage(Endpoint endpoint, RegisteredBuffer message) {
+        try {
+          RegisteredBuffer copy = server.allocator().allocate(message.readableBytes());
+          copy.nio().put(copy.nio().position(), message.nio(), message.nio().position(),
+              message.readableBytes());
+          endpoint.send(copy);
+        } catch (Exception e) {
+          errors.add(e);
+        } finally {
+          message.release();
+        }
+      }
+    });
+    List<Checker> checkers = new ArrayList<>();
+    List<Endpoint> eps = new ArrayList<>();
+    List<CompletableFuture<Endpoint>> connecting = new ArrayList<>();
+    for (int i = 0; i < endpointsN; i++) {
+      Checker ch = new Checker(100 + i);
+      checkers.add(ch);
+      connecting.add(client.connect(listener.localAddress(), ch));
+    }
+    for (CompletableFuture<Endpoint> f : connecting) {
+      Endpoint ep = f.get(WAIT_MS, TimeUnit.MILLISECONDS);
+      endpoints.add(ep);
+      eps.add(ep);
+    }
+    List<CompletableFuture<Void>> sends = new ArrayList<>();
+    for (int seq = 0; seq < perEndpoint; seq++) {
+      for (int i = 0; i < endpointsN; i++) {
+        sends.add(eps.get(i).send(message(client, seq, sizeOf(seq), 100 + i)));
+      }
+    }
+    awaitAll(sends);
+    awaitTrue(() -> checkers.stream().allMatch(ch -> ch.next.get() == perEndpoint),
+        () -> "echoes missing");
+    assertTrue(errors.isEmpty(), () -> errors.toString());
+  }
+
+  @Test
+  @Timeout(40)
+  void peerKilledMidTransferFailsOutstandingSends() throws Exception {
+    server = newTransport(baseConf());
+    client = newTransport(baseConf());
+    String java = ProcessHandle.current().info().command()
+        .orElse(System.getProperty("java.home") + File.separator + "bin" + File.separator + "java");
+    List<String> cmd = new ArrayList<>(List.of(java, "-Xmx256m", "-cp",
+        System.getProperty("java.class.path"), "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+        PeerMain.class.getName(), server.name()));
+    for (Map.Entry<String, String> e : baseConf().asMap().entrySet()) {
+      cmd.add(e.getKey() + "=" + e.getValue());
+    }
+    child = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(),
+        StandardCharsets.UTF_8));
+    String line = out.readLine();
+    assertNotNull(line, "peer process printed nothing");
+    assertTrue(line.startsWith("PORT "), line);
+    int port = Integer.parseInt(line.substring(5).trim());
+
+    CompletableFuture<Throwable> closedWith = new CompletableFuture<>();
+    Endpoint c = client.connect(new InetSocketAddress("127.0.0.1", port), new EndpointHandler() {
+      @Override
+      public void onMessage(Endpoint endpoint, RegisteredBuffer message) {
+        message.release();
+      }
+
+      @Override
+      public void onClosed(Endpoint endpoint, Throwable cause) {
+        closedWith.complete(cause);
+      }
+    }).get(WAIT_MS, TimeUnit.MILLISECONDS);
+    endpoints.add(c);
+    int credits = TransportConf.CREDITS_DEFAULT;
+    List<CompletableFuture<Void>> sends = new ArrayList<>();
+    for (int i = 0; i < credits * 3; i++) {
+      sends.add(c.send(message(client, i, 64 << 10, 7)));
+    }
+    // The peer holds what it gets: after its credits, the rest wait.
+    awaitTrue(() -> sends.stream().filter(CompletableFuture::isDone).count() >= credits / 2,
+        () -> "no sends completed");
+    List<CompletableFuture<Void>> outstanding = new ArrayList<>();
+    for (CompletableFuture<Void> f : sends) {
+      if (!f.isDone()) {
+        outstanding.add(f);
+      }
+    }
+    assertFalse(outstanding.isEmpty(), "every send finished before the kill");
+    child.destroyForcibly();
+    assertTrue(child.waitFor(WAIT_MS, TimeUnit.MILLISECONDS));
+    for (CompletableFuture<Void> f : outstanding) {
+      ExecutionException e = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
+          () -> f.get(WAIT_MS, TimeUnit.MILLISECONDS));
+      assertInstanceOf(TransportException.class, e.getCause());
+    }
+    Throwable cause = closedWith.get(WAIT_MS, TimeUnit.MILLISECONDS);
+    assertNotNull(cause, "onClosed must carry the failure");
+    assertTrue(c.closeFuture().isCompletedExceptionally());
+    assertFalse(c.isWritable());
+  }
+
+  @Test
+  @Timeout(30)
+  void closeWhileBusyFailsQueuedSendsAndReleasesBuffers() throws Exception {
+    int credits = 8;
+    Queue<RegisteredBuffer> held = new ConcurrentLinkedQueue<>();
+    CompletableFuture<Throwable> serverClosed = new CompletableFuture<>();
+    start(baseConf().with(TransportConf.CREDITS_KEY, "" + credits), baseConf(), new EndpointHandler() {
+      @Override
+      public void onMessage(Endpoint endpoint, RegisteredBuffer message) {
+        held.add(message);
+      }
+
+      @Override
+      public void onClosed(Endpoint endpoint, Throwable cause) {
+        serverClosed.complete(cause);
+      }
+    });
+    Endpoint c = connect(RELEASE);
+    List<CompletableFuture<Void>> sends = new ArrayList<>();
+    for (int i = 0; i < credits * 5; i++) {
+      sends.add(c.send(message(client, i, 4096, 3)));
+    }
+    awaitTrue(() -> held.size() == credits, () -> "server holds " + held.size());
+    c.close();
+    c.closeFuture().get(WAIT_MS, TimeUnit.MILLISECONDS);
+    int failedClosed = 0;
+    for (CompletableFuture<Void> f : sends) {
+      try {
+        f.get(WAIT_MS, TimeUnit.MILLISECONDS);
+      } catch (ExecutionException e) {
+        assertInstanceOf(TransportException.Closed.class, e.getCause());
+        failedClosed++;
+      }
+    }
+    assertTrue(failedClosed >= credits * 4, "queued sends failed: " + failedClosed);
+    assertEquals(null, serverClosed.get(WAIT_MS, TimeUnit.MILLISECONDS), "graceful close at the server");
+    RegisteredBuffer m;
+    while ((m = held.poll()) != null) {
+      m.release();
+    }
+    assertFalse(c.isWritable());
+    CompletableFuture<Void> late = c.send(message(client, 0, 16, 0));
+    ExecutionException e = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
+        () -> late.get(WAIT_MS, TimeUnit.MILLISECONDS));
+    assertInstanceOf(TransportException.Closed.class, e.getCause());
+  }
+
+  @Test
+  @Timeout(30)
+  void backpressureStopsAtCreditsAndResumes() throws Exception {
+    int credits = 8;
+    int n = credits * 3;
+    Queue<RegisteredBuffer> held = new ConcurrentLinkedQueue<>();
+    AtomicInteger holding = new AtomicInteger();
+    AtomicInteger maxHeld = new AtomicInteger();
+    AtomicInteger received = new AtomicInteger();
+    CountDownLatch releaseAll = new CountDownLatch(1);
+    start(baseConf().with(TransportConf.CREDITS_KEY, "" + credits), baseConf(), new EndpointHandler() {
+      @Override
+      public void onMessage(Endpoint endpoint, RegisteredBuffer message) {
+        received.incrementAndGet();
+        int h = holding.incrementAndGet();
+        maxHeld.accumulateAndGet(h, Math::max);
+        if (releaseAll.getCount() == 0) {
+          holding.decrementAndGet();
+          message.release();
+        } else {
+          held.add(message);
+        }
+      }
+    });
+    Endpoint c = connect(RELEASE);
+    List<CompletableFuture<Void>> sends = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      sends.add(c.send(message(client, i, 4096, 5)));
+    }
+    awaitTrue(() -> held.size() == credits, () -> "server holds " + held.size());
+    Thread.sleep(300);
+    assertEquals(credits, received.get(), "the sender went past the receiver's credits");
+    assertFalse(c.isWritable(), "sender still writable with its credits spent");
+    for (int i = credits; i < n; i++) {
+      assertFalse(sends.get(i).isDone(), "send " + i + " completed without credit");
+    }
+    releaseAll.countDown();
+    RegisteredBuffer m;
+    while ((m = held.poll()) != null) {
+      holding.decrementAndGet();
+      m.release();
+    }
+    awaitAll(sends);
+    awaitTrue(() -> received.get() == n, () -> "received " + received + " of " + n);
+    awaitTrue(c::isWritable, () -> "sender not writable after the receiver caught up");
+    assertTrue(maxHeld.get() <= credits, "receiver held " + maxHeld + " > " + credits);
+    // late arrivals may have slipped into the queue after the drain
+    while ((m = held.poll()) != null) {
+      m.release();
+    }
+  }
+
+  @Test
+  @Timeout(30)
+  void messageLargerThanPeerMaxFails() throws Exception {
+    int max = 64 << 10;
+    AtomicInteger got = new AtomicInteger(-1);
+    start(baseConf().with(TransportConf.MAX_MESSAGE_KEY, "" + max), baseConf(), new EndpointHandler() {
+      @Override
+      public void onMessage(Endpoint endpoint, RegisteredBuffer message) {
+        got.set(message.readableBytes());
+        message.release();
+      }
+    });
+    Endpoint c = connect(RELEASE);
+    CompletableFuture<Void> big = c.send(client.allocator().allocate(max + 1));
+    ExecutionException e = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
+        () -> big.get(WAIT_MS, TimeUnit.MILLISECONDS));
+    assertInstanceOf(TransportException.class, e.getCause());
+    c.send(client.allocator().allocate(max)).get(WAIT_MS, TimeUnit.MILLISECONDS);
+    awaitTrue(() -> got.get() == max, () -> "the largest allowed message did not arrive");
+    assertFalse(c.closeFuture().isDone(), "a refused send must not close the endpoint");
+  }
+}
