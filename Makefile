@@ -1,0 +1,44 @@
+# One entry point for build, test and bench (bin/hrdma wraps the same steps).
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+NATIVE_BUILD := java/hrdma-native/target/native-build
+ASAN_BUILD := build/native-asan
+
+.PHONY: all setup build test java-test native-test asan bench clean
+
+all: build
+
+setup:
+	bin/setup
+
+build: setup
+	mvn -B -q -DskipTests package
+
+# Every Java test (the native CMake build runs inside it), then the native
+# tests of that build, then an AddressSanitizer build of native/ and its tests.
+# Prints the surefire and ctest summaries; fails on the first failing step.
+test: setup java-test native-test asan
+
+java-test:
+	@rc=0; mkdir -p build; mvn -B verify > build/mvn-verify.log 2>&1 || rc=$$?; \
+	echo "== surefire (full log: build/mvn-verify.log)"; \
+	grep -E 'Tests run:|FAIL|ERROR\]|BUILD (SUCCESS|FAILURE)|Reactor Summary|SUCCESS \[|FAILURE \[|SKIPPED' \
+	  build/mvn-verify.log | grep -v -- '-- in ' | tail -40 || true; \
+	exit $$rc
+
+native-test:
+	@echo "== ctest $(NATIVE_BUILD)"
+	ctest --test-dir $(NATIVE_BUILD) --output-on-failure
+
+asan:
+	@echo "== AddressSanitizer build $(ASAN_BUILD)"
+	cmake -S native -B $(ASAN_BUILD) -DHRDMA_ASAN=ON > /dev/null
+	cmake --build $(ASAN_BUILD) -j 2 > /dev/null
+	ctest --test-dir $(ASAN_BUILD) --output-on-failure
+
+bench: build
+	bin/hrdma perf --compare
+
+clean:
+	mvn -B -q clean
+	rm -rf build

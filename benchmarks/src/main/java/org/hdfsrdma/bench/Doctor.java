@@ -1,0 +1,198 @@
+package org.hdfsrdma.bench;
+
+import java.io.PrintStream;
+import java.net.InetSocketAddress;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.hdfsrdma.nativelib.HrdmaNative;
+import org.hdfsrdma.transport.Endpoint;
+import org.hdfsrdma.transport.EndpointHandler;
+import org.hdfsrdma.transport.RegisteredBuffer;
+import org.hdfsrdma.transport.Transport;
+import org.hdfsrdma.transport.TransportConf;
+import org.hdfsrdma.transport.TransportProvider;
+import org.hdfsrdma.transport.Transports;
+
+/**
+ * {@code hrdma doctor}: what this host can do. The native library and UCX,
+ * the registered transports, the RDMA devices, and with {@code --connect}
+ * which transport a connection to a peer would use.
+ */
+public final class Doctor {
+  private Doctor() {}
+
+  static final String USAGE = String.join("\n",
+      "usage: hrdma doctor [--connect HOST:PORT] [--ucx-tls VALUE] [--conf KEY=VALUE ...]",
+      "  --connect HOST:PORT  try the transports of hrdma.transport.order against a peer",
+      "                       running 'hrdma serve --port PORT'");
+
+  public static void main(String[] args) {
+    System.exit(run(args, System.out));
+  }
+
+  static int run(String[] args, PrintStream out) {
+    Map<String, String> conf = new LinkedHashMap<>();
+    String connect = null;
+    String tls = null;
+    try {
+      for (int i = 0; i < args.length; i++) {
+        switch (args[i]) {
+          case "-h", "--help" -> {
+            out.println(USAGE);
+            return 0;
+          }
+          case "--connect" -> connect = need(args, ++i, "--connect");
+          case "--ucx-tls" -> tls = need(args, ++i, "--ucx-tls");
+          case "--conf" -> {
+            String v = need(args, ++i, "--conf");
+            int eq = v.indexOf('=');
+            if (eq <= 0) {
+              throw new UsageException("--conf wants KEY=VALUE, not '" + v + "'");
+            }
+            conf.put(v.substring(0, eq), v.substring(eq + 1));
+          }
+          default -> throw new UsageException("unknown argument '" + args[i] + "'");
+        }
+      }
+    } catch (UsageException e) {
+      System.err.println("hrdma doctor: " + e.getMessage());
+      System.err.println(USAGE);
+      return 2;
+    }
+    if (tls != null) {
+      conf.put(TransportConf.UCX_CONFIG_KEY,
+          PerfOptions.ucxConfig(conf.get(TransportConf.UCX_CONFIG_KEY), tls));
+    }
+    TransportConf tc = TransportConf.of(conf);
+    nativeStatus(out, tc);
+    transports(out);
+    devices(out);
+    if (connect != null) {
+      return connect(out, tc, connect);
+    }
+    return 0;
+  }
+
+  private static String need(String[] args, int i, String opt) {
+    if (i >= args.length) {
+      throw new UsageException("option " + opt + " needs a value");
+    }
+    return args[i];
+  }
+
+  static void nativeStatus(PrintStream out, TransportConf tc) {
+    out.println("== native library (libhrdma)");
+    if (!HrdmaNative.isAvailable()) {
+      Throwable c = HrdmaNative.unavailabilityCause();
+      out.println("  unavailable: " + (c != null ? c.getMessage() : "unknown cause"));
+      out.println("  (the ucx and stream transports need it; tcp does not)");
+      return;
+    }
+    out.println("  available: ABI " + HrdmaNative.abiVersion() + ", UCX " + HrdmaNative.ucxVersion()
+        + " (needs >= " + HrdmaNative.MIN_UCX + ")");
+    String ucxConf = tc.get(TransportConf.UCX_CONFIG_KEY, TransportConf.UCX_CONFIG_DEFAULT);
+    out.println("== UCX transports and devices" + (ucxConf.isEmpty() ? "" : " (" + ucxConf + ")"));
+    try {
+      indent(out, HrdmaNative.ucxInfo(ucxConf));
+    } catch (Exception e) {
+      out.println("  ucx info failed: " + e.getMessage());
+    }
+  }
+
+  static void transports(PrintStream out) {
+    out.println("== transports");
+    for (TransportProvider p : Transports.providers()) {
+      String cause;
+      try {
+        cause = p.unavailabilityCause();
+      } catch (RuntimeException | LinkageError e) {
+        cause = e.toString();
+      }
+      out.printf("  %-8s %s%n", p.name(), cause == null ? "available" : "unavailable: " + cause);
+    }
+    if (Transports.providers().isEmpty()) {
+      out.println("  none registered (META-INF/services/org.hdfsrdma.transport.TransportProvider)");
+    }
+  }
+
+  static void devices(PrintStream out) {
+    out.println("== RDMA devices");
+    if (!HrdmaNative.isAvailable()) {
+      out.println("  unknown: the native library is unavailable");
+      return;
+    }
+    try {
+      String d = HrdmaNative.probeDevices();
+      if (d == null || d.isBlank()) {
+        out.println("  no RDMA devices found");
+      } else {
+        indent(out, d);
+      }
+    } catch (Exception e) {
+      out.println("  probe failed: " + e.getMessage());
+    }
+  }
+
+  /**
+   * STUB until org.hdfsrdma.transport.select.HrdmaConnector exists: tries each
+   * transport of hrdma.transport.order directly, on the port 'hrdma serve'
+   * gives it (PORT + 0 tcp, + 1 ucx, + 2 stream), and reports the first that
+   * connects and the attempts that failed. The real connector negotiates on
+   * one port; switch to it when it lands.
+   */
+  static int connect(PrintStream out, TransportConf tc, String hostPort) {
+    out.println("== connect " + hostPort + " (order " + tc.order() + ")");
+    int colon = hostPort.lastIndexOf(':');
+    if (colon <= 0) {
+      out.println("  --connect wants HOST:PORT");
+      return 2;
+    }
+    String host = hostPort.substring(0, colon);
+    int base;
+    try {
+      base = Integer.parseInt(hostPort.substring(colon + 1));
+    } catch (NumberFormatException e) {
+      out.println("  bad port in '" + hostPort + "'");
+      return 2;
+    }
+    long timeoutMs = tc.getPositiveInt(TransportConf.CONNECT_TIMEOUT_KEY,
+        TransportConf.CONNECT_TIMEOUT_DEFAULT);
+    for (String name : tc.order()) {
+      InetSocketAddress addr;
+      try {
+        addr = new InetSocketAddress(host, PerfOptions.portFor(base, name));
+      } catch (IllegalArgumentException e) {
+        out.println("  " + name + ": skipped: " + e.getMessage());
+        continue;
+      }
+      try (Transport t = Transports.create(name, tc)) {
+        CompletableFuture<Endpoint> f = t.connect(addr, new EndpointHandler() {
+          @Override
+          public void onMessage(Endpoint ep, RegisteredBuffer m) {
+            m.release();
+          }
+        });
+        Endpoint ep = f.get(timeoutMs + 1000, TimeUnit.MILLISECONDS);
+        out.println("  chosen: " + name + " to " + addr + ", capabilities " + ep.capabilities());
+        ep.close();
+        return 0;
+      } catch (Exception e) {
+        Throwable c = e instanceof java.util.concurrent.ExecutionException && e.getCause() != null
+            ? e.getCause() : e;
+        out.println("  failed: " + name + " to " + addr + ": " + c.getMessage());
+      }
+    }
+    out.println("  no transport reached " + hostPort);
+    return 1;
+  }
+
+  private static void indent(PrintStream out, String text) {
+    for (String line : text.split("\n")) {
+      if (!line.isBlank()) {
+        out.println("  " + line);
+      }
+    }
+  }
+}
