@@ -240,7 +240,8 @@ public abstract class AbstractEndpoint implements Endpoint {
       try {
         executeOnIo(r);
       } catch (RuntimeException e) {
-        closeFuture.complete(null);
+        // The I/O thread is gone, so nothing else touches this endpoint: finish here.
+        closed(null);
       }
     }
   }

@@ -17,6 +17,7 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class BufferPool implements BufferAllocator, AutoCloseable {
   public static final int MIN_CLASS = 4096;
+  private static final int PAGE = 4096;
 
   private final SlabAllocator slabs;
   private final int slabSize;
@@ -67,7 +68,9 @@ public final class BufferPool implements BufferAllocator, AutoCloseable {
     return Integer.numberOfTrailingZeros(rounded) - Integer.numberOfTrailingZeros(MIN_CLASS);
   }
 
-  private Slab reserveSlab(int size) throws TransportException {
+  private Slab reserveSlab(int requested) throws TransportException {
+    // Slabs are whole pages (both allocators round up); count what is really held.
+    int size = (int) Math.min(Integer.MAX_VALUE & -PAGE, ((long) requested + PAGE - 1) & -PAGE);
     long after = registered.addAndGet(size);
     if (after > maxRegistered) {
       registered.addAndGet(-size);

@@ -8,9 +8,9 @@ final class DirectSlabAllocator implements SlabAllocator {
 
   @Override
   public Slab allocate(int size) {
-    ByteBuffer raw = ByteBuffer.allocateDirect(size + PAGE);
-    ByteBuffer aligned = raw.alignedSlice(PAGE);
-    ByteBuffer slab = aligned.slice(0, size);
+    int pages = (int) (((long) size + PAGE - 1) / PAGE);
+    ByteBuffer raw = ByteBuffer.allocateDirect((pages + 1) * PAGE);
+    ByteBuffer slab = raw.alignedSlice(PAGE).slice(0, pages * PAGE);
     long address = NioAddress.of(slab);
     return new Slab() {
       @Override

@@ -1,0 +1,211 @@
+package org.hdfsrdma.transport;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.RejectedExecutionException;
+import org.junit.jupiter.api.Test;
+
+/** Credit accounting and the close protocol of the shared endpoint base, on a fake wire. */
+class AbstractEndpointTest {
+
+  /** Runs I/O tasks inline on the caller; records what goes on the wire. */
+  private static final class FakeEndpoint extends AbstractEndpoint {
+    final List<RegisteredBuffer> wire = new ArrayList<>();
+    final List<CompletableFuture<Void>> pendingDone = new ArrayList<>();
+    final List<Integer> creditsSent = new ArrayList<>();
+    boolean ioGone;
+    int closes;
+
+    FakeEndpoint(EndpointHandler h) {
+      super(new InetSocketAddress("127.0.0.1", 1), h);
+    }
+
+    @Override
+    public Transport transport() {
+      return null;
+    }
+
+    @Override
+    protected boolean inIoThread() {
+      return !ioGone;
+    }
+
+    @Override
+    protected void executeOnIo(Runnable task) {
+      if (ioGone) {
+        throw new RejectedExecutionException("loop stopped");
+      }
+      task.run();
+    }
+
+    @Override
+    protected void doSend(RegisteredBuffer message, CompletableFuture<Void> done) {
+      wire.add(message);
+      pendingDone.add(done);
+    }
+
+    @Override
+    protected void doSendCredits(int messages) {
+      creditsSent.add(messages);
+    }
+
+    @Override
+    protected void doClose() {
+      closes++;
+      closed(null);
+    }
+
+    void hello(int peerCredits, int ownCredits) {
+      helloDone(peerCredits, ownCredits, 1 << 20, EnumSet.noneOf(Capability.class));
+    }
+
+    void receive(RegisteredBuffer m) {
+      deliver(m);
+    }
+  }
+
+  private final BufferPool pool = new BufferPool(SlabAllocator.DIRECT, 1 << 16, 1 << 20);
+
+  private static final class Recorder implements EndpointHandler {
+    final List<RegisteredBuffer> got = new ArrayList<>();
+    final List<Throwable> closedWith = new ArrayList<>();
+    int closedCalls;
+
+    @Override
+    public void onMessage(Endpoint endpoint, RegisteredBuffer message) {
+      got.add(message);
+    }
+
+    @Override
+    public void onClosed(Endpoint endpoint, Throwable cause) {
+      closedCalls++;
+      closedWith.add(cause);
+    }
+  }
+
+  @Test
+  void sendsBeyondTheCreditsWaitAndGrantsReleaseThem() throws Exception {
+    FakeEndpoint ep = new FakeEndpoint(new Recorder());
+    ep.hello(2, 8);
+    CompletableFuture<Void> a = ep.send(pool.allocate(10));
+    ep.send(pool.allocate(10));
+    CompletableFuture<Void> c = ep.send(pool.allocate(10));
+    assertEquals(2, ep.wire.size(), "two credits, two on the wire");
+    assertFalse(ep.isWritable());
+    assertFalse(c.isDone());
+    ep.creditsGranted(1);
+    assertEquals(3, ep.wire.size());
+    assertTrue(ep.isWritable());
+    ep.wire.forEach(RegisteredBuffer::release);
+    ep.pendingDone.forEach(f -> f.complete(null));
+    assertTrue(a.isDone() && c.isDone());
+    assertEquals(0, pool.buffersOutstanding());
+  }
+
+  @Test
+  void releasedMessagesAreGrantedBackInBatchesOfHalfTheWindow() throws Exception {
+    Recorder h = new Recorder();
+    FakeEndpoint ep = new FakeEndpoint(h);
+    ep.hello(4, 8);
+    for (int i = 0; i < 8; i++) {
+      ep.receive(pool.allocate(1));
+    }
+    assertEquals(List.of(), ep.creditsSent, "nothing released yet");
+    for (int i = 0; i < 3; i++) {
+      h.got.get(i).release();
+    }
+    assertEquals(List.of(), ep.creditsSent);
+    h.got.get(3).release();
+    assertEquals(List.of(4), ep.creditsSent);
+    for (int i = 4; i < 8; i++) {
+      h.got.get(i).release();
+    }
+    assertEquals(List.of(4, 4), ep.creditsSent);
+    assertEquals(0, pool.buffersOutstanding());
+  }
+
+  @Test
+  void closeFailsQueuedSendsAndTellsTheHandlerOnce() throws Exception {
+    Recorder h = new Recorder();
+    FakeEndpoint ep = new FakeEndpoint(h);
+    ep.hello(0, 8);
+    CompletableFuture<Void> queued = ep.send(pool.allocate(10));
+    ep.close();
+    ep.close();
+    ExecutionException e = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
+        queued::get);
+    assertInstanceOf(TransportException.Closed.class, e.getCause());
+    assertEquals(1, ep.closes);
+    assertEquals(1, h.closedCalls);
+    assertNull(h.closedWith.get(0));
+    assertTrue(ep.closeFuture().isDone());
+    assertEquals(0, pool.buffersOutstanding());
+  }
+
+  @Test
+  void closeAfterTheIoThreadStoppedStillTellsTheHandler() throws Exception {
+    Recorder h = new Recorder();
+    FakeEndpoint ep = new FakeEndpoint(h);
+    ep.hello(1, 8);
+    ep.ioGone = true;
+    ep.close();
+    assertTrue(ep.closeFuture().isDone());
+    assertEquals(1, h.closedCalls, "handler told of the close");
+    CompletableFuture<Void> late = ep.send(pool.allocate(1));
+    assertTrue(late.isCompletedExceptionally());
+    assertEquals(0, pool.buffersOutstanding());
+  }
+
+  @Test
+  void aHandlerThatNeverSawTheEndpointIsNotToldOfItsEnd() {
+    Recorder h = new Recorder();
+    FakeEndpoint ep = new FakeEndpoint(h);
+    ep.close(); // before any hello
+    assertTrue(ep.closeFuture().isDone());
+    assertEquals(0, h.closedCalls);
+  }
+
+  @Test
+  void poolRoundsToSizeClassesAndReusesChunks() throws Exception {
+    RegisteredBuffer a = pool.allocate(5000);
+    assertEquals(8192, a.capacity());
+    assertEquals(5000, a.nio().limit());
+    long addr = a.address();
+    a.release();
+    RegisteredBuffer b = pool.allocate(8192);
+    assertEquals(addr, b.address(), "freed chunk reused first");
+    RegisteredBuffer big = pool.allocate((1 << 16) + 1); // larger than a slab
+    long before = pool.bytesRegistered();
+    big.release();
+    assertTrue(pool.bytesRegistered() < before, "a dedicated slab is freed on release");
+    b.release();
+    assertEquals(0, pool.buffersOutstanding());
+    Set<Long> seen = new java.util.HashSet<>();
+    List<RegisteredBuffer> many = new ArrayList<>();
+    for (int i = 0; i < 20; i++) {
+      RegisteredBuffer x = pool.allocate(4096);
+      assertTrue(seen.add(x.address()), "no chunk handed out twice");
+      many.add(x);
+    }
+    many.forEach(RegisteredBuffer::release);
+  }
+
+  @Test
+  void poolRefusesBeyondItsRegisteredLimit() {
+    BufferPool small = new BufferPool(SlabAllocator.DIRECT, 1 << 16, 1 << 17);
+    org.junit.jupiter.api.Assertions.assertThrows(TransportException.class,
+        () -> small.allocate(1 << 18));
+    small.close();
+  }
+}
