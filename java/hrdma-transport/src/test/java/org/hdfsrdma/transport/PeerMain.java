@@ -9,7 +9,8 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 /**
  * A peer in a child JVM, for tests that kill it: listens with the named
  * transport on 127.0.0.1, prints {@code PORT <n>}, and holds every message it
- * receives (never releases) until it is killed.
+ * receives (never releases) until it is killed, or until its standard input
+ * closes: the parent died, and an orphan would keep the build waiting.
  *
  * <p>Arguments: transport name, then {@code key=value} settings.
  */
@@ -27,6 +28,9 @@ public final class PeerMain {
     Listener l = t.listen(new InetSocketAddress("127.0.0.1", 0), (endpoint, message) -> held.add(message));
     System.out.println("PORT " + l.localAddress().getPort());
     System.out.flush();
-    Thread.sleep(Long.MAX_VALUE);
+    while (System.in.read() >= 0) {
+      // the parent never writes; EOF means it is gone
+    }
+    System.exit(0);
   }
 }

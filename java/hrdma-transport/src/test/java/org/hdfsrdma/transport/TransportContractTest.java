@@ -476,20 +476,22 @@ public abstract class TransportContractTest {
     // The peer holds what it gets: after its credits, the rest wait.
     awaitTrue(() -> sends.stream().filter(CompletableFuture::isDone).count() >= credits / 2,
         () -> "no sends completed");
-    List<CompletableFuture<Void>> outstanding = new ArrayList<>();
-    for (CompletableFuture<Void> f : sends) {
-      if (!f.isDone()) {
-        outstanding.add(f);
-      }
-    }
-    assertFalse(outstanding.isEmpty(), "every send finished before the kill");
+    assertTrue(sends.stream().anyMatch(f -> !f.isDone()), "every send finished before the kill");
     child.destroyForcibly();
     assertTrue(child.waitFor(WAIT_MS, TimeUnit.MILLISECONDS));
-    for (CompletableFuture<Void> f : outstanding) {
-      ExecutionException e = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
-          () -> f.get(WAIT_MS, TimeUnit.MILLISECONDS));
-      assertInstanceOf(TransportException.class, e.getCause());
+    // Nothing hangs. A send already in flight may still have made it out before the
+    // kill; one queued beyond the peer's credits (never granted back) must fail.
+    int failed = 0;
+    for (int i = 0; i < sends.size(); i++) {
+      try {
+        sends.get(i).get(WAIT_MS, TimeUnit.MILLISECONDS);
+        assertTrue(i < credits, "send " + i + " succeeded beyond the peer's " + credits + " credits");
+      } catch (ExecutionException e) {
+        assertInstanceOf(TransportException.class, e.getCause());
+        failed++;
+      }
     }
+    assertTrue(failed >= sends.size() - credits, failed + " sends failed");
     Throwable cause = closedWith.get(WAIT_MS, TimeUnit.MILLISECONDS);
     assertNotNull(cause, "onClosed must carry the failure");
     assertTrue(c.closeFuture().isCompletedExceptionally());
