@@ -118,7 +118,7 @@ final class Compare {
       Row r = runCase(c, runs);
       rows.add(r);
       if (o.json) {
-        out.println(json(r, runs));
+        out.println(json(o, r, runs));
         out.flush();
       }
     }
@@ -147,8 +147,9 @@ final class Compare {
     Perf.Bench bench = null;
     String benchError = null;
     try {
-      bench = Perf.Bench.loopback(c.transport(), Perf.conf(o, c.transport(),
-          c.transport().equals("tcp") ? null : c.tls()));
+      bench = Perf.Bench.loopback(o, c.transport(),
+          c.transport().equals("tcp") ? null : c.tls());
+      err.println("#   ours: " + bench.describe());
     } catch (IOException | RuntimeException e) {
       benchError = "ours: " + e.getMessage();
       errors.add(benchError);
@@ -218,14 +219,20 @@ final class Compare {
     return n % 2 == 1 ? s.get(n / 2) : (s.get(n / 2 - 1) + s.get(n / 2)) / 2;
   }
 
+  /** How ours ran, for the header: two processes by default, one with --same-process. */
+  static String modeLine(PerfOptions o) {
+    return o.sameProcess ? "ours with both ends in one JVM (--same-process) over 127.0.0.1"
+        : "ours as two processes (server in a child JVM) on 127.0.0.1";
+  }
+
   static final String BW_HEADER =
       " test       transport  UCX_TLS   size   ours[MB/sec]   anchor        anchor[MB/sec]   ratio";
   static final String LAT_HEADER =
       " test       transport  UCX_TLS   size   ours[usec]     anchor        anchor[usec]     diff[usec]";
 
   private void printTables(List<Row> rows, int runs) {
-    out.println("# hrdma perf compare: medians of " + runs + " interleaved runs; ours with both"
-        + " ends in one JVM over 127.0.0.1, anchors as two processes on 127.0.0.1");
+    out.println("# hrdma perf compare: medians of " + runs + " interleaved runs; " + modeLine(o)
+        + ", anchors as two processes on 127.0.0.1");
     out.println("# MB = 10^6 bytes (ucx_perftest prints MiB/s as \"MB/s\": converted);"
         + " latency is one-way (round trip / 2), t_typical vs ucx_perftest's 50th percentile");
     boolean anyBw = rows.stream().anyMatch(r -> !r.c().latency());
@@ -290,12 +297,13 @@ final class Compare {
     return lines;
   }
 
-  static String json(Row r, int runs) {
+  static String json(PerfOptions o, Row r, int runs) {
     Json j = new Json().put("kind", "compare").put("test", r.c().test())
         .put("transport", r.c().transport()).put("ucx_tls", r.c().tls())
         .put("bytes", r.c().size()).put("runs", runs).put("unit", r.c().latency() ? "usec"
             : "MB/s (10^6)").put("ours", r.ours()).put("anchor", r.anchor())
-        .put("anchor_value", r.anchorValue());
+        .put("anchor_value", r.anchorValue())
+        .put("ours_mode", o.sameProcess ? "same-process" : "two-process");
     if (r.c().latency()) {
       j.put("diff", r.ours() - r.anchorValue());
     } else {

@@ -3,17 +3,20 @@ package org.hdfsrdma.bench;
 import java.io.PrintStream;
 import java.net.InetSocketAddress;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.hdfsrdma.nativelib.HrdmaNative;
 import org.hdfsrdma.transport.Endpoint;
 import org.hdfsrdma.transport.EndpointHandler;
 import org.hdfsrdma.transport.RegisteredBuffer;
-import org.hdfsrdma.transport.Transport;
 import org.hdfsrdma.transport.TransportConf;
+import org.hdfsrdma.transport.TransportException;
 import org.hdfsrdma.transport.TransportProvider;
 import org.hdfsrdma.transport.Transports;
+import org.hdfsrdma.transport.select.HrdmaConnector;
 
 /**
  * {@code hrdma doctor}: what this host can do. The native library and UCX,
@@ -25,8 +28,9 @@ public final class Doctor {
 
   static final String USAGE = String.join("\n",
       "usage: hrdma doctor [--connect HOST:PORT] [--ucx-tls VALUE] [--conf KEY=VALUE ...]",
-      "  --connect HOST:PORT  try the transports of hrdma.transport.order against a peer",
-      "                       running 'hrdma serve --port PORT'");
+      "  --connect HOST:PORT  negotiate with a peer running 'hrdma serve --port PORT', as a",
+      "                       client with hrdma.transport.order would: the transport chosen",
+      "                       and why each one before it was not");
 
   public static void main(String[] args) {
     System.exit(run(args, System.out));
@@ -136,11 +140,9 @@ public final class Doctor {
   }
 
   /**
-   * STUB until org.hdfsrdma.transport.select.HrdmaConnector exists: tries each
-   * transport of hrdma.transport.order directly, on the port 'hrdma serve'
-   * gives it (PORT + 0 tcp, + 1 ucx, + 2 stream), and reports the first that
-   * connects and the attempts that failed. The real connector negotiates on
-   * one port; switch to it when it lands.
+   * Negotiates with the {@code hrdma serve} at HOST:PORT as a client with this
+   * order would, prints the transport chosen and why each one before it was
+   * not, and closes the connection.
    */
   static int connect(PrintStream out, TransportConf tc, String hostPort) {
     out.println("== connect " + hostPort + " (order " + tc.order() + ")");
@@ -150,42 +152,54 @@ public final class Doctor {
       return 2;
     }
     String host = hostPort.substring(0, colon);
-    int base;
+    if (host.startsWith("[") && host.endsWith("]")) {
+      host = host.substring(1, host.length() - 1);
+    }
+    int port;
     try {
-      base = Integer.parseInt(hostPort.substring(colon + 1));
+      port = Integer.parseInt(hostPort.substring(colon + 1));
     } catch (NumberFormatException e) {
       out.println("  bad port in '" + hostPort + "'");
       return 2;
     }
-    long timeoutMs = tc.getPositiveInt(TransportConf.CONNECT_TIMEOUT_KEY,
-        TransportConf.CONNECT_TIMEOUT_DEFAULT);
-    for (String name : tc.order()) {
-      InetSocketAddress addr;
+    InetSocketAddress service = new InetSocketAddress(host, port);
+    EndpointHandler discard = new EndpointHandler() {
+      @Override
+      public void onMessage(Endpoint ep, RegisteredBuffer m) {
+        m.release();
+      }
+    };
+    try (HrdmaConnector connector = new HrdmaConnector(tc)) {
+      HrdmaConnector.Connection c = connector.connect(service, discard);
+      Endpoint ep = c.endpoint();
+      attempts(out, c.attempts());
+      out.println("  chosen: " + c.transport() + " to " + ep.remoteAddress() + ", capabilities "
+          + ep.capabilities());
+      ep.close();
       try {
-        addr = new InetSocketAddress(host, PerfOptions.portFor(base, name));
-      } catch (IllegalArgumentException e) {
-        out.println("  " + name + ": skipped: " + e.getMessage());
-        continue;
+        ep.closeFuture().get(5, TimeUnit.SECONDS);
+      } catch (ExecutionException | TimeoutException e) {
+        out.println("  closing failed: " + (e.getCause() != null ? e.getCause() : e));
       }
-      try (Transport t = Transports.create(name, tc)) {
-        CompletableFuture<Endpoint> f = t.connect(addr, new EndpointHandler() {
-          @Override
-          public void onMessage(Endpoint ep, RegisteredBuffer m) {
-            m.release();
-          }
-        });
-        Endpoint ep = f.get(timeoutMs + 1000, TimeUnit.MILLISECONDS);
-        out.println("  chosen: " + name + " to " + addr + ", capabilities " + ep.capabilities());
-        ep.close();
-        return 0;
-      } catch (Exception e) {
-        Throwable c = e instanceof java.util.concurrent.ExecutionException && e.getCause() != null
-            ? e.getCause() : e;
-        out.println("  failed: " + name + " to " + addr + ": " + c.getMessage());
-      }
+      return 0;
+    } catch (HrdmaConnector.NegotiationException e) {
+      attempts(out, e.attempts());
+      out.println("  no transport reached " + hostPort + ": " + e.getMessage());
+      return 1;
+    } catch (TransportException e) {
+      out.println("  cannot negotiate with " + hostPort + " (is 'hrdma serve --port " + port
+          + "' running there?): " + e.getMessage());
+      return 1;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return 1;
     }
-    out.println("  no transport reached " + hostPort);
-    return 1;
+  }
+
+  private static void attempts(PrintStream out, List<HrdmaConnector.Attempt> attempts) {
+    for (HrdmaConnector.Attempt a : attempts) {
+      out.printf("  %-8s %s%n", a.transport(), a.chosen() ? "chosen" : "failed: " + a.failure());
+    }
   }
 
   private static void indent(PrintStream out, String text) {

@@ -1,7 +1,9 @@
 package org.hdfsrdma.bench;
 
+import java.io.File;
 import java.io.IOException;
 import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -9,16 +11,22 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
+import org.hdfsrdma.proto.HrdmaProtos.TransportAddress;
 import org.hdfsrdma.transport.Listener;
 import org.hdfsrdma.transport.Transport;
 import org.hdfsrdma.transport.TransportConf;
+import org.hdfsrdma.transport.TransportException;
 import org.hdfsrdma.transport.Transports;
+import org.hdfsrdma.transport.select.HrdmaConnector;
+import org.hdfsrdma.transport.select.HrdmaServer;
 
 /**
  * {@code hrdma perf}: perftest-style micro-benchmarks over our transports.
- * Loopback mode (the default) runs server and client in this process on
- * 127.0.0.1; {@code --server} / {@code --client} split them across hosts;
- * {@code compare} runs the anchors beside them ({@link Compare}).
+ * Loopback mode (the default) runs the server in a child JVM ({@code hrdma
+ * serve}) and the client here, over 127.0.0.1, as ucx_perftest and iperf3
+ * run; {@code --same-process} keeps both ends in this JVM. {@code --server} /
+ * {@code --client} split them across hosts; {@code compare} runs the anchors
+ * beside them ({@link Compare}).
  */
 public final class Perf {
   private Perf() {}
@@ -76,27 +84,46 @@ public final class Perf {
     return transport.equals("tcp") ? null : (ucxTls != null ? ucxTls : "default");
   }
 
-  static int serve(PerfOptions o, PrintStream err) throws IOException,
-      InterruptedException {
-    List<Transport> open = new ArrayList<>();
-    Thread hook = new Thread(() -> open.forEach(Transport::close));
-    Runtime.getRuntime().addShutdownHook(hook);
-    for (String name : o.transports) {
-      try {
-        Transport t = Transports.create(name, conf(o, name, o.ucxTls));
-        open.add(t);
-        int port = PerfOptions.portFor(o.port, name);
-        Listener l = t.listen(new InetSocketAddress("0.0.0.0", port), new PerfServer(true));
-        err.println("hrdma perf server: " + name + " listening on " + l.localAddress());
-      } catch (IOException | RuntimeException e) {
-        err.println("hrdma perf server: " + name + " not served: " + e.getMessage());
-      }
+  /**
+   * The server's settings: --conf, UCX_TLS (ignored by tcp), and as the order
+   * the --transport list when given, else hrdma.transport.order (default
+   * {@value TransportConf#ORDER_DEFAULT}).
+   */
+  static TransportConf serverConf(PerfOptions o) {
+    Map<String, String> m = new LinkedHashMap<>(o.conf);
+    if (o.ucxTls != null) {
+      m.put(TransportConf.UCX_CONFIG_KEY,
+          PerfOptions.ucxConfig(m.get(TransportConf.UCX_CONFIG_KEY), o.ucxTls));
     }
-    if (open.isEmpty()) {
-      return 1;
+    if (o.transportsGiven) {
+      m.put(TransportConf.ORDER_KEY, String.join(",", o.transports));
     }
-    new CountDownLatch(1).await(); // until killed; the hook closes the transports
+    return TransportConf.of(m);
+  }
+
+  /**
+   * {@code hrdma serve} and {@code perf --server}: an HrdmaServer on the
+   * service port whose every transport hands its endpoints to a
+   * {@link PerfServer}. Runs until killed.
+   */
+  static int serve(PerfOptions o, PrintStream err) throws IOException, InterruptedException {
+    HrdmaServer server = HrdmaServer.start(serverConf(o), new PerfServer(true), "0.0.0.0", o.port);
+    Runtime.getRuntime().addShutdownHook(new Thread(server::close, "hrdma-serve-close"));
+    server.skipped().forEach((name, why) -> err.println("hrdma serve: not offering " + name
+        + ": " + why));
+    err.println("hrdma serve: listening on " + server.serviceAddress() + ", offering "
+        + offers(server.offers()));
+    err.flush();
+    new CountDownLatch(1).await(); // until killed; the hook closes the server
     return 0;
+  }
+
+  static String offers(List<TransportAddress> offers) {
+    List<String> out = new ArrayList<>();
+    for (TransportAddress a : offers) {
+      out.add(a.getTransport() + " on port " + a.getPort());
+    }
+    return String.join(", ", out);
   }
 
   /** Loopback or client mode: every transport x test x size, --runs times each. */
@@ -105,9 +132,9 @@ public final class Perf {
     int runs = o.runsOrDefault();
     for (String name : o.transports) {
       try (Bench b = o.mode == PerfOptions.Mode.CLIENT
-          ? Bench.remote(name, conf(o, name, o.ucxTls),
-              new InetSocketAddress(o.host, PerfOptions.portFor(o.port, name)))
-          : Bench.loopback(name, conf(o, name, o.ucxTls))) {
+          ? Bench.remote(name, conf(o, name, o.ucxTls), new InetSocketAddress(o.host, o.port))
+          : Bench.loopback(o, name, o.ucxTls)) {
+        err.println("# " + b.describe());
         for (String test : o.tests) {
           if (!o.json) {
             out.println(Report.title(test, name, tlsLabel(name, o.ucxTls),
@@ -162,47 +189,135 @@ public final class Perf {
   }
 
   /**
-   * A transport ready to measure: in loopback mode a second transport instance
-   * serves on 127.0.0.1 (two instances, as two processes would have).
+   * A transport ready to measure: a perf server to run against and the way to
+   * connect to it. Closing it closes the client side, then the server (in the
+   * child-process loopback: kills the child).
    */
   static final class Bench implements AutoCloseable {
-    final Transport client;
-    final Transport server;
-    final InetSocketAddress target;
+    private final String description;
+    private final PerfClient.Dialer dialer;
+    private final List<AutoCloseable> resources; // closed in order
+    private final Procs.Child child;
 
-    private Bench(Transport client, Transport server, InetSocketAddress target) {
-      this.client = client;
-      this.server = server;
-      this.target = target;
+    private Bench(String description, PerfClient.Dialer dialer, List<AutoCloseable> resources,
+        Procs.Child child) {
+      this.description = description;
+      this.dialer = dialer;
+      this.resources = resources;
+      this.child = child;
     }
 
-    static Bench loopback(String name, TransportConf conf) throws IOException {
+    /** Loopback as --same-process chooses: a child JVM serving, or both ends here. */
+    static Bench loopback(PerfOptions o, String name, String ucxTls) throws IOException,
+        InterruptedException {
+      return o.sameProcess ? sameProcess(name, conf(o, name, ucxTls)) : twoProcess(o, name, ucxTls);
+    }
+
+    /**
+     * Both ends in this JVM: a second transport instance listens on 127.0.0.1
+     * and the client connects to it directly (no negotiation).
+     */
+    static Bench sameProcess(String name, TransportConf conf) throws IOException {
       Transport server = Transports.create(name, conf);
       try {
         Listener l = server.listen(new InetSocketAddress("127.0.0.1", 0), new PerfServer(false));
         Transport client = Transports.create(name, conf);
-        return new Bench(client, server, l.localAddress());
+        InetSocketAddress target = l.localAddress();
+        return new Bench("loopback, both ends in this JVM (--same-process): " + name + " to "
+            + target, h -> PerfClient.connect(client, target, h), List.of(client, server), null);
       } catch (IOException | RuntimeException e) {
         server.close();
         throw e;
       }
     }
 
-    static Bench remote(String name, TransportConf conf, InetSocketAddress target)
-        throws IOException {
-      return new Bench(Transports.create(name, conf), null, target);
+    /**
+     * The server in a child JVM ({@code hrdma serve} on a free port, the same
+     * classpath, --conf and --ucx-tls; the environment, UCX_* included, is
+     * inherited), the client here through the negotiation.
+     */
+    static Bench twoProcess(PerfOptions o, String name, String ucxTls) throws IOException,
+        InterruptedException {
+      int port = Procs.freePort();
+      Procs.Child child = Procs.start("hrdma-serve", serveCommand(o, name, ucxTls, port), Map.of());
+      try {
+        Procs.awaitListening(child, port, 60);
+        Bench remote = remote(name, conf(o, name, ucxTls), new InetSocketAddress("127.0.0.1", port));
+        List<AutoCloseable> all = new ArrayList<>(remote.resources);
+        all.add(child);
+        return new Bench("loopback, server in a child JVM (pid " + child.process.pid() + ", "
+            + "hrdma serve --port " + port + "), client in this JVM: " + name,
+            remote.dialer, all, child);
+      } catch (IOException | RuntimeException e) {
+        child.close();
+        throw e;
+      }
+    }
+
+    /** The child's command line: this JVM's java, classpath and -D/-X options. */
+    static List<String> serveCommand(PerfOptions o, String name, String ucxTls, int port) {
+      List<String> cmd = new ArrayList<>();
+      cmd.add(System.getProperty("java.home") + File.separator + "bin" + File.separator + "java");
+      for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
+        // Memory and property settings carry over; debugger and agents do not (their ports).
+        if ((a.startsWith("-D") || a.startsWith("-X")) && !a.startsWith("-Xdebug")
+            && !a.startsWith("-Xrunjdwp")) {
+          cmd.add(a);
+        }
+      }
+      cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName(),
+          "serve", "--port", Integer.toString(port), "--transport", name));
+      if (ucxTls != null) {
+        cmd.addAll(List.of("--ucx-tls", ucxTls));
+      }
+      o.conf.forEach((k, v) -> cmd.addAll(List.of("--conf", k + "=" + v)));
+      return cmd;
+    }
+
+    /**
+     * Against an {@code hrdma serve} at {@code service}: every run negotiates
+     * with hrdma.transport.order = {@code name}, so the server's offer for
+     * that transport is used (and its absence reported).
+     */
+    static Bench remote(String name, TransportConf conf, InetSocketAddress service) {
+      HrdmaConnector connector = new HrdmaConnector(conf.with(TransportConf.ORDER_KEY, name));
+      PerfClient.Dialer dialer = h -> {
+        try {
+          return connector.connect(service, h).endpoint();
+        } catch (TransportException e) {
+          throw new IOException("connect to " + service + " over " + name + " failed: "
+              + e.getMessage(), e);
+        }
+      };
+      return new Bench("to hrdma serve at " + service + ": " + name, dialer,
+          List.of(connector), null);
+    }
+
+    String describe() {
+      return description;
     }
 
     Object runOnce(String test, int size, long warmup, long iters, int window, String tls)
         throws IOException, InterruptedException {
-      return PerfClient.run(client, target, test, size, warmup, iters, window, tls);
+      try {
+        return PerfClient.run(dialer, test, size, warmup, iters, window, tls);
+      } catch (IOException e) {
+        if (child != null && !child.process.isAlive()) {
+          throw new IOException(e.getMessage() + "; the server (child JVM) exited with status "
+              + child.process.exitValue() + ", its output:\n" + Procs.tail(child.output(), 20), e);
+        }
+        throw e;
+      }
     }
 
     @Override
     public void close() {
-      client.close();
-      if (server != null) {
-        server.close();
+      for (AutoCloseable r : resources) {
+        try {
+          r.close();
+        } catch (Exception e) {
+          // Best effort: the rest must still close (the child must die).
+        }
       }
     }
   }

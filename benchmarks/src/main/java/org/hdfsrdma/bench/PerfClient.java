@@ -36,19 +36,33 @@ final class PerfClient implements EndpointHandler {
   private final AtomicReference<Throwable> failure = new AtomicReference<>();
   private volatile LatLoop lat;
 
-  /** Runs {@code test} once against the perf server at {@code server}. */
-  static Object run(Transport t, InetSocketAddress server, String test, int size, long warmup,
-      long iters, int window, String ucxTls) throws IOException, InterruptedException {
-    PerfClient c = new PerfClient();
-    Endpoint ep;
+  /**
+   * Opens one connection whose events go to the given handler: a transport's
+   * own connect (same-process loopback) or a negotiated one (HrdmaConnector).
+   */
+  @FunctionalInterface
+  interface Dialer {
+    Endpoint connect(EndpointHandler handler) throws IOException, InterruptedException;
+  }
+
+  /** A transport's own connect, without negotiation (same-process loopback). */
+  static Endpoint connect(Transport t, InetSocketAddress server, EndpointHandler handler)
+      throws IOException, InterruptedException {
     try {
-      ep = t.connect(server, c).get(CONTROL_TIMEOUT_S, TimeUnit.SECONDS);
+      return t.connect(server, handler).get(CONTROL_TIMEOUT_S, TimeUnit.SECONDS);
     } catch (ExecutionException e) {
       throw new IOException("connect to " + server + " over " + t.name() + " failed: "
           + e.getCause().getMessage(), e.getCause());
     } catch (TimeoutException e) {
       throw new IOException("connect to " + server + " over " + t.name() + " timed out");
     }
+  }
+
+  /** Runs {@code test} once over a new connection from {@code dialer}. */
+  static Object run(Dialer dialer, String test, int size, long warmup, long iters, int window,
+      String ucxTls) throws IOException, InterruptedException {
+    PerfClient c = new PerfClient();
+    Endpoint ep = dialer.connect(c);
     try {
       send(ep, new PerfProtocol.Setup(test, size, warmup, iters).encode()
           .getBytes(StandardCharsets.UTF_8));
@@ -58,7 +72,7 @@ final class PerfClient implements EndpointHandler {
             + new String(reply, 1, reply.length - 1, StandardCharsets.UTF_8));
       }
       return switch (test) {
-        case "send_lat" -> new LatResult(test, t.name(), ucxTls, size,
+        case "send_lat" -> new LatResult(test, ep.transport().name(), ucxTls, size,
             LatencyStats.of(c.latency(ep, size, warmup, iters)));
         case "send_bw" -> c.bandwidth(ep, test, size, warmup, iters, window, null, ucxTls);
         default -> c.bandwidth(ep, test, size, warmup, iters, window,

@@ -21,6 +21,8 @@ public final class PerfOptions {
   public boolean compare;
   public List<String> tests = new ArrayList<>();
   public List<String> transports = new ArrayList<>();
+  /** True when --transport was given (serve offers just those; else the configured order). */
+  public boolean transportsGiven;
   public List<Integer> sizes = new ArrayList<>();
   /** Null: chosen per test and size by {@link #itersFor}. */
   public Long iters;
@@ -35,6 +37,8 @@ public final class PerfOptions {
   public String ucxTls;
   public final Map<String, String> conf = new LinkedHashMap<>();
   public int iperfSeconds = 5;
+  /** Loopback with both ends in this JVM instead of the server in a child JVM. */
+  public boolean sameProcess;
   public boolean help;
 
   public static final String USAGE = String.join("\n",
@@ -46,9 +50,11 @@ public final class PerfOptions {
       "  --warmup N         unmeasured iterations first (default iters/10)",
       "  --window N         outstanding operations in bw tests (default 32)",
       "  --runs N           repeat and report the median (default 1; 3 with compare)",
-      "  --server [--port P]       serve peers (two-host mode): tcp on P, ucx on P+1, stream on P+2",
-      "  --client HOST[:PORT]      run against 'hrdma perf --server' on HOST",
-      "  (neither: both ends in this process over 127.0.0.1)",
+      "  --server [--port P]       serve peers (two-host mode), same as 'hrdma serve': one port,",
+      "                            the transport negotiated per connection",
+      "  --client HOST[:PORT]      run against 'hrdma serve' (or 'perf --server') on HOST:PORT",
+      "  (neither: loopback over 127.0.0.1, the server in a child JVM, as ucx_perftest and iperf3 run)",
+      "  --same-process     loopback with both ends in this JVM (the old mode)",
       "  --ucx-tls VALUE    UCX_TLS for ucx/stream: tcp, sm,tcp ... (adds MM_ERROR_HANDLING=y with sm)",
       "  --conf KEY=VALUE   transport setting, repeatable (hrdma.transport.credits=128 ...)",
       "  --json             one JSON object per result instead of tables",
@@ -69,6 +75,7 @@ public final class PerfOptions {
         case "compare", "--compare" -> o.compare = true;
         case "--json" -> o.json = true;
         case "--server" -> o.mode = o.setMode(Mode.SERVER);
+        case "--same-process" -> o.sameProcess = true;
         case "--client" -> {
           o.mode = o.setMode(Mode.CLIENT);
           String v = inline != null ? inline : value(args, ++i, a);
@@ -90,6 +97,7 @@ public final class PerfOptions {
             if (!o.transports.contains(n)) {
               o.transports.add(n);
             }
+            o.transportsGiven = true;
           }
         }
         case "--size", "-s" -> o.sizes.addAll(Sizes.parseList(inline != null ? inline
@@ -128,6 +136,9 @@ public final class PerfOptions {
     }
     if (o.compare && o.mode != Mode.LOOPBACK) {
       throw new UsageException("compare runs on this host only: drop --server/--client");
+    }
+    if (o.sameProcess && o.mode != Mode.LOOPBACK) {
+      throw new UsageException("--same-process is for loopback runs: drop --server/--client");
     }
     if (o.tests.isEmpty() && !o.compare) {
       o.tests.add("send_bw");
@@ -216,18 +227,6 @@ public final class PerfOptions {
       }
       throw new UsageException(opt + " wants a number (K/M suffixes allowed), not '" + v + "'");
     }
-  }
-
-  /**
-   * The port a transport serves on in two-host mode: base + 0 for tcp, + 1
-   * for ucx, + 2 for stream, whichever of them run, so both sides agree.
-   */
-  public static int portFor(int base, String transport) {
-    int i = TRANSPORTS.indexOf(transport);
-    if (i < 0) {
-      throw new UsageException("unknown transport '" + transport + "'");
-    }
-    return base == 0 ? 0 : base + i;
   }
 
   public int runsOrDefault() {

@@ -10,6 +10,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import org.hdfsrdma.transport.TransportConf;
 import org.junit.jupiter.api.Test;
 
 class PerfOptionsTest {
@@ -100,11 +101,29 @@ class PerfOptionsTest {
   }
 
   @Test
-  void transportPorts() {
-    assertEquals(18515, PerfOptions.portFor(18515, "tcp"));
-    assertEquals(18516, PerfOptions.portFor(18515, "ucx"));
-    assertEquals(18517, PerfOptions.portFor(18515, "stream"));
-    assertEquals(0, PerfOptions.portFor(0, "stream"));
+  void serverOrderIsTheTransportsGivenElseTheConfiguredOrder() {
+    TransportConf all = Perf.serverConf(PerfOptions.parse("--server"));
+    assertEquals(List.of("ucx", "stream", "tcp"), all.order());
+    TransportConf some = Perf.serverConf(PerfOptions.parse("--server", "--transport", "stream",
+        "--ucx-tls", "tcp", "--conf", "hrdma.transport.order=tcp"));
+    assertEquals(List.of("stream"), some.order());
+    assertEquals("TLS=tcp", some.get(TransportConf.UCX_CONFIG_KEY, null));
+    assertEquals(List.of("tcp"), Perf.serverConf(PerfOptions.parse("--server", "--conf",
+        "hrdma.transport.order=tcp")).order());
+  }
+
+  @Test
+  void loopbackChildGetsTheSameSettings() {
+    PerfOptions o = PerfOptions.parse("--transport", "ucx", "--ucx-tls", "sm,tcp", "--conf",
+        "hrdma.transport.credits=128");
+    assertFalse(o.sameProcess);
+    List<String> cmd = Perf.Bench.serveCommand(o, "ucx", o.ucxTls, 4711);
+    int main = cmd.indexOf(Main.class.getName());
+    assertEquals(System.getProperty("java.class.path"), cmd.get(main - 1));
+    assertEquals(List.of("serve", "--port", "4711", "--transport", "ucx", "--ucx-tls", "sm,tcp",
+        "--conf", "hrdma.transport.credits=128"), cmd.subList(main + 1, cmd.size()));
+    assertTrue(PerfOptions.parse("--same-process").sameProcess);
+    assertTrue(error("--same-process", "--client", "h").contains("--same-process"));
   }
 
   @Test
