@@ -18,6 +18,13 @@ import org.slf4j.LoggerFactory;
  * upcalls. Like a Netty event loop: work for an endpoint runs on this thread;
  * other threads queue tasks and wake it with {@code ucp_worker_signal}.
  *
+ * <p>Completions and endpoint errors reported by UCX callbacks are queued and
+ * run after {@code ucp_worker_progress} returns: code that reacts to a
+ * completion usually posts the next operation, and a send posted from inside
+ * UCX's progress can overtake older sends still in UCX's pending queue (seen
+ * with UCP streams over tcp in UCX 1.13: a frame header passed the previous
+ * payload).
+ *
  * <p>Idle policy: busy-poll {@code spinCount} rounds (latency), then sleep on
  * the worker's event fd (CPU).
  */
@@ -46,6 +53,7 @@ final class UcxWorkerLoop implements WorkerCallbacks, Runnable {
   private final Thread thread;
   private final int spinCount;
   private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
+  private final java.util.ArrayDeque<Runnable> deferred = new java.util.ArrayDeque<>(); // loop only
   private volatile boolean sleeping;
   private volatile boolean running = true;
   private final Map<Long, EndpointSink> endpoints = new HashMap<>();
@@ -113,8 +121,9 @@ final class UcxWorkerLoop implements WorkerCallbacks, Runnable {
   public void run() {
     int idle = 0;
     while (running) {
-      boolean worked = runTasks();
+      boolean worked = runTasks() | runDeferred();
       int n = Jni.workerProgress0(worker);
+      worked |= runDeferred();
       if (n > 0 || worked) {
         idle = 0;
         continue;
@@ -131,6 +140,21 @@ final class UcxWorkerLoop implements WorkerCallbacks, Runnable {
       idle = 0;
     }
     runTasks();
+    runDeferred();
+  }
+
+  private boolean runDeferred() {
+    boolean any = false;
+    Runnable r;
+    while ((r = deferred.pollFirst()) != null) {
+      any = true;
+      try {
+        r.run();
+      } catch (Throwable t) {
+        LOG.error("ucx completion failed: {}", t.toString(), t);
+      }
+    }
+    return any;
   }
 
   private boolean runTasks() {
@@ -158,7 +182,9 @@ final class UcxWorkerLoop implements WorkerCallbacks, Runnable {
         return false;
       }
       runTasks();
+      runDeferred();
       Jni.workerProgress0(worker);
+      runDeferred();
     }
     return true;
   }
@@ -168,6 +194,7 @@ final class UcxWorkerLoop implements WorkerCallbacks, Runnable {
     running = false;
     Jni.workerSignal0(worker);
     thread.join(10_000);
+    runDeferred();
     List<Completion> left = new ArrayList<>(ops.values());
     ops.clear();
     for (Completion c : left) {
@@ -214,11 +241,7 @@ final class UcxWorkerLoop implements WorkerCallbacks, Runnable {
   public void onOpDone(long epToken, long cookie, int status, long length) {
     Completion c = ops.remove(cookie);
     if (c != null) {
-      try {
-        c.done(status, length);
-      } catch (RuntimeException ex) {
-        LOG.error("ucx completion failed: {}", ex.toString(), ex);
-      }
+      deferred.addLast(() -> c.done(status, length));
     }
   }
 
@@ -226,7 +249,7 @@ final class UcxWorkerLoop implements WorkerCallbacks, Runnable {
   public void onEpError(long epToken, int status) {
     EndpointSink e = endpoints.get(epToken);
     if (e != null) {
-      e.onError(status);
+      deferred.addLast(() -> e.onError(status));
     }
   }
 }
