@@ -1,0 +1,228 @@
+package org.hdfsrdma.datanode;
+
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.util.ServicePlugin;
+import org.hdfsrdma.datanode.compat.DataNodeAccess;
+import org.hdfsrdma.transport.TransportConf;
+import org.hdfsrdma.transport.select.HrdmaServer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Serves a stock DataNode's blocks over hrdma transports; enabled with
+ * {@code dfs.datanode.plugins=org.hdfsrdma.datanode.RdmaDataNodePlugin}.
+ *
+ * <p>The DataNode calls {@link #start} before its dataset and UUID exist, so
+ * a starter thread waits for them (at most {@value #START_TIMEOUT_KEY} ms),
+ * then starts an {@link HrdmaServer} on {@link RdmaPorts#pluginPort}, bound to
+ * the host of the DataNode's xfer address (or {@value #BIND_HOST_KEY}).
+ * Transport settings are the DataNode configuration's {@code hrdma.*} keys.
+ *
+ * <p>Nothing here can stop the DataNode: a failure to start is logged once
+ * and the stock data path keeps serving. {@link #stop} is idempotent and
+ * thread-safe.
+ */
+public final class RdmaDataNodePlugin implements ServicePlugin {
+  private static final Logger LOG = LoggerFactory.getLogger(RdmaDataNodePlugin.class);
+
+  /** How long to wait for the DataNode's dataset and UUID before giving up. */
+  public static final String START_TIMEOUT_KEY = "hrdma.datanode.start-timeout-ms";
+  public static final long START_TIMEOUT_DEFAULT = 120_000;
+  /** Address to listen on; empty means the host of the DataNode's xfer address. */
+  public static final String BIND_HOST_KEY = "hrdma.datanode.bind-host";
+  public static final String BIND_HOST_DEFAULT = "";
+
+  private static final long POLL_MS = 50;
+  /** Plugins started in this JVM and not yet stopped, for status and tests. */
+  private static final List<RdmaDataNodePlugin> RUNNING = new CopyOnWriteArrayList<>();
+
+  /** Where the plugin is in its life. */
+  public enum State { NEW, WAITING, SERVING, FAILED, STOPPED }
+
+  private final Object lock = new Object();
+  private DataNodeAccess dn;        // set in start
+  private Thread starter;           // guarded by lock
+  private HrdmaServer server;       // guarded by lock
+  private volatile State state = State.NEW;
+  private volatile String failure;
+
+  @Override
+  public void start(Object service) {
+    synchronized (lock) {
+      if (state != State.NEW) {
+        LOG.warn("hrdma datanode plugin: start called in state {}, ignored", state);
+        return;
+      }
+      try {
+        dn = DataNodeAccess.of(service);
+      } catch (IllegalArgumentException e) {
+        fail("hrdma datanode plugin: not starting: " + e.getMessage(), null);
+        return;
+      }
+      state = State.WAITING;
+      RUNNING.add(this);
+      starter = new Thread(this::startWhenReady, "hrdma-dn-starter-" + dn.xferPort());
+      starter.setDaemon(true);
+      starter.start();
+    }
+  }
+
+  private void startWhenReady() {
+    Configuration conf = dn.conf();
+    long timeoutMs = conf.getLong(START_TIMEOUT_KEY, START_TIMEOUT_DEFAULT);
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+    LOG.info("hrdma datanode plugin: waiting up to {} ms for the DataNode's dataset and UUID", timeoutMs);
+    try {
+      while (!dn.isReady()) {
+        if (System.nanoTime() > deadline) {
+          fail("hrdma datanode plugin: the DataNode's dataset and UUID did not appear within " + timeoutMs
+              + " ms (" + START_TIMEOUT_KEY + "); not serving, the stock data path is unaffected", null);
+          return;
+        }
+        Thread.sleep(POLL_MS);
+      }
+    } catch (InterruptedException e) {
+      return; // stop() during the wait
+    }
+    String bindHost = bindHost(conf);
+    int port;
+    TransportConf tconf;
+    try {
+      port = RdmaPorts.pluginPort(dn.xferPort(), conf);
+      tconf = transportConf(conf);
+    } catch (IllegalArgumentException e) {
+      fail("hrdma datanode plugin: bad configuration, not serving: " + e.getMessage(), null);
+      return;
+    }
+    HrdmaServer s;
+    try {
+      s = HrdmaServer.start(tconf, new InfoHandler(dn), bindHost, port);
+    } catch (Exception | LinkageError e) {
+      fail("hrdma datanode plugin: cannot listen on " + bindHost + ":" + port + ": " + e
+          + "; not serving, the stock data path is unaffected", null);
+      return;
+    }
+    synchronized (lock) {
+      if (state != State.WAITING) { // stopped meanwhile
+        s.close();
+        return;
+      }
+      server = s;
+      state = State.SERVING;
+    }
+    LOG.info("hrdma datanode plugin: serving DataNode {} (xfer port {}) on {} with {}",
+        dn.datanodeUuid(), dn.xferPort(), s.serviceAddress(), s.offers().stream()
+            .map(a -> a.getTransport() + ":" + a.getPort()).toList());
+  }
+
+  private String bindHost(Configuration conf) {
+    String host = conf.getTrimmed(BIND_HOST_KEY, BIND_HOST_DEFAULT);
+    if (!host.isEmpty()) {
+      return host;
+    }
+    InetSocketAddress xfer = dn.xferAddress();
+    InetAddress a = xfer.getAddress();
+    return a != null ? a.getHostAddress() : xfer.getHostString();
+  }
+
+  /** The {@code hrdma.*} entries of the DataNode's configuration. */
+  static TransportConf transportConf(Configuration conf) {
+    Map<String, String> m = new HashMap<>();
+    for (Map.Entry<String, String> e : conf.getPropsWithPrefix("hrdma.").entrySet()) {
+      m.put("hrdma." + e.getKey(), e.getValue());
+    }
+    return TransportConf.of(m);
+  }
+
+  private void fail(String message, Throwable t) {
+    failure = message;
+    state = State.FAILED;
+    if (t == null) {
+      LOG.error(message);
+    } else {
+      LOG.error(message, t);
+    }
+  }
+
+  @Override
+  public void stop() {
+    Thread t;
+    HrdmaServer s;
+    synchronized (lock) {
+      if (state == State.STOPPED) {
+        return;
+      }
+      state = State.STOPPED;
+      t = starter;
+      s = server;
+      starter = null;
+      server = null;
+    }
+    RUNNING.remove(this);
+    if (t != null) {
+      t.interrupt();
+      try {
+        t.join(TimeUnit.SECONDS.toMillis(30));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      if (t.isAlive()) {
+        LOG.warn("hrdma datanode plugin: starter thread {} did not end", t.getName());
+      }
+    }
+    if (s != null) {
+      s.close();
+      LOG.info("hrdma datanode plugin: stopped serving on {}", s.serviceAddress());
+    }
+  }
+
+  @Override
+  public void close() {
+    stop();
+  }
+
+  public State state() {
+    return state;
+  }
+
+  /** Why the plugin is {@link State#FAILED}, else null. */
+  public String failure() {
+    return failure;
+  }
+
+  /** The tcp service address while {@link State#SERVING}, else null. */
+  public InetSocketAddress serviceAddress() {
+    synchronized (lock) {
+      return server == null ? null : server.serviceAddress();
+    }
+  }
+
+  /** The DataNode's UUID, null before it exists. */
+  public String datanodeUuid() {
+    return dn == null ? null : dn.datanodeUuid();
+  }
+
+  /** The running server, or null. */
+  HrdmaServer server() {
+    synchronized (lock) {
+      return server;
+    }
+  }
+
+  /** Plugins started in this JVM and not stopped yet. */
+  public static List<RdmaDataNodePlugin> running() {
+    return List.copyOf(RUNNING);
+  }
+
+  @Override
+  public String toString() {
+    return "RdmaDataNodePlugin[" + state + (dn == null ? "" : ", " + dn) + "]";
+  }
+}

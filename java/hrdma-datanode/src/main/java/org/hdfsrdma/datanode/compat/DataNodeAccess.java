@@ -1,0 +1,219 @@
+package org.hdfsrdma.datanode.compat;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.TreeSet;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.StorageType;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier.AccessMode;
+import org.apache.hadoop.hdfs.server.datanode.DataNode;
+import org.apache.hadoop.hdfs.server.datanode.fsdataset.FsDatasetSpi;
+import org.apache.hadoop.hdfs.server.datanode.fsdataset.FsVolumeSpi;
+import org.apache.hadoop.hdfs.server.datanode.fsdataset.LengthInputStream;
+import org.apache.hadoop.hdfs.server.protocol.DatanodeRegistration;
+import org.apache.hadoop.security.token.SecretManager.InvalidToken;
+import org.apache.hadoop.security.token.Token;
+
+/**
+ * A facade over the public methods of a stock {@link DataNode} that the
+ * plugin's data path needs. Every call into DataNode internals goes through
+ * here (see the package comment).
+ *
+ * <p>Thread-safe as far as the DataNode's own methods are: it holds no state
+ * beyond the DataNode.
+ */
+public final class DataNodeAccess {
+  private final DataNode dn;
+
+  private DataNodeAccess(DataNode dn) {
+    this.dn = dn;
+  }
+
+  /**
+   * Wraps the object a {@code ServicePlugin} is started with.
+   *
+   * @throws IllegalArgumentException when {@code service} is not a DataNode
+   */
+  public static DataNodeAccess of(Object service) {
+    if (service instanceof DataNode d) {
+      return new DataNodeAccess(d);
+    }
+    throw new IllegalArgumentException("not a DataNode: "
+        + (service == null ? "null" : service.getClass().getName()));
+  }
+
+  /** The DataNode's configuration (its own copy, with hdfs-site.xml loaded). */
+  public Configuration conf() {
+    return dn.getConf();
+  }
+
+  /**
+   * True once the dataset and the DataNode UUID exist. Inside
+   * {@code ServicePlugin.start()} neither does yet: the dataset is created
+   * when the first NameNode handshake completes (DataNode#initStorage).
+   */
+  public boolean isReady() {
+    return dn.getFSDataset() != null && dn.getDatanodeUuid() != null;
+  }
+
+  /** The DataNode UUID, or null before its storage is loaded. */
+  public String datanodeUuid() {
+    return dn.getDatanodeUuid();
+  }
+
+  /** The port of the stock data-transfer (xceiver) server, as registered with the NameNode. */
+  public int xferPort() {
+    return dn.getXferPort();
+  }
+
+  /** The address the stock data-transfer server listens on (may be the wildcard). */
+  public InetSocketAddress xferAddress() {
+    return dn.getXferAddress();
+  }
+
+  /** The block pools this DataNode's volumes hold, sorted; empty before the dataset exists. */
+  public List<String> blockPoolIds() {
+    FsDatasetSpi<?> data = dn.getFSDataset();
+    if (data == null) {
+      return List.of();
+    }
+    TreeSet<String> ids = new TreeSet<>();
+    try (FsDatasetSpi.FsVolumeReferences volumes = data.getFsVolumeReferences()) {
+      for (FsVolumeSpi v : volumes) {
+        Collections.addAll(ids, v.getBlockPoolList());
+      }
+    } catch (IOException e) {
+      // closing volume references does not fail in practice; the ids are read already
+    }
+    return List.copyOf(ids);
+  }
+
+  /**
+   * Whether block access tokens are checked for this block pool. As in the
+   * stock DataNode this is the NameNode's decision, carried in the
+   * registration's exported keys, not the DataNode's own configuration.
+   *
+   * @throws IOException the DataNode has not registered with the block pool's NameNode (yet)
+   */
+  public boolean blockTokenEnabled(String blockPoolId) throws IOException {
+    DatanodeRegistration reg = dn.getDNRegistrationForBP(blockPoolId);
+    return reg.getExportedKeys() != null && reg.getExportedKeys().isBlockTokenEnabled();
+  }
+
+  /**
+   * Checks a block access token exactly as the stock DataXceiver does
+   * (no user check), when tokens are enabled for the block's pool; does
+   * nothing otherwise.
+   *
+   * @throws InvalidToken the token is missing, malformed, expired, for another
+   *     block or mode, or its password does not match
+   * @throws IOException the block pool is not registered (yet)
+   */
+  public void checkBlockToken(Token<BlockTokenIdentifier> token, ExtendedBlock block, AccessMode mode)
+      throws IOException {
+    checkBlockToken(token, block, mode, null, null);
+  }
+
+  /** As {@link #checkBlockToken(Token, ExtendedBlock, AccessMode)}, with the target storages of a write. */
+  public void checkBlockToken(Token<BlockTokenIdentifier> token, ExtendedBlock block, AccessMode mode,
+      StorageType[] storageTypes, String[] storageIds) throws IOException {
+    if (!blockTokenEnabled(block.getBlockPoolId())) {
+      return;
+    }
+    if (token == null) {
+      throw new InvalidToken("no block token for " + block + " (" + mode + ")");
+    }
+    try {
+      dn.getBlockPoolTokenSecretManager().checkAccess(token, null, block, mode, storageTypes, storageIds);
+    } catch (InvalidToken e) {
+      InvalidToken t = new InvalidToken("block token rejected for " + block + " (" + mode + "): "
+          + e.getMessage());
+      t.initCause(e);
+      throw t;
+    }
+  }
+
+  /** The visible (acknowledged) length of a replica this DataNode holds. */
+  public long replicaVisibleLength(ExtendedBlock block) throws IOException {
+    return dataset().getReplicaVisibleLength(block);
+  }
+
+  /** The replica's block file from {@code offset}; the caller closes it. */
+  public InputStream blockInputStream(ExtendedBlock block, long offset) throws IOException {
+    return dataset().getBlockInputStream(block, offset);
+  }
+
+  /** A replica's .meta file (header + checksums) and its length. */
+  public record MetaStream(InputStream in, long length) implements AutoCloseable {
+    @Override
+    public void close() throws IOException {
+      in.close();
+    }
+  }
+
+  /** The replica's .meta file, or null when it has none; the caller closes it. */
+  public MetaStream metaInputStream(ExtendedBlock block) throws IOException {
+    LengthInputStream in = dataset().getMetaDataInputStream(block);
+    return in == null ? null : new MetaStream(in, in.getLength());
+  }
+
+  /**
+   * Creates a replica-being-written for a new block on the given storage.
+   * The returned replica holds a volume reference: close it.
+   */
+  public RbwReplica createRbw(StorageType storageType, String storageId, ExtendedBlock block,
+      boolean allowLazyPersist) throws IOException {
+    return new RbwReplica(dataset().createRbw(storageType, storageId, block, allowLazyPersist));
+  }
+
+  /** Moves a fully written replica to finalized (block.getNumBytes() is its length). */
+  public void finalizeBlock(ExtendedBlock block, boolean fsyncDir) throws IOException {
+    dataset().finalizeBlock(block, fsyncDir);
+  }
+
+  /**
+   * What the stock DataNode does once a received block is finalized
+   * (DataNode#closeBlock, package-private in 3.5.0): count it and queue an
+   * incremental block report to the NameNode.
+   */
+  public void blockReceived(ExtendedBlock block, String storageUuid, boolean onTransientStorage) {
+    dn.getMetrics().incrBlocksWritten();
+    dn.notifyNamenodeReceivedBlock(block, null, storageUuid, onTransientStorage);
+  }
+
+  private FsDatasetSpi<?> dataset() throws IOException {
+    FsDatasetSpi<?> data = dn.getFSDataset();
+    if (data == null) {
+      throw new IOException("the DataNode's dataset is not initialized yet");
+    }
+    return data;
+  }
+
+  @Override
+  public String toString() {
+    return "DataNode[" + dn.getDisplayName() + ", uuid=" + dn.getDatanodeUuid() + "]";
+  }
+
+  /** For diagnostics: the storage ids of the volumes, in volume order. */
+  public List<String> storageIds() {
+    FsDatasetSpi<?> data = dn.getFSDataset();
+    List<String> out = new ArrayList<>();
+    if (data == null) {
+      return out;
+    }
+    try (FsDatasetSpi.FsVolumeReferences volumes = data.getFsVolumeReferences()) {
+      for (FsVolumeSpi v : volumes) {
+        out.add(v.getStorageID());
+      }
+    } catch (IOException e) {
+      // see blockPoolIds()
+    }
+    return out;
+  }
+}
