@@ -8,7 +8,9 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.epoll.EpollSocketChannel;
 import io.netty.channel.socket.DuplexChannel;
+import io.netty.channel.unix.IntegerUnixChannelOption;
 import io.netty.handler.codec.DecoderException;
 import io.netty.handler.flush.FlushConsolidationHandler;
 import io.netty.util.concurrent.ScheduledFuture;
@@ -51,8 +53,11 @@ import org.slf4j.LoggerFactory;
  * close is dropped. End of stream without CLOSE is a peer failure.
  *
  * <p>Received messages are retained slices of Netty's pooled direct buffers
- * (copied once only when a frame spans socket reads); sent messages are
- * wrapped, not copied, and released when Netty has written them.
+ * (copied once only when a frame spans socket reads), except large DATA
+ * frames, which the kernel reads straight into a pooled direct buffer of
+ * their own (see {@link TcpFrames.Decoder}); sent messages are wrapped, not
+ * copied, and released when Netty has written them (header and payload go
+ * out in one writev).
  */
 public final class TcpEndpoint extends AbstractEndpoint {
   private static final Logger LOG = LoggerFactory.getLogger(TcpEndpoint.class);
@@ -85,11 +90,27 @@ public final class TcpEndpoint extends AbstractEndpoint {
     this.connected = connected;
     this.helloTransports = helloTransports;
     this.listener = listener;
-    this.decoder = new TcpFrames.Decoder(transport.maxMessage);
+    this.decoder = new TcpFrames.Decoder();
+    // Reads land in the large DATA frame being received, if any (see TcpFrames.Decoder).
+    channel.config().setRecvByteBufAllocator(decoder.recvAllocator(TcpTransport.RECV,
+        channel instanceof EpollSocketChannel ? this::setRcvLowat : null));
     channel.pipeline()
         .addLast("flush", new FlushConsolidationHandler(256, true))
         .addLast("frames", decoder)
         .addLast("endpoint", new Inbound());
+  }
+
+  /** Linux SO_RCVLOWAT (SOL_SOCKET 1, option 18): the decoder raises it while a large frame arrives. */
+  private static final IntegerUnixChannelOption SO_RCVLOWAT =
+      new IntegerUnixChannelOption("SO_RCVLOWAT", 1, 18);
+
+  private boolean setRcvLowat(int bytes) {
+    try {
+      return channel.config().setOption(SO_RCVLOWAT, bytes);
+    } catch (RuntimeException e) {
+      LOG.debug("tcp: cannot set SO_RCVLOWAT on {}: {}", remoteAddress(), e.toString());
+      return false;
+    }
   }
 
   @Override
@@ -99,6 +120,10 @@ public final class TcpEndpoint extends AbstractEndpoint {
 
   Channel channel() {
     return channel;
+  }
+
+  TcpFrames.Decoder decoder() {
+    return decoder;
   }
 
   /** Client side: the server's hello reply, with its offers. Null on the server side. */
@@ -472,7 +497,7 @@ public final class TcpEndpoint extends AbstractEndpoint {
     }
   }
 
-  /** A received message: a retained slice of Netty's receive buffer. */
+  /** A received message: a retained slice of Netty's receive buffer, or a large frame's own buffer. */
   private static final class Message extends RegisteredBuffer {
     private final ByteBuf buf;
     private final TcpEndpoint owner;

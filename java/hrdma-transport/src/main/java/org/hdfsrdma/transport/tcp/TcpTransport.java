@@ -70,8 +70,11 @@ public final class TcpTransport implements Transport {
   /** Outbound bytes queued in Netty above which the endpoint reports not writable. */
   private static final WriteBufferWaterMark WATER_MARK = new WriteBufferWaterMark(256 << 10, 1 << 20);
 
-  /** Socket reads of up to 1 MiB: fewer reads and fewer pieces per large frame. */
-  private static final AdaptiveRecvByteBufAllocator RECV =
+  /**
+   * Socket reads of up to 1 MiB: fewer reads and fewer pieces per frame. Each
+   * endpoint wraps it so that large DATA frames are read in place.
+   */
+  static final AdaptiveRecvByteBufAllocator RECV =
       new AdaptiveRecvByteBufAllocator(4096, 64 << 10, 1 << 20);
 
   final int credits;
@@ -157,7 +160,6 @@ public final class TcpTransport implements Transport {
         .childOption(ChannelOption.TCP_NODELAY, true)
         .childOption(ChannelOption.ALLOCATOR, alloc())
         .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, WATER_MARK)
-        .childOption(ChannelOption.RCVBUF_ALLOCATOR, RECV)
         .childHandler(new ChannelInitializer<Channel>() {
           @Override
           protected void initChannel(Channel ch) {
@@ -211,7 +213,6 @@ public final class TcpTransport implements Transport {
         .option(ChannelOption.TCP_NODELAY, true)
         .option(ChannelOption.ALLOCATOR, alloc())
         .option(ChannelOption.WRITE_BUFFER_WATER_MARK, WATER_MARK)
-        .option(ChannelOption.RCVBUF_ALLOCATOR, RECV)
         .handler(new ChannelInitializer<Channel>() {
           @Override
           protected void initChannel(Channel ch) {
