@@ -36,7 +36,7 @@ public final class PerfOptions {
   /** Null: the transport's own UCX configuration. */
   public String ucxTls;
   public final Map<String, String> conf = new LinkedHashMap<>();
-  public int iperfSeconds = 5;
+  public int iperfSeconds = 3;
   /** Loopback with both ends in this JVM instead of the server in a child JVM. */
   public boolean sameProcess;
   public boolean help;
@@ -47,7 +47,7 @@ public final class PerfOptions {
       "  --transport T[,T]  tcp | ucx | stream (default tcp)",
       "  --size S[,S]       message size: 8, 64K, 1M ... (default 1M for bw, 8 for lat)",
       "  --iters N          measured iterations (default by size)",
-      "  --warmup N         unmeasured iterations first (default iters/10)",
+      "  --warmup N         unmeasured iterations first (default iters/4)",
       "  --window N         outstanding operations in bw tests (default 32)",
       "  --runs N           repeat and report the median (default 1; 3 with compare)",
       "  --server [--port P]       serve peers (two-host mode), same as 'hrdma serve': one port,",
@@ -59,7 +59,7 @@ public final class PerfOptions {
       "  --conf KEY=VALUE   transport setting, repeatable (hrdma.transport.credits=128 ...)",
       "  --json             one JSON object per result instead of tables",
       "  --compare          also run ucx_perftest / iperf3 on the same settings, interleaved",
-      "  --iperf-seconds N  iperf3 duration in compare mode (default 5)");
+      "  --iperf-seconds N  iperf3 duration in compare mode (default 3)");
 
   public static PerfOptions parse(String... args) {
     PerfOptions o = new PerfOptions();
@@ -242,8 +242,10 @@ public final class PerfOptions {
   }
 
   /**
-   * Measured iterations: as given, else about 2 GiB per bandwidth run (between
-   * 200 and 100000 messages) and 10000 round trips per latency run.
+   * Measured iterations: as given, else about 8 GiB per bandwidth run (between
+   * 200 and 100000 messages; a few seconds here, comparable with the anchors'
+   * runs, so JVM warm-up and TCP slow start do not dominate) and 10000 round
+   * trips per latency run.
    */
   public long itersFor(String test, int size) {
     if (iters != null) {
@@ -252,14 +254,14 @@ public final class PerfOptions {
     if (test.endsWith("_lat")) {
       return size <= 65536 ? 10_000 : 1_000;
     }
-    return Math.max(200, Math.min(100_000, (2L << 30) / size));
+    return Math.max(200, Math.min(100_000, (8L << 30) / size));
   }
 
   public long warmupFor(String test, int size) {
     if (warmup != null) {
       return warmup;
     }
-    return Math.max(10, itersFor(test, size) / 10);
+    return Math.max(10, itersFor(test, size) / 4);
   }
 
   /**

@@ -27,7 +27,7 @@ class PerfOptionsTest {
     assertEquals(1, o.runsOrDefault());
     assertEquals(List.of(1 << 20), o.sizesFor("send_bw"));
     assertEquals(List.of(8), o.sizesFor("send_lat"));
-    assertEquals(2048, o.itersFor("send_bw", 1 << 20));
+    assertEquals(8192, o.itersFor("send_bw", 1 << 20));
     assertEquals(100_000, o.itersFor("send_bw", 8));
     assertEquals(10_000, o.itersFor("send_lat", 8));
     assertFalse(o.json);
