@@ -72,8 +72,26 @@ final class UcxPerftest {
     return env;
   }
 
-  /** Runs one ucx_perftest test (fresh port, both processes killed afterwards). */
+  /**
+   * Runs one ucx_perftest test (fresh port, both processes killed afterwards).
+   * The free port is picked before ucx_perftest binds it, so another process
+   * can take it in between: a bind failure is retried on a new port.
+   */
   static Final run(String test, String tls, int size, long iters, long warmup)
+      throws IOException, InterruptedException {
+    for (int attempt = 1; ; attempt++) {
+      try {
+        return runOnce(test, tls, size, iters, warmup);
+      } catch (IOException e) {
+        if (attempt >= 3 || e.getMessage() == null
+            || !e.getMessage().contains("Address already in use")) {
+          throw e;
+        }
+      }
+    }
+  }
+
+  private static Final runOnce(String test, String tls, int size, long iters, long warmup)
       throws IOException, InterruptedException {
     int port = Procs.freePort();
     Map<String, String> env = env(tls);
