@@ -2,14 +2,18 @@ package org.hdfsrdma.datanode;
 
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
+import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.util.ServicePlugin;
 import org.hdfsrdma.datanode.compat.DataNodeAccess;
+import org.hdfsrdma.protocol.HadoopTransportConf;
+import org.hdfsrdma.protocol.RdmaPorts;
+import org.hdfsrdma.transport.Transport;
 import org.hdfsrdma.transport.TransportConf;
 import org.hdfsrdma.transport.select.HrdmaServer;
 import org.slf4j.Logger;
@@ -24,6 +28,10 @@ import org.slf4j.LoggerFactory;
  * then starts an {@link HrdmaServer} on {@link RdmaPorts#pluginPort}, bound to
  * the host of the DataNode's xfer address (or {@value #BIND_HOST_KEY}).
  * Transport settings are the DataNode configuration's {@code hrdma.*} keys.
+ *
+ * <p>Requests go to a {@link RequestDispatcher}: INFO is answered on the I/O
+ * thread, block reads run on a small bounded executor of this plugin
+ * ({@value ReadSettings#THREADS_KEY} threads, see {@link BlockReadTask}).
  *
  * <p>Nothing here can stop the DataNode: a failure to start is logged once
  * and the stock data path keeps serving. {@link #stop} is idempotent and
@@ -50,6 +58,8 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   private DataNodeAccess dn;        // set in start
   private Thread starter;           // guarded by lock
   private HrdmaServer server;       // guarded by lock
+  private ThreadPoolExecutor readExecutor; // guarded by lock
+  private RequestDispatcher dispatcher;    // guarded by lock
   private volatile State state = State.NEW;
   private volatile String failure;
 
@@ -94,17 +104,22 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     String bindHost = bindHost(conf);
     int port;
     TransportConf tconf;
+    ReadSettings settings;
     try {
       port = RdmaPorts.pluginPort(dn.xferPort(), conf);
       tconf = transportConf(conf);
+      settings = ReadSettings.of(conf);
     } catch (IllegalArgumentException e) {
       fail("hrdma datanode plugin: bad configuration, not serving: " + e.getMessage(), null);
       return;
     }
+    ThreadPoolExecutor executor = newReadExecutor(settings, dn.xferPort());
+    RequestDispatcher d = new RequestDispatcher(dn, settings, executor);
     HrdmaServer s;
     try {
-      s = HrdmaServer.start(tconf, new InfoHandler(dn), bindHost, port);
+      s = HrdmaServer.start(tconf, d, bindHost, port);
     } catch (Exception | LinkageError e) {
+      executor.shutdownNow();
       fail("hrdma datanode plugin: cannot listen on " + bindHost + ":" + port + ": " + e
           + "; not serving, the stock data path is unaffected", null);
       return;
@@ -112,9 +127,12 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     synchronized (lock) {
       if (state != State.WAITING) { // stopped meanwhile
         s.close();
+        executor.shutdownNow();
         return;
       }
       server = s;
+      readExecutor = executor;
+      dispatcher = d;
       state = State.SERVING;
     }
     LOG.info("hrdma datanode plugin: serving DataNode {} (xfer port {}) on {} with {}",
@@ -134,11 +152,23 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
 
   /** The {@code hrdma.*} entries of the DataNode's configuration. */
   static TransportConf transportConf(Configuration conf) {
-    Map<String, String> m = new HashMap<>();
-    for (Map.Entry<String, String> e : conf.getPropsWithPrefix("hrdma.").entrySet()) {
-      m.put("hrdma." + e.getKey(), e.getValue());
-    }
-    return TransportConf.of(m);
+    return HadoopTransportConf.of(conf);
+  }
+
+  /**
+   * The read executor: a fixed number of daemon threads and a bounded queue
+   * (a full queue refuses the read with an ERROR; it never blocks an I/O thread).
+   */
+  private static ThreadPoolExecutor newReadExecutor(ReadSettings settings, int xferPort) {
+    AtomicInteger n = new AtomicInteger();
+    ThreadPoolExecutor e = new ThreadPoolExecutor(settings.threads(), settings.threads(), 30,
+        TimeUnit.SECONDS, new ArrayBlockingQueue<>(1024), r -> {
+          Thread t = new Thread(r, "hrdma-dn-read-" + xferPort + "-" + n.incrementAndGet());
+          t.setDaemon(true);
+          return t;
+        });
+    e.allowCoreThreadTimeOut(true);
+    return e;
   }
 
   private void fail(String message, Throwable t) {
@@ -155,6 +185,7 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   public void stop() {
     Thread t;
     HrdmaServer s;
+    ThreadPoolExecutor ex;
     synchronized (lock) {
       if (state == State.STOPPED) {
         return;
@@ -162,8 +193,11 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
       state = State.STOPPED;
       t = starter;
       s = server;
+      ex = readExecutor;
       starter = null;
       server = null;
+      readExecutor = null;
+      dispatcher = null;
     }
     RUNNING.remove(this);
     if (t != null) {
@@ -180,6 +214,16 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     if (s != null) {
       s.close();
       LOG.info("hrdma datanode plugin: stopped serving on {}", s.serviceAddress());
+    }
+    if (ex != null) {
+      ex.shutdownNow();
+      try {
+        if (!ex.awaitTermination(10, TimeUnit.SECONDS)) {
+          LOG.warn("hrdma datanode plugin: read threads did not end within 10 s");
+        }
+      } catch (InterruptedException ie) {
+        Thread.currentThread().interrupt();
+      }
     }
   }
 
@@ -213,6 +257,26 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   HrdmaServer server() {
     synchronized (lock) {
       return server;
+    }
+  }
+
+  /** Registered buffers the server's transports have handed out and not got back (leak checks). */
+  public long buffersOutstanding() {
+    long n = 0;
+    synchronized (lock) {
+      if (server != null) {
+        for (Transport t : server.transports().values()) {
+          n += t.allocator().buffersOutstanding();
+        }
+      }
+    }
+    return n;
+  }
+
+  /** Client connections open now. */
+  public int openConnections() {
+    synchronized (lock) {
+      return dispatcher == null ? 0 : dispatcher.connections();
     }
   }
 

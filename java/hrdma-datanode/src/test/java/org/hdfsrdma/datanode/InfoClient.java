@@ -5,7 +5,10 @@ import java.nio.ByteBuffer;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import org.hdfsrdma.datanode.PluginMessages.Info;
+import org.hdfsrdma.protocol.InfoReply;
+import org.hdfsrdma.protocol.Message;
+import org.hdfsrdma.protocol.MessageCodec;
+import org.hdfsrdma.protocol.MessageKind;
 import org.hdfsrdma.transport.Endpoint;
 import org.hdfsrdma.transport.EndpointHandler;
 import org.hdfsrdma.transport.RegisteredBuffer;
@@ -17,7 +20,7 @@ import org.hdfsrdma.transport.select.HrdmaConnector.Connection;
 final class InfoClient {
   private InfoClient() {}
 
-  record Answer(Info info, String transport) {}
+  record Answer(InfoReply info, String transport) {}
 
   /** Replies, copied out of their registered buffers. */
   static final class Replies implements EndpointHandler {
@@ -36,9 +39,13 @@ final class InfoClient {
     Replies replies = new Replies();
     Connection c = connector.connect(service, replies);
     try {
-      c.endpoint().send(PluginMessages.infoRequest(c.endpoint().transport().allocator()))
-          .get(10, TimeUnit.SECONDS);
-      return new Answer(PluginMessages.decodeInfoReply(poll(replies)), c.transport());
+      c.endpoint().send(MessageCodec.encode(c.endpoint().transport().allocator(), MessageKind.INFO_REQUEST,
+          11, null, null)).get(10, TimeUnit.SECONDS);
+      Message m = MessageCodec.decode(poll(replies));
+      if (m.requestId() != 11) {
+        throw new AssertionError("reply to request " + m.requestId() + ", expected 11");
+      }
+      return new Answer(m.infoReply(), c.transport());
     } finally {
       c.endpoint().close();
       c.endpoint().closeFuture().handle((v, t) -> null).get(10, TimeUnit.SECONDS);

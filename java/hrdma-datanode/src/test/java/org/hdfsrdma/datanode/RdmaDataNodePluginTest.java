@@ -34,6 +34,11 @@ import org.apache.hadoop.hdfs.server.datanode.DataNode;
 import org.apache.hadoop.hdfs.web.WebHdfsConstants;
 import org.apache.hadoop.hdfs.web.WebHdfsTestUtil;
 import org.hdfsrdma.datanode.InfoClient.Answer;
+import org.hdfsrdma.protocol.Message;
+import org.hdfsrdma.protocol.MessageCodec;
+import org.hdfsrdma.protocol.MessageKind;
+import org.hdfsrdma.protocol.RdmaPorts;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
 import org.hdfsrdma.transport.TransportConf;
 import org.hdfsrdma.transport.select.HrdmaConnector;
 import org.junit.jupiter.api.AfterAll;
@@ -133,10 +138,21 @@ class RdmaDataNodePluginTest {
   void garbageGetsAnErrorReplyAndTheServerKeepsServing() throws Exception {
     DatanodeInfo dn = liveDataNodes()[0];
     try (HrdmaConnector c = new HrdmaConnector(TransportConf.defaults().with(TransportConf.ORDER_KEY, "tcp"))) {
-      ByteBuffer r = InfoClient.raw(c, pluginAddress(dn), new byte[] {9, 9, 9});
-      PluginMessages.RemoteError e = assertThrows(PluginMessages.RemoteError.class,
-          () -> PluginMessages.decodeInfoReply(r));
-      assertTrue(e.getMessage().contains("version 9"), e.getMessage());
+      for (byte[] garbage : List.of(new byte[] {9, 9, 9}, new byte[] {9, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5},
+          new byte[] {1, 0x55, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 6},
+          new byte[] {1, 0x10, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 7, (byte) 0xff, (byte) 0xff},
+          new byte[] {1, 0x20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8})) {
+        ByteBuffer r = InfoClient.raw(c, pluginAddress(dn), garbage);
+        Message m = MessageCodec.decode(r);
+        assertEquals(MessageKind.ERROR, m.kind());
+        assertEquals(Status.ERROR_INVALID, m.error().getStatus());
+        assertEquals(garbage.length >= 16 ? garbage[15] : 0, m.requestId(), "the error answers the request");
+        System.err.println("hrdma test: garbage answered with: " + m.error().getMessage());
+        assertTrue(m.error().getMessage().contains("refused a bad message"), m.error().getMessage());
+      }
+      // the INFO_REPLY kind is not a request: answered as unsupported
+      ByteBuffer r = InfoClient.raw(c, pluginAddress(dn), new byte[] {1, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9});
+      assertEquals(Status.ERROR_UNSUPPORTED, MessageCodec.decode(r).error().getStatus());
       assertEquals(dn.getDatanodeUuid(), InfoClient.info(c, pluginAddress(dn)).info().datanodeUuid());
     }
   }

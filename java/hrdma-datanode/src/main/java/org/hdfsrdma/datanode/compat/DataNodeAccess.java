@@ -1,8 +1,11 @@
 package org.hdfsrdma.datanode.compat;
 
+import java.io.FileInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.InetSocketAddress;
+import java.nio.channels.Channels;
+import java.nio.channels.ReadableByteChannel;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -151,10 +154,28 @@ public final class DataNodeAccess {
 
   /** A replica's .meta file (header + checksums) and its length. */
   public record MetaStream(InputStream in, long length) implements AutoCloseable {
+    /** The stream as a channel that reads straight into (direct) buffers where the file allows. */
+    public ReadableByteChannel channel() {
+      return channelOf(in);
+    }
+
     @Override
     public void close() throws IOException {
       in.close();
     }
+  }
+
+  /**
+   * A channel over a stream the dataset returned: the file's own channel when
+   * it is a local file (no copy through a heap array), else a wrapper.
+   * Closing the channel closes the stream.
+   */
+  public static ReadableByteChannel channelOf(InputStream in) {
+    InputStream s = in instanceof LengthInputStream l ? l.getWrappedStream() : in;
+    if (s instanceof FileInputStream f) {
+      return f.getChannel();
+    }
+    return Channels.newChannel(in);
   }
 
   /** The replica's .meta file, or null when it has none; the caller closes it. */

@@ -1,4 +1,4 @@
-package org.hdfsrdma.datanode;
+package org.hdfsrdma.protocol;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.protocol.DatanodeID;

@@ -1,4 +1,4 @@
-package org.hdfsrdma.datanode;
+package org.hdfsrdma.protocol;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

@@ -1,0 +1,216 @@
+package org.hdfsrdma.client;
+
+import java.io.Closeable;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
+import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.hdfsrdma.protocol.HadoopTransportConf;
+import org.hdfsrdma.protocol.RdmaPorts;
+import org.hdfsrdma.transport.Transport;
+import org.hdfsrdma.transport.select.HrdmaConnector;
+import org.hdfsrdma.transport.select.HrdmaConnector.Connection;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Reads HDFS blocks from DataNodes that run the hrdma plugin. Holds the
+ * transports (an {@link HrdmaConnector} made from the configuration's
+ * {@code hrdma.*} keys) and a small cache of connections, one per DataNode,
+ * shared by all readers; a connection that closes leaves the cache and the
+ * next reader of that DataNode connects again.
+ *
+ * <p>Thread-safe. Connecting is serialized (one connect at a time per
+ * client); lookups and the transports' close notifications never wait for
+ * it (they run on I/O threads). Readers run concurrently.
+ */
+public final class RdmaBlockClient implements Closeable {
+  private static final Logger LOG = LoggerFactory.getLogger(RdmaBlockClient.class);
+
+  /** Bytes asked for by one READ_REQUEST; a reader splits its range into such requests. */
+  public static final String REQUEST_BYTES_KEY = "hrdma.client.read.request-bytes";
+  public static final long REQUEST_BYTES_DEFAULT = 4L << 20;
+  /** READ_REQUESTs a reader keeps in flight (the one being read, plus read-ahead). */
+  public static final String REQUESTS_IN_FLIGHT_KEY = "hrdma.client.read.requests-in-flight";
+  public static final int REQUESTS_IN_FLIGHT_DEFAULT = 2;
+  /** How long a reader waits for the next message of a request. */
+  public static final String TIMEOUT_KEY = "hrdma.client.read.timeout-ms";
+  public static final long TIMEOUT_DEFAULT = 60_000;
+  /** Connections kept; beyond this the least recently used idle one is closed. */
+  public static final String MAX_CONNECTIONS_KEY = "hrdma.client.max-connections";
+  public static final int MAX_CONNECTIONS_DEFAULT = 64;
+
+  private final Configuration conf;
+  private final HrdmaConnector connector;
+  private final String clientName;
+  private final long requestBytes;
+  private final int requestsInFlight;
+  private final long timeoutMs;
+  private final int maxConnections;
+  /** By DataNode (uuid and plugin address). */
+  private final ConcurrentHashMap<String, DataNodeConnection> cache = new ConcurrentHashMap<>();
+  private final Object connectLock = new Object();
+  private volatile boolean closed;
+
+  public RdmaBlockClient(Configuration conf) {
+    this(conf, "hrdma-client-" + UUID.randomUUID());
+  }
+
+  public RdmaBlockClient(Configuration conf, String clientName) {
+    this.conf = conf;
+    this.clientName = clientName;
+    this.requestBytes = conf.getLong(REQUEST_BYTES_KEY, REQUEST_BYTES_DEFAULT);
+    this.requestsInFlight = conf.getInt(REQUESTS_IN_FLIGHT_KEY, REQUESTS_IN_FLIGHT_DEFAULT);
+    this.timeoutMs = conf.getLong(TIMEOUT_KEY, TIMEOUT_DEFAULT);
+    this.maxConnections = conf.getInt(MAX_CONNECTIONS_KEY, MAX_CONNECTIONS_DEFAULT);
+    if (requestBytes < 1 || requestsInFlight < 1 || timeoutMs < 1 || maxConnections < 1) {
+      throw new IllegalArgumentException("bad hrdma.client.read settings: request-bytes " + requestBytes
+          + ", requests-in-flight " + requestsInFlight + ", timeout-ms " + timeoutMs + ", max-connections "
+          + maxConnections);
+    }
+    this.connector = new HrdmaConnector(HadoopTransportConf.of(conf));
+  }
+
+  /**
+   * A reader of {@code [offsetInBlock, offsetInBlock + length)} of {@code block}
+   * from {@code datanode} (one of its locations), with the block's token.
+   * Connects (or reuses the connection) and sends the first requests at once.
+   *
+   * @throws IOException the DataNode's plugin cannot be reached, or the range is not in the block
+   */
+  public RdmaBlockReader open(LocatedBlock block, DatanodeInfo datanode, long offsetInBlock, long length)
+      throws IOException {
+    if (offsetInBlock < 0 || length < 0 || offsetInBlock + length > block.getBlockSize()) {
+      throw new IOException("range [" + offsetInBlock + ", " + (offsetInBlock + length) + ") is not in "
+          + block.getBlock() + " of " + block.getBlockSize() + " bytes");
+    }
+    DataNodeConnection c = connection(datanode);
+    return new RdmaBlockReader(this, c, block.getBlock(), block.getBlockToken(), datanode, offsetInBlock,
+        length);
+  }
+
+  /** Reads all of {@code [offsetInBlock, offsetInBlock + length)} into {@code buf} at {@code off}. */
+  public void readFully(LocatedBlock block, DatanodeInfo datanode, long offsetInBlock, byte[] buf, int off,
+      int length) throws IOException {
+    try (RdmaBlockReader r = open(block, datanode, offsetInBlock, length)) {
+      r.readFully(buf, off, length);
+    }
+  }
+
+  private static String key(DatanodeInfo dn, InetSocketAddress a) {
+    return dn.getDatanodeUuid() + "@" + a;
+  }
+
+  DataNodeConnection connection(DatanodeInfo dn) throws IOException {
+    InetSocketAddress address = new InetSocketAddress(dn.getIpAddr(), RdmaPorts.pluginPort(dn, conf));
+    String key = key(dn, address);
+    DataNodeConnection c = cache.get(key);
+    if (c != null && c.isOpen()) {
+      c.touch();
+      return c;
+    }
+    synchronized (connectLock) {
+      if (closed) {
+        throw new IOException("RdmaBlockClient is closed");
+      }
+      c = cache.get(key);
+      if (c != null && c.isOpen()) {
+        c.touch();
+        return c;
+      }
+      c = new DataNodeConnection(dn.getXferAddr() + " (" + dn.getDatanodeUuid() + ")", address, this);
+      Connection conn = connector.connect(address, c);
+      c.connected(conn.endpoint(), conn.transport());
+      LOG.debug("hrdma client: connected to {}", c);
+      cache.put(key, c);
+      evictIdle(c);
+      return c;
+    }
+  }
+
+  /** Beyond {@value #MAX_CONNECTIONS_KEY}: closes the least recently used idle connections. */
+  private void evictIdle(DataNodeConnection keep) {
+    while (cache.size() > maxConnections) {
+      DataNodeConnection lru = null;
+      for (DataNodeConnection x : cache.values()) {
+        if (x != keep && x.pendingCount() == 0 && (lru == null || x.lastUsed() < lru.lastUsed())) {
+          lru = x;
+        }
+      }
+      if (lru == null) {
+        return;
+      }
+      forget(lru);
+      lru.close();
+    }
+  }
+
+  /** A connection closed: drop it from the cache. Never blocks (I/O threads call it). */
+  void forget(DataNodeConnection c) {
+    cache.values().remove(c);
+  }
+
+  String clientName() {
+    return clientName;
+  }
+
+  long requestBytes() {
+    return requestBytes;
+  }
+
+  int requestsInFlight() {
+    return requestsInFlight;
+  }
+
+  long timeoutMs() {
+    return timeoutMs;
+  }
+
+  /** Connections in the cache that are open. */
+  public int openConnections() {
+    return (int) cache.values().stream().filter(DataNodeConnection::isOpen).count();
+  }
+
+  /** Registered buffers this client's transports handed out and did not get back (leak checks). */
+  public long buffersOutstanding() {
+    long n = 0;
+    for (Transport t : connector.transports().values()) {
+      n += t.allocator().buffersOutstanding();
+    }
+    return n;
+  }
+
+  /** The transport of the cached connection to {@code dn}, or null. */
+  public String transportTo(DatanodeInfo dn) {
+    InetSocketAddress address = new InetSocketAddress(dn.getIpAddr(), RdmaPorts.pluginPort(dn, conf));
+    DataNodeConnection c = cache.get(key(dn, address));
+    return c == null ? null : c.transportName();
+  }
+
+  /** Closes every cached connection (readers on them fail); the client stays usable. */
+  public void closeConnections() {
+    List<DataNodeConnection> all = new ArrayList<>(cache.values());
+    for (DataNodeConnection c : all) {
+      forget(c);
+      c.close();
+    }
+  }
+
+  /** Closes the connections and the transports. Idempotent. */
+  @Override
+  public void close() {
+    synchronized (connectLock) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+    }
+    closeConnections();
+    connector.close();
+  }
+}

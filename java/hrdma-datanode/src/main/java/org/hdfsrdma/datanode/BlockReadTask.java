@@ -1,0 +1,357 @@
+package org.hdfsrdma.datanode;
+
+import java.io.DataInputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.ProtocolException;
+import java.nio.ByteBuffer;
+import java.nio.channels.ReadableByteChannel;
+import java.util.concurrent.RejectedExecutionException;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpReadBlockProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PacketHeaderProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier.AccessMode;
+import org.apache.hadoop.io.IOUtils;
+import org.apache.hadoop.security.token.SecretManager.InvalidToken;
+import org.apache.hadoop.security.token.Token;
+import org.apache.hadoop.util.DataChecksum;
+import org.hdfsrdma.datanode.compat.DataNodeAccess;
+import org.hdfsrdma.protocol.BlockOps;
+import org.hdfsrdma.protocol.Message;
+import org.hdfsrdma.protocol.MessageCodec;
+import org.hdfsrdma.protocol.MessageKind;
+import org.hdfsrdma.transport.Endpoint;
+import org.hdfsrdma.transport.RegisteredBuffer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Serves one READ_REQUEST: checks the block token and the range, opens the
+ * replica's block and .meta files, answers READ_RESPONSE, then streams
+ * DATA_PACKETs (checksums from the .meta file as they are on disk, then the
+ * data; the last one flagged {@code lastPacketInBlock}).
+ *
+ * <p>Threading: all disk work runs on the plugin's read executor, never on
+ * the transport's I/O thread. At most one {@link #run} executes at a time
+ * ({@code scheduled}). Flow control: at most {@code packetsInFlight} packets
+ * whose send futures have not completed; when the window is full the task
+ * leaves the executor thread, and the completion of a send (on the I/O
+ * thread) schedules it again. The transport's credits hold those sends back
+ * while the client keeps its packets, so a slow client pins a bounded number
+ * of packets and no thread.
+ *
+ * <p>The task owns the request message's buffer until it completes.
+ */
+final class BlockReadTask {
+  private static final Logger LOG = LoggerFactory.getLogger(BlockReadTask.class);
+  /** BlockMetadataHeader: u16 version (1), then the checksum header (u8 type, u32 bytesPerChecksum). */
+  private static final int META_VERSION = 1;
+  private static final int META_HEADER_BYTES = 2 + 1 + 4;
+
+  private final RequestDispatcher owner;
+  private final DataNodeAccess dn;
+  private final Endpoint ep;
+  private final Message request;
+  private final long id;
+
+  // touched only inside run(), which is serialized by `scheduled`
+  private boolean opened;
+  private ExtendedBlock block;
+  private ReadableByteChannel blockCh;
+  private ReadableByteChannel metaCh;
+  private int bytesPerChecksum;
+  private int checksumSize;
+  private int packetBytes;
+  private long next;
+  private long end;
+  private long seqno;
+  private boolean lastSent;
+
+  private final Object lock = new Object();
+  private int inflight;          // guarded by lock
+  private boolean scheduled;     // guarded by lock
+  private boolean cancelled;     // guarded by lock
+  private boolean finished;      // guarded by lock
+  private Throwable sendFailure; // guarded by lock
+
+  BlockReadTask(RequestDispatcher owner, Endpoint ep, Message request) {
+    this.owner = owner;
+    this.dn = owner.dn();
+    this.ep = ep;
+    this.request = request;
+    this.id = request.requestId();
+  }
+
+  long requestId() {
+    return id;
+  }
+
+  /** Starts serving (called by the connection when it is this request's turn). */
+  void start() {
+    schedule();
+  }
+
+  /** Stops early: the client cancelled or the connection closed. */
+  void cancel() {
+    synchronized (lock) {
+      cancelled = true;
+    }
+    schedule();
+  }
+
+  /** Never started, never will: the connection closed or the client withdrew the request. */
+  void abandon() {
+    synchronized (lock) {
+      finished = true;
+    }
+    request.release();
+  }
+
+  /** Never started: answered with an error. */
+  void refuse(Status status, String message) {
+    RequestDispatcher.sendError(ep, id, status, message);
+    abandon();
+  }
+
+  private void schedule() {
+    synchronized (lock) {
+      if (scheduled || finished) {
+        return;
+      }
+      scheduled = true;
+    }
+    try {
+      owner.executor().execute(this::run);
+    } catch (RejectedExecutionException e) {
+      RequestDispatcher.sendError(ep, id, Status.ERROR, "DataNode " + dn.datanodeUuid()
+          + " is stopping or overloaded; read of " + (block == null ? "the block" : block) + " not served");
+      complete();
+    }
+  }
+
+  private void sent(Void v, Throwable t) {
+    synchronized (lock) {
+      inflight--;
+      if (t != null && sendFailure == null) {
+        sendFailure = t;
+      }
+      if (scheduled || finished) {
+        return;
+      }
+      scheduled = true;
+    }
+    try {
+      owner.executor().execute(this::run);
+    } catch (RejectedExecutionException e) {
+      complete();
+    }
+  }
+
+  private void run() {
+    try {
+      if (!opened) {
+        opened = true;
+        if (!open()) {
+          complete();
+          return;
+        }
+      }
+      while (true) {
+        synchronized (lock) {
+          if (cancelled || sendFailure != null) {
+            if (sendFailure != null) {
+              LOG.debug("hrdma datanode: sending {} to {} failed: {}", block, ep.remoteAddress(),
+                  sendFailure.toString());
+            }
+            break;
+          }
+          if (lastSent) {
+            if (inflight > 0) {
+              scheduled = false; // the last completion brings us back to finish
+              return;
+            }
+            break;
+          }
+          if (inflight >= owner.settings().packetsInFlight()) {
+            scheduled = false;
+            return;
+          }
+          inflight++;
+        }
+        RegisteredBuffer p;
+        try {
+          p = nextPacket();
+        } catch (IOException | RuntimeException e) {
+          synchronized (lock) {
+            inflight--;
+          }
+          throw e;
+        }
+        ep.send(p).whenComplete(this::sent);
+      }
+    } catch (IOException | RuntimeException e) {
+      String what = block == null ? "request " + id : block + " at offset " + next;
+      LOG.warn("hrdma datanode: reading {} for {} failed: {}", what, ep.remoteAddress(), e.toString());
+      RequestDispatcher.sendError(ep, id, Status.ERROR, "DataNode " + dn.datanodeUuid() + " failed reading "
+          + what + ": " + e);
+    }
+    complete();
+  }
+
+  /** Checks and opens; on refusal sends the ERROR and returns false. */
+  private boolean open() throws IOException {
+    OpReadBlockProto op;
+    try {
+      op = request.readRequest();
+    } catch (ProtocolException e) {
+      throw new AssertionError(e); // the dispatcher checked the kind
+    }
+    block = BlockOps.block(op);
+    Token<BlockTokenIdentifier> token = BlockOps.token(op);
+    try {
+      dn.checkBlockToken(token, block, AccessMode.READ);
+    } catch (InvalidToken e) {
+      // the stock DataXceiver's words, so logs and clients read the same
+      String msg = "Block token verification failed: op=READ_BLOCK, remoteAddress=" + ep.remoteAddress()
+          + ", message=" + e.getMessage();
+      LOG.warn("hrdma datanode: {}", msg);
+      RequestDispatcher.sendError(ep, id, Status.ERROR_ACCESS_TOKEN, msg);
+      return false;
+    }
+    long offset = op.getOffset();
+    long len = op.getLen();
+    long visible;
+    try {
+      visible = dn.replicaVisibleLength(block);
+    } catch (IOException e) {
+      RequestDispatcher.sendError(ep, id, Status.ERROR, "DataNode " + dn.datanodeUuid() + " cannot read "
+          + block + ": " + e.getMessage());
+      return false;
+    }
+    if (offset < 0 || len < 0 || offset > visible || len > visible - offset) {
+      RequestDispatcher.sendError(ep, id, Status.ERROR, "Offset " + offset + " and length " + len
+          + " don't match block " + block + " ( blockLen " + visible + " )");
+      return false;
+    }
+    DataNodeAccess.MetaStream meta = dn.metaInputStream(block);
+    if (meta == null) {
+      RequestDispatcher.sendError(ep, id, Status.ERROR, "DataNode " + dn.datanodeUuid() + ": replica "
+          + block + " has no .meta file");
+      return false;
+    }
+    boolean ok = false;
+    try {
+      InputStream in = meta.in();
+      DataInputStream header = new DataInputStream(in); // unbuffered: the channel continues where it stops
+      int version = header.readShort();
+      int type = header.readByte() & 0xff;
+      int bpc = header.readInt();
+      if (version != META_VERSION) {
+        throw new IOException("unsupported .meta version " + version + " in " + block);
+      }
+      DataChecksum checksum;
+      try {
+        checksum = DataChecksum.newDataChecksum(DataChecksum.Type.valueOf(type), bpc);
+      } catch (IllegalArgumentException e) {
+        checksum = null;
+      }
+      if (checksum == null || bpc <= 0) {
+        throw new IOException("bad checksum header in the .meta of " + block + ": type " + type
+            + ", bytesPerChecksum " + bpc);
+      }
+      bytesPerChecksum = bpc;
+      checksumSize = checksum.getChecksumSize();
+      // as the stock BlockSender: start at the chunk holding offset, end at a chunk
+      // boundary (or the visible end)
+      long chunkOffset = offset - offset % bpc;
+      long stop = offset + len;
+      if (stop % bpc != 0) {
+        stop = Math.min(visible, stop + (bpc - stop % bpc));
+      }
+      next = chunkOffset;
+      end = stop;
+      int pb = owner.settings().packetBytes();
+      packetBytes = Math.max(bpc, pb - pb % bpc);
+      IOUtils.skipFully(in, (chunkOffset / bpc) * checksumSize);
+      metaCh = meta.channel();
+      blockCh = DataNodeAccess.channelOf(dn.blockInputStream(block, chunkOffset));
+      ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.READ_RESPONSE, id,
+          BlockOps.readResponse(checksum, chunkOffset), null));
+      ok = true;
+      return true;
+    } finally {
+      if (!ok) {
+        meta.close();
+      }
+    }
+  }
+
+  private RegisteredBuffer nextPacket() throws IOException {
+    int dataLen = (int) Math.min(packetBytes, end - next);
+    int chunks = (dataLen + bytesPerChecksum - 1) / bytesPerChecksum;
+    int sumLen = chunks * checksumSize;
+    boolean last = next + dataLen >= end;
+    PacketHeaderProto h = PacketHeaderProto.newBuilder()
+        .setOffsetInBlock(next)
+        .setSeqno(seqno)
+        .setLastPacketInBlock(last)
+        .setDataLen(dataLen)
+        .build();
+    RegisteredBuffer p = MessageCodec.begin(ep.transport().allocator(), MessageKind.DATA_PACKET, id, h,
+        sumLen + dataLen);
+    try {
+      readFully(metaCh, p.nio(), sumLen, "the .meta file");
+      readFully(blockCh, p.nio(), dataLen, "the block file");
+      MessageCodec.finish(p);
+    } catch (IOException | RuntimeException e) {
+      p.release();
+      throw e;
+    }
+    seqno++;
+    next += dataLen;
+    lastSent = last;
+    return p;
+  }
+
+  private void readFully(ReadableByteChannel ch, ByteBuffer b, int n, String what) throws IOException {
+    int limit = b.limit();
+    b.limit(b.position() + n);
+    try {
+      while (b.hasRemaining()) {
+        if (ch.read(b) < 0) {
+          throw new EOFException(what + " of " + block + " ended " + b.remaining() + " bytes early");
+        }
+      }
+    } finally {
+      b.limit(limit);
+    }
+  }
+
+  /** Closes the files, gives back the request's buffer, lets the connection go on. Once. */
+  private void complete() {
+    synchronized (lock) {
+      if (finished) {
+        return;
+      }
+      finished = true;
+      scheduled = false;
+    }
+    closeQuietly(blockCh);
+    closeQuietly(metaCh);
+    request.release();
+    owner.done(ep, this);
+  }
+
+  private static void closeQuietly(ReadableByteChannel ch) {
+    if (ch != null) {
+      try {
+        ch.close();
+      } catch (IOException e) {
+        // nothing to do
+      }
+    }
+  }
+}

@@ -1,0 +1,38 @@
+package org.hdfsrdma.datanode;
+
+import org.apache.hadoop.conf.Configuration;
+
+/** The read path's settings, from the DataNode configuration. */
+record ReadSettings(int threads, int packetBytes, int packetsInFlight, int maxQueuedPerConnection) {
+  /** Threads that read blocks from disk and feed the transports (per plugin). */
+  static final String THREADS_KEY = "hrdma.datanode.read.threads";
+  static final int THREADS_DEFAULT = 4;
+  /** Data bytes per DATA_PACKET (rounded down to whole checksum chunks). */
+  static final String PACKET_BYTES_KEY = "hrdma.datanode.read.packet-bytes";
+  static final int PACKET_BYTES_DEFAULT = 64 << 10;
+  /** DATA_PACKETs of one request sent and not yet completed by the transport. */
+  static final String PACKETS_IN_FLIGHT_KEY = "hrdma.datanode.read.packets-in-flight";
+  static final int PACKETS_IN_FLIGHT_DEFAULT = 8;
+  /** Read requests a connection may have waiting behind the one being served. */
+  static final String MAX_QUEUED_KEY = "hrdma.datanode.read.max-queued-requests";
+  static final int MAX_QUEUED_DEFAULT = 16;
+  /** Largest packet: the transport's messages must hold it. */
+  static final int MAX_PACKET_BYTES = 8 << 20;
+
+  ReadSettings {
+    if (threads < 1 || packetBytes < 1 || packetBytes > MAX_PACKET_BYTES || packetsInFlight < 1
+        || maxQueuedPerConnection < 1) {
+      throw new IllegalArgumentException("bad read settings: " + threads + " threads, " + packetBytes
+          + " bytes per packet (max " + MAX_PACKET_BYTES + "), " + packetsInFlight + " packets in flight, "
+          + maxQueuedPerConnection + " queued requests; check hrdma.datanode.read.*");
+    }
+  }
+
+  static ReadSettings of(Configuration conf) {
+    return new ReadSettings(
+        conf.getInt(THREADS_KEY, THREADS_DEFAULT),
+        conf.getInt(PACKET_BYTES_KEY, PACKET_BYTES_DEFAULT),
+        conf.getInt(PACKETS_IN_FLIGHT_KEY, PACKETS_IN_FLIGHT_DEFAULT),
+        conf.getInt(MAX_QUEUED_KEY, MAX_QUEUED_DEFAULT));
+  }
+}

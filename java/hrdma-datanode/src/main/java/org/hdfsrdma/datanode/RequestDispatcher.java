@@ -1,0 +1,233 @@
+package org.hdfsrdma.datanode;
+
+import java.net.ProtocolException;
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.Iterator;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
+import org.hdfsrdma.datanode.compat.DataNodeAccess;
+import org.hdfsrdma.protocol.BlockOps;
+import org.hdfsrdma.protocol.InfoReply;
+import org.hdfsrdma.protocol.Message;
+import org.hdfsrdma.protocol.MessageCodec;
+import org.hdfsrdma.protocol.MessageKind;
+import org.hdfsrdma.transport.Endpoint;
+import org.hdfsrdma.transport.EndpointHandler;
+import org.hdfsrdma.transport.RegisteredBuffer;
+import org.hdfsrdma.transport.TransportException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The plugin's handler on every transport of its {@link org.hdfsrdma.transport.select.HrdmaServer}.
+ * Runs on the transports' I/O threads and never blocks there: INFO is
+ * answered in place from memory; a READ_REQUEST becomes a
+ * {@link BlockReadTask} (which owns the request's buffer until it is done)
+ * queued on its connection and run on the plugin's read executor; a
+ * READ_STATUS ends or cancels a read; anything else gets an ERROR naming
+ * what was wrong, and the connection stays open.
+ *
+ * <p>A connection's reads are served one after the other, in arrival order,
+ * so a client's read-ahead requests queue up behind the current one and the
+ * next starts without a round trip; connections are served concurrently.
+ */
+final class RequestDispatcher implements EndpointHandler {
+  private static final Logger LOG = LoggerFactory.getLogger(RequestDispatcher.class);
+
+  private final DataNodeAccess dn;
+  private final ReadSettings settings;
+  private final ExecutorService executor;
+  private final ConcurrentHashMap<Endpoint, Conn> conns = new ConcurrentHashMap<>();
+
+  RequestDispatcher(DataNodeAccess dn, ReadSettings settings, ExecutorService executor) {
+    this.dn = dn;
+    this.settings = settings;
+    this.executor = executor;
+  }
+
+  /** Connections open now. */
+  int connections() {
+    return conns.size();
+  }
+
+  private Conn conn(Endpoint ep) {
+    return conns.computeIfAbsent(ep, e -> new Conn(e, settings.maxQueuedPerConnection()));
+  }
+
+  @Override
+  public void onConnected(Endpoint endpoint) {
+    conn(endpoint);
+  }
+
+  @Override
+  public void onClosed(Endpoint endpoint, Throwable cause) {
+    Conn c = conns.remove(endpoint);
+    if (c != null) {
+      c.close();
+    }
+  }
+
+  @Override
+  public void onMessage(Endpoint ep, RegisteredBuffer buffer) {
+    Message m;
+    try {
+      m = MessageCodec.decode(buffer);
+    } catch (ProtocolException e) {
+      long id = peekRequestId(buffer.nio());
+      buffer.release();
+      LOG.info("hrdma datanode: bad message from {}: {}", ep.remoteAddress(), e.getMessage());
+      sendError(ep, id, Status.ERROR_INVALID, "DataNode " + dn.datanodeUuid() + " refused a bad message: "
+          + e.getMessage());
+      return;
+    } catch (RuntimeException e) {
+      buffer.release();
+      throw e;
+    }
+    switch (m.kind()) {
+      case INFO_REQUEST -> {
+        m.release();
+        try {
+          ep.send(MessageCodec.encodeInfoReply(ep.transport().allocator(), m.requestId(),
+              new InfoReply(dn.datanodeUuid(), dn.xferPort(), dn.blockPoolIds())));
+        } catch (TransportException | RuntimeException e) {
+          LOG.warn("hrdma datanode: cannot answer {}, closing the connection: {}", ep.remoteAddress(),
+              e.toString());
+          ep.close();
+        }
+      }
+      case READ_REQUEST -> conn(ep).submit(new BlockReadTask(this, ep, m));
+      case READ_STATUS -> {
+        Status s;
+        try {
+          s = m.readStatus().getStatus();
+        } catch (ProtocolException e) {
+          throw new AssertionError(e); // the kind was checked
+        } finally {
+          m.release();
+        }
+        conn(ep).status(m.requestId(), s);
+      }
+      default -> {
+        m.release();
+        sendError(ep, m.requestId(), Status.ERROR_UNSUPPORTED, "DataNode " + dn.datanodeUuid()
+            + " does not accept " + m.kind() + " messages");
+      }
+    }
+  }
+
+  /** The request id of a message too broken to decode, when its fixed header is there; else 0. */
+  private static long peekRequestId(ByteBuffer b) {
+    return b.remaining() >= MessageCodec.FIXED_BYTES ? b.getLong(b.position() + 8) : 0;
+  }
+
+  /** Sends an ERROR; never blocks. A failure to allocate closes the connection. */
+  static void sendError(Endpoint ep, long requestId, Status status, String message) {
+    BlockOpResponseProto h = BlockOps.error(status, message);
+    try {
+      ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.ERROR, requestId, h, null));
+    } catch (TransportException | RuntimeException e) {
+      LOG.warn("hrdma datanode: cannot send an error to {}, closing the connection: {}", ep.remoteAddress(),
+          e.toString());
+      ep.close();
+    }
+  }
+
+  DataNodeAccess dn() {
+    return dn;
+  }
+
+  ReadSettings settings() {
+    return settings;
+  }
+
+  ExecutorService executor() {
+    return executor;
+  }
+
+  void done(Endpoint ep, BlockReadTask t) {
+    Conn c = conns.get(ep);
+    if (c != null) {
+      c.done(t);
+    }
+  }
+
+  /** One connection's reads: the one being served and those queued behind it. */
+  private static final class Conn {
+    private final Endpoint ep;
+    private final int maxQueued;
+    private final ArrayDeque<BlockReadTask> queue = new ArrayDeque<>(); // guarded by this
+    private BlockReadTask active;  // guarded by this
+    private boolean closed;        // guarded by this
+
+    Conn(Endpoint ep, int maxQueued) {
+      this.ep = ep;
+      this.maxQueued = maxQueued;
+    }
+
+    synchronized void submit(BlockReadTask t) {
+      if (closed) {
+        t.abandon();
+      } else if (queue.size() >= maxQueued) {
+        t.refuse(Status.ERROR, "too many read requests queued on this connection (" + maxQueued + ", "
+            + ReadSettings.MAX_QUEUED_KEY + ")");
+      } else {
+        queue.add(t);
+        if (active == null) {
+          startNext();
+        }
+      }
+    }
+
+    synchronized void done(BlockReadTask t) {
+      if (active == t) {
+        active = null;
+        if (!closed) {
+          startNext();
+        }
+      }
+    }
+
+    private void startNext() {
+      active = queue.poll();
+      if (active != null) {
+        active.start();
+      }
+    }
+
+    /** The client's READ_STATUS: SUCCESS/CHECKSUM_OK end a read normally, anything else cancels it. */
+    synchronized void status(long id, Status s) {
+      if (s == Status.SUCCESS || s == Status.CHECKSUM_OK) {
+        return;
+      }
+      if (s == Status.ERROR_CHECKSUM) {
+        LOG.warn("hrdma datanode: client {} reports a checksum error in request {}", ep.remoteAddress(), id);
+      }
+      if (active != null && active.requestId() == id) {
+        active.cancel();
+        return;
+      }
+      for (Iterator<BlockReadTask> it = queue.iterator(); it.hasNext(); ) {
+        BlockReadTask t = it.next();
+        if (t.requestId() == id) {
+          it.remove();
+          t.abandon();
+          return;
+        }
+      }
+    }
+
+    synchronized void close() {
+      closed = true;
+      for (BlockReadTask t : queue) {
+        t.abandon();
+      }
+      queue.clear();
+      if (active != null) {
+        active.cancel();
+      }
+    }
+  }
+}

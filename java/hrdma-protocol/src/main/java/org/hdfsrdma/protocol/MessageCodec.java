@@ -1,0 +1,250 @@
+package org.hdfsrdma.protocol;
+
+import java.io.IOException;
+import java.net.ProtocolException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ClientReadStatusProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpReadBlockProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PacketHeaderProto;
+import org.apache.hadoop.thirdparty.protobuf.CodedInputStream;
+import org.apache.hadoop.thirdparty.protobuf.CodedOutputStream;
+import org.apache.hadoop.thirdparty.protobuf.InvalidProtocolBufferException;
+import org.apache.hadoop.thirdparty.protobuf.MessageLite;
+import org.apache.hadoop.thirdparty.protobuf.Parser;
+import org.hdfsrdma.transport.BufferAllocator;
+import org.hdfsrdma.transport.RegisteredBuffer;
+import org.hdfsrdma.transport.TransportException;
+
+/**
+ * Encodes and decodes hrdma block-protocol messages. One protocol message is
+ * exactly one transport message (the transport frames it), laid out as
+ * (big-endian):
+ *
+ * <pre>
+ *  0        1        2                 4                                   8
+ *  +--------+--------+--------+--------+--------+--------+--------+--------+
+ *  | version|  kind  |      flags      |             headerLen             |
+ *  |  u8 =1 |   u8   |     u16 = 0     |          u32, &lt;= 64 KiB          |
+ *  +--------+--------+--------+--------+--------+--------+--------+--------+
+ *  |                          requestId (u64)                              |
+ *  +--------+--------+--------+--------+--------+--------+--------+--------+
+ *  | header: headerLen bytes of protobuf (the kind's message)        ...   |
+ *  +--------+--------+--------+--------+--------+--------+--------+--------+
+ *  | payload: the rest of the transport message (DATA_PACKET: the     ...  |
+ *  |          checksums, then the data, as in an HDFS packet body)         |
+ *  +-----------------------------------------------------------------------+
+ * </pre>
+ *
+ * Header messages by kind: see {@link MessageKind}. The HDFS ones are the
+ * stock {@code DataTransferProtos} (Hadoop's shaded protobuf).
+ *
+ * <p>Encoding writes into a {@link RegisteredBuffer} from the transport's
+ * allocator, so the message is sent without a copy; payloads can be filled
+ * in place ({@link #begin}, then {@link #finish}). Decoding never copies the
+ * payload: {@link Message#payload()} is a view of the received buffer, and
+ * the caller still owns (and must release) that buffer. Every length is
+ * checked against the bytes present and {@link #MAX_HEADER_BYTES} before
+ * anything is parsed; any malformed input is a {@link ProtocolException}
+ * whose message says what was wrong.
+ *
+ * <p>Stateless and thread-safe.
+ */
+public final class MessageCodec {
+  public static final int VERSION = 1;
+  /** Bytes before the protobuf header. */
+  public static final int FIXED_BYTES = 16;
+  /** No header (protobuf part) is larger. */
+  public static final int MAX_HEADER_BYTES = 64 << 10;
+
+  private MessageCodec() {}
+
+  // ------------------------------------------------------------------ encode
+
+  /**
+   * Allocates a message with its fixed header and protobuf header written,
+   * leaving {@code payloadCapacity} bytes for the payload: the buffer's
+   * position is where the payload starts, its limit where the capacity ends.
+   * Write the payload, then call {@link #finish}.
+   *
+   * @param header the kind's header message, or null for an empty header
+   * @throws IllegalArgumentException the header exceeds {@link #MAX_HEADER_BYTES}
+   *     or the kind is reserved
+   * @throws TransportException the allocator is out of registered memory
+   */
+  public static RegisteredBuffer begin(BufferAllocator alloc, MessageKind kind, long requestId,
+      MessageLite header, int payloadCapacity) throws TransportException {
+    int headerLen = header == null ? 0 : header.getSerializedSize();
+    return begin(alloc, kind, requestId, headerLen, payloadCapacity, out -> {
+      if (header != null) {
+        header.writeTo(out);
+      }
+    });
+  }
+
+  /** As {@link #begin(BufferAllocator, MessageKind, long, MessageLite, int)}, for an INFO_REPLY. */
+  public static RegisteredBuffer encodeInfoReply(BufferAllocator alloc, long requestId, InfoReply info)
+      throws TransportException {
+    RegisteredBuffer m = begin(alloc, MessageKind.INFO_REPLY, requestId, info.serializedSize(), 0,
+        info::writeTo);
+    return finish(m);
+  }
+
+  /** A complete message: header plus a copy of {@code payload} (position to limit; may be null). */
+  public static RegisteredBuffer encode(BufferAllocator alloc, MessageKind kind, long requestId,
+      MessageLite header, ByteBuffer payload) throws TransportException {
+    int n = payload == null ? 0 : payload.remaining();
+    RegisteredBuffer m = begin(alloc, kind, requestId, header, n);
+    if (payload != null) {
+      m.nio().put(payload.duplicate());
+    }
+    return finish(m);
+  }
+
+  /**
+   * Ends a message from {@link #begin}: the payload is what was written
+   * (start to the current position); the buffer is left ready to send
+   * (position 0, limit at the end of the payload).
+   */
+  public static RegisteredBuffer finish(RegisteredBuffer m) {
+    ByteBuffer b = m.nio();
+    b.limit(b.position()).position(0);
+    return m;
+  }
+
+  private interface HeaderWriter {
+    void write(CodedOutputStream out) throws IOException;
+  }
+
+  private static RegisteredBuffer begin(BufferAllocator alloc, MessageKind kind, long requestId,
+      int headerLen, int payloadCapacity, HeaderWriter writer) throws TransportException {
+    if (!kind.implemented()) {
+      throw new IllegalArgumentException(kind + " is reserved, not implemented");
+    }
+    if (headerLen > MAX_HEADER_BYTES) {
+      throw new IllegalArgumentException(kind + " header of " + headerLen + " bytes exceeds "
+          + MAX_HEADER_BYTES);
+    }
+    if (payloadCapacity < 0) {
+      throw new IllegalArgumentException("negative payload capacity " + payloadCapacity);
+    }
+    long total = (long) FIXED_BYTES + headerLen + payloadCapacity;
+    if (total > Integer.MAX_VALUE) {
+      throw new IllegalArgumentException("message of " + total + " bytes is too large");
+    }
+    RegisteredBuffer m = alloc.allocate((int) total);
+    try {
+      // the allocator hands out position 0; the message starts there
+      ByteBuffer b = m.nio();
+      b.clear().limit((int) total);
+      b.order(ByteOrder.BIG_ENDIAN);
+      b.put((byte) VERSION).put((byte) kind.code()).putShort((short) 0).putInt(headerLen).putLong(requestId);
+      if (headerLen > 0) {
+        ByteBuffer h = b.slice(FIXED_BYTES, headerLen);
+        CodedOutputStream out = CodedOutputStream.newInstance(h);
+        writer.write(out);
+        out.flush();
+        if (out.spaceLeft() != 0) {
+          throw new IllegalStateException(kind + " header wrote " + (headerLen - out.spaceLeft())
+              + " of " + headerLen + " bytes");
+        }
+      }
+      b.position(FIXED_BYTES + headerLen);
+      return m;
+    } catch (IOException | RuntimeException e) {
+      m.release();
+      if (e instanceof RuntimeException r) {
+        throw r;
+      }
+      throw new IllegalStateException("cannot encode " + kind + " header", e);
+    }
+  }
+
+  // ------------------------------------------------------------------ decode
+
+  /**
+   * Decodes {@code buffer.nio()} from position to limit. Does not take over
+   * the buffer's reference and does not move its position; the returned
+   * message's payload is a view valid until the buffer is released.
+   *
+   * @throws ProtocolException the bytes are not a valid message
+   */
+  public static Message decode(RegisteredBuffer buffer) throws ProtocolException {
+    return decode(buffer, buffer.nio());
+  }
+
+  /** As {@link #decode(RegisteredBuffer)}, of plain bytes (no buffer to release). */
+  public static Message decode(ByteBuffer bytes) throws ProtocolException {
+    return decode(null, bytes);
+  }
+
+  private static Message decode(RegisteredBuffer owner, ByteBuffer nio) throws ProtocolException {
+    ByteBuffer b = nio.duplicate().order(ByteOrder.BIG_ENDIAN);
+    int start = b.position();
+    int length = b.remaining();
+    if (length < FIXED_BYTES) {
+      throw new ProtocolException("message of " + length + " bytes is shorter than the " + FIXED_BYTES
+          + "-byte fixed header");
+    }
+    int version = b.get(start) & 0xff;
+    if (version != VERSION) {
+      throw new ProtocolException("unsupported message version " + version + " (this side speaks "
+          + VERSION + ")");
+    }
+    int code = b.get(start + 1) & 0xff;
+    MessageKind kind = MessageKind.of(code);
+    if (kind == null) {
+      throw new ProtocolException("unknown message kind 0x" + Integer.toHexString(code));
+    }
+    int flags = b.getShort(start + 2) & 0xffff;
+    if (flags != 0) {
+      throw new ProtocolException(kind + ": unknown flags 0x" + Integer.toHexString(flags));
+    }
+    long headerLen = b.getInt(start + 4) & 0xffffffffL;
+    long requestId = b.getLong(start + 8);
+    if (headerLen > MAX_HEADER_BYTES) {
+      throw new ProtocolException(kind + ": header of " + headerLen + " bytes exceeds the limit of "
+          + MAX_HEADER_BYTES);
+    }
+    if (headerLen > length - FIXED_BYTES) {
+      throw new ProtocolException(kind + ": header of " + headerLen + " bytes runs past the end of a "
+          + length + "-byte message");
+    }
+    if (!kind.implemented()) {
+      throw new ProtocolException(kind + " is reserved and not implemented by this side");
+    }
+    int hl = (int) headerLen;
+    ByteBuffer header = b.slice(start + FIXED_BYTES, hl);
+    Object parsed = parseHeader(kind, header);
+    ByteBuffer payload = b.slice(start + FIXED_BYTES + hl, length - FIXED_BYTES - hl);
+    return new Message(owner, kind, requestId, parsed, payload);
+  }
+
+  private static Object parseHeader(MessageKind kind, ByteBuffer header) throws ProtocolException {
+    return switch (kind) {
+      case INFO_REQUEST -> {
+        if (header.hasRemaining()) {
+          throw new ProtocolException("INFO_REQUEST carries a " + header.remaining()
+              + "-byte header; it has none");
+        }
+        yield null;
+      }
+      case INFO_REPLY -> InfoReply.parse(CodedInputStream.newInstance(header));
+      case READ_REQUEST -> parse(kind, OpReadBlockProto.parser(), header);
+      case READ_RESPONSE, ERROR -> parse(kind, BlockOpResponseProto.parser(), header);
+      case DATA_PACKET -> parse(kind, PacketHeaderProto.parser(), header);
+      case READ_STATUS -> parse(kind, ClientReadStatusProto.parser(), header);
+      default -> throw new ProtocolException(kind + " has no decoder");
+    };
+  }
+
+  private static <T> T parse(MessageKind kind, Parser<T> parser, ByteBuffer header) throws ProtocolException {
+    try {
+      return parser.parseFrom(header);
+    } catch (InvalidProtocolBufferException e) {
+      throw new ProtocolException(kind + ": header is not a valid " + kind.name() + " protobuf message: "
+          + e.getMessage());
+    }
+  }
+}

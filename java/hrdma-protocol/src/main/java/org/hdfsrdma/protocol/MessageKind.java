@@ -1,0 +1,59 @@
+package org.hdfsrdma.protocol;
+
+/**
+ * What a message is; the {@code kind} byte of the fixed header (see
+ * {@link MessageCodec}). Codes are part of the wire format: never renumber.
+ */
+public enum MessageKind {
+  /** Client asks the DataNode who it is. Header: empty. */
+  INFO_REQUEST(0x01, true),
+  /** Header: {@link InfoReply} (our own message, protobuf encoded). */
+  INFO_REPLY(0x02, true),
+  /** Header: {@code OpReadBlockProto}. */
+  READ_REQUEST(0x10, true),
+  /** Header: {@code BlockOpResponseProto} with {@code ReadOpChecksumInfoProto}. */
+  READ_RESPONSE(0x11, true),
+  /** Header: {@code PacketHeaderProto}; payload: checksums, then data (HDFS's packet body). */
+  DATA_PACKET(0x12, true),
+  /** Header: {@code ClientReadStatusProto}. */
+  READ_STATUS(0x13, true),
+  /** Header: {@code BlockOpResponseProto}, status not SUCCESS, with a message. */
+  ERROR(0x7f, true),
+  /** Reserved for the write path (header {@code OpWriteBlockProto}); not implemented yet. */
+  WRITE_REQUEST(0x20, false),
+  /** Reserved for the write path (header {@code BlockOpResponseProto}); not implemented yet. */
+  WRITE_RESPONSE(0x21, false),
+  /** Reserved for the write path (header {@code PipelineAckProto}); not implemented yet. */
+  PIPELINE_ACK(0x22, false);
+
+  private static final MessageKind[] BY_CODE = new MessageKind[256];
+
+  static {
+    for (MessageKind k : values()) {
+      BY_CODE[k.code] = k;
+    }
+  }
+
+  private final int code;
+  private final boolean implemented;
+
+  MessageKind(int code, boolean implemented) {
+    this.code = code;
+    this.implemented = implemented;
+  }
+
+  /** The wire code (0-255). */
+  public int code() {
+    return code;
+  }
+
+  /** False for kinds that are reserved but have no codec yet. */
+  public boolean implemented() {
+    return implemented;
+  }
+
+  /** The kind with wire code {@code code}, or null. */
+  public static MessageKind of(int code) {
+    return code < 0 || code > 255 ? null : BY_CODE[code];
+  }
+}

@@ -1,0 +1,196 @@
+package org.hdfsrdma.protocol;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.ProtocolException;
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.function.Consumer;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpReadBlockProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PacketHeaderProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
+import org.apache.hadoop.io.Text;
+import org.apache.hadoop.security.token.Token;
+import org.apache.hadoop.util.DataChecksum;
+import org.hdfsrdma.transport.BufferPool;
+import org.hdfsrdma.transport.RegisteredBuffer;
+import org.hdfsrdma.transport.SlabAllocator;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+class MessageCodecTest {
+  private final BufferPool pool = new BufferPool(SlabAllocator.DIRECT, 1 << 20, 8 << 20);
+
+  @AfterEach
+  void noLeak() {
+    assertEquals(0, pool.buffersOutstanding(), "registered buffers leaked");
+    pool.close();
+  }
+
+  /** Decodes {@code m}, checks it, releases it. */
+  private static void decodeAndRelease(RegisteredBuffer m, Consumer<Message> check) throws ProtocolException {
+    try {
+      Message d = MessageCodec.decode(m);
+      check.accept(d);
+    } finally {
+      m.release();
+    }
+  }
+
+  @Test
+  void infoRoundTrip() throws Exception {
+    decodeAndRelease(MessageCodec.encode(pool, MessageKind.INFO_REQUEST, 5, null, null), d -> {
+      assertEquals(MessageKind.INFO_REQUEST, d.kind());
+      assertEquals(5, d.requestId());
+      assertEquals(0, d.payload().remaining());
+    });
+    InfoReply info = new InfoReply("dn-uuid-\u00e9", 40123, List.of("BP-1", "BP-2"));
+    RegisteredBuffer m = MessageCodec.encodeInfoReply(pool, 7, info);
+    Message d = MessageCodec.decode(m);
+    assertEquals(info, d.infoReply());
+    assertEquals(7, d.requestId());
+    d.release();
+  }
+
+  @Test
+  void readOpsRoundTrip() throws Exception {
+    ExtendedBlock block = new ExtendedBlock("BP-7", 1073741825L, 1000, 1001);
+    Token<BlockTokenIdentifier> token = new Token<>(new byte[] {1, 2, 3}, new byte[] {4, 5},
+        new Text("HDFS_BLOCK_TOKEN"), new Text("svc"));
+    OpReadBlockProto req = BlockOps.readBlock(block, token, "client-1", 513, 4096);
+    decodeAndRelease(MessageCodec.encode(pool, MessageKind.READ_REQUEST, Long.MAX_VALUE, req, null), d -> {
+      try {
+        assertEquals(req, d.readRequest());
+        assertEquals(Long.MAX_VALUE, d.requestId());
+        assertEquals(block, BlockOps.block(d.readRequest()));
+        assertEquals(token, BlockOps.token(d.readRequest()));
+        assertThrows(ProtocolException.class, d::readResponse, "wrong kind accessor");
+      } catch (ProtocolException e) {
+        throw new AssertionError(e);
+      }
+    });
+    BlockOpResponseProto resp = BlockOps.readResponse(
+        DataChecksum.newDataChecksum(DataChecksum.Type.CRC32C, 512), 512);
+    decodeAndRelease(MessageCodec.encode(pool, MessageKind.READ_RESPONSE, 1, resp, null), d -> {
+      try {
+        assertEquals(resp, d.readResponse());
+      } catch (ProtocolException e) {
+        throw new AssertionError(e);
+      }
+    });
+    BlockOpResponseProto err = BlockOps.error(Status.ERROR_ACCESS_TOKEN, "x".repeat(10_000));
+    assertEquals(BlockOps.MAX_ERROR_CHARS + 3, err.getMessage().length());
+    decodeAndRelease(MessageCodec.encode(pool, MessageKind.ERROR, 2, err, null), d -> {
+      try {
+        assertEquals(Status.ERROR_ACCESS_TOKEN, d.error().getStatus());
+      } catch (ProtocolException e) {
+        throw new AssertionError(e);
+      }
+    });
+    decodeAndRelease(MessageCodec.encode(pool, MessageKind.READ_STATUS, 3,
+        BlockOps.readStatus(Status.CHECKSUM_OK), null), d -> {
+          try {
+            assertEquals(Status.CHECKSUM_OK, d.readStatus().getStatus());
+          } catch (ProtocolException e) {
+            throw new AssertionError(e);
+          }
+        });
+  }
+
+  @Test
+  void dataPacketPayloadIsAViewWrittenInPlace() throws Exception {
+    PacketHeaderProto h = PacketHeaderProto.newBuilder().setOffsetInBlock(1024).setSeqno(3)
+        .setLastPacketInBlock(true).setDataLen(100).build();
+    RegisteredBuffer m = MessageCodec.begin(pool, MessageKind.DATA_PACKET, 9, h, 4 + 100);
+    for (int i = 0; i < 104; i++) {
+      m.nio().put((byte) i);
+    }
+    MessageCodec.finish(m);
+    Message d = MessageCodec.decode(m);
+    assertEquals(h, d.packetHeader());
+    ByteBuffer p = d.payload();
+    assertEquals(104, p.remaining());
+    assertTrue(p.isDirect());
+    for (int i = 0; i < 104; i++) {
+      assertEquals((byte) i, p.get(i));
+    }
+    // a view, not a copy
+    m.nio().put(m.nio().limit() - 1, (byte) 77);
+    assertEquals(77, p.get(103));
+    assertEquals(0, m.nio().position(), "decode leaves the buffer's position alone");
+    d.release();
+  }
+
+  private ProtocolException bad(byte[] bytes) throws Exception {
+    RegisteredBuffer m = pool.allocate(Math.max(1, bytes.length));
+    m.nio().put(0, bytes).limit(bytes.length);
+    try {
+      return assertThrows(ProtocolException.class, () -> MessageCodec.decode(m));
+    } finally {
+      m.release();
+    }
+  }
+
+  private static byte[] fixed(int version, int kind, int flags, long headerLen, long id, int extra) {
+    ByteBuffer b = ByteBuffer.allocate(MessageCodec.FIXED_BYTES + extra);
+    b.put((byte) version).put((byte) kind).putShort((short) flags).putInt((int) headerLen).putLong(id);
+    return b.array();
+  }
+
+  @Test
+  void everyBadInputIsAClearProtocolException() throws Exception {
+    assertTrue(bad(new byte[0]).getMessage().contains("shorter than"));
+    assertTrue(bad(new byte[15]).getMessage().contains("shorter than"));
+    assertTrue(bad(fixed(2, 0x10, 0, 0, 1, 0)).getMessage().contains("version 2"));
+    assertTrue(bad(fixed(1, 0x55, 0, 0, 1, 0)).getMessage().contains("unknown message kind 0x55"));
+    assertTrue(bad(fixed(1, 0x10, 4, 0, 1, 0)).getMessage().contains("flags"));
+    assertTrue(bad(fixed(1, 0x10, 0, 11, 1, 10)).getMessage().contains("runs past the end"));
+    ProtocolException big = bad(fixed(1, 0x10, 0, (64 << 10) + 1, 1, 0));
+    assertTrue(big.getMessage().contains("exceeds"), big.getMessage());
+    assertTrue(bad(fixed(1, 0x10, 0, 0xffffffffL, 1, 0)).getMessage().contains("exceeds"),
+        "headerLen as unsigned u32");
+    assertTrue(bad(fixed(1, MessageKind.WRITE_REQUEST.code(), 0, 0, 1, 0)).getMessage().contains("reserved"));
+    // a READ_REQUEST with an empty header misses its required fields
+    assertTrue(bad(fixed(1, 0x10, 0, 0, 1, 0)).getMessage().contains("not a valid READ_REQUEST"));
+    byte[] garbage = fixed(1, 0x12, 0, 4, 1, 4);
+    System.arraycopy(new byte[] {(byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff}, 0, garbage, 16, 4);
+    assertTrue(bad(garbage).getMessage().contains("not a valid DATA_PACKET"));
+    byte[] info = fixed(1, 0x01, 0, 2, 1, 2);
+    assertTrue(bad(info).getMessage().contains("INFO_REQUEST"));
+    byte[] infoReply = fixed(1, 0x02, 0, 3, 1, 3);
+    infoReply[16] = 0x0a; // field 1, length-delimited
+    infoReply[17] = 0x7f; // 127 bytes that are not there
+    assertTrue(bad(infoReply).getMessage().contains("INFO_REPLY"));
+  }
+
+  @Test
+  void everyTruncationOfAValidMessageIsRefused() throws Exception {
+    ExtendedBlock block = new ExtendedBlock("BP-7", 42, 0, 1);
+    RegisteredBuffer m = MessageCodec.encode(pool, MessageKind.READ_REQUEST, 1,
+        BlockOps.readBlock(block, null, "c", 0, 10), null);
+    try {
+      for (int n = 0; n < m.readableBytes(); n++) {
+        ByteBuffer cut = m.nio().duplicate().limit(n);
+        assertThrows(ProtocolException.class, () -> MessageCodec.decode(cut), "cut at " + n);
+      }
+    } finally {
+      m.release();
+    }
+  }
+
+  @Test
+  void encodeRefusesOversizedHeadersAndReservedKinds() {
+    InfoReply huge = new InfoReply("u".repeat(70_000), 1, List.of());
+    assertThrows(IllegalArgumentException.class, () -> MessageCodec.encodeInfoReply(pool, 1, huge));
+    assertThrows(IllegalArgumentException.class,
+        () -> MessageCodec.encode(pool, MessageKind.PIPELINE_ACK, 1, null, null));
+    assertNull(MessageKind.of(0x55));
+    assertEquals(MessageKind.ERROR, MessageKind.of(0x7f));
+  }
+}
