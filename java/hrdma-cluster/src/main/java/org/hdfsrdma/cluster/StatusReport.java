@@ -1,0 +1,57 @@
+package org.hdfsrdma.cluster;
+
+import java.util.List;
+
+/**
+ * What {@code hrdma cluster status} found: per daemon whether its pid is alive, what the
+ * NameNode says (NameNode: {@code up} when it answered RPC; DataNode: {@code live},
+ * {@code dead} or {@code unregistered}; {@code unknown} when the NameNode did not
+ * answer) and whether the plugin port accepts connections.
+ */
+public record StatusReport(String dir, String phase, String fsDefaultFs, String safeMode,
+    List<DaemonStatus> daemons) {
+
+  public static final String UP = "up";
+  public static final String LIVE = "live";
+  public static final String DEAD = "dead";
+  public static final String UNREGISTERED = "unregistered";
+  public static final String UNKNOWN = "unknown";
+
+  /** One daemon's line. {@code pluginReachable} is null for the NameNode. */
+  public record DaemonStatus(DaemonState daemon, boolean alive, String nameNodeView, Boolean pluginReachable) {
+    public boolean healthy() {
+      if (!alive) {
+        return false;
+      }
+      if (daemon.isNameNode()) {
+        return UP.equals(nameNodeView);
+      }
+      return LIVE.equals(nameNodeView) && Boolean.TRUE.equals(pluginReachable);
+    }
+  }
+
+  public StatusReport {
+    daemons = List.copyOf(daemons);
+  }
+
+  public boolean healthy() {
+    return !daemons.isEmpty() && daemons.stream().allMatch(DaemonStatus::healthy);
+  }
+
+  public String format() {
+    StringBuilder b = new StringBuilder();
+    b.append("cluster ").append(dir).append(" (").append(phase).append("), fs.defaultFS ").append(fsDefaultFs)
+        .append(", safe mode ").append(safeMode).append('\n');
+    b.append(String.format("%-6s %-8s %-6s %-13s %-7s %-7s %s%n", "daemon", "pid", "alive", "at namenode",
+        "plugin", "health", "ports"));
+    for (DaemonStatus s : daemons) {
+      DaemonState d = s.daemon();
+      b.append(String.format("%-6s %-8s %-6s %-13s %-7s %-7s %s%n", d.name(), d.pid() > 0 ? d.pid() : "-",
+          s.alive() ? "yes" : "no", s.nameNodeView(),
+          s.pluginReachable() == null ? "-" : s.pluginReachable() ? "yes" : "no",
+          s.healthy() ? "ok" : "BAD", d.describePorts()));
+    }
+    b.append(healthy() ? "healthy" : "NOT healthy").append('\n');
+    return b.toString();
+  }
+}
