@@ -15,6 +15,7 @@ import org.hdfsrdma.protocol.HadoopTransportConf;
 import org.hdfsrdma.protocol.RdmaPorts;
 import org.hdfsrdma.transport.Transport;
 import org.hdfsrdma.transport.TransportConf;
+import org.hdfsrdma.transport.select.HrdmaConnector;
 import org.hdfsrdma.transport.select.HrdmaServer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -31,7 +32,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Requests go to a {@link RequestDispatcher}: INFO is answered on the I/O
  * thread, block reads run on a small bounded executor of this plugin
- * ({@value ReadSettings#THREADS_KEY} threads, see {@link BlockReadTask}).
+ * ({@value ReadSettings#THREADS_KEY} threads, see {@link BlockReadTask}),
+ * block writes on another ({@value #WRITE_THREADS_KEY} threads, see
+ * {@link BlockWriteTask}); a write forwarded downstream connects to the next
+ * DataNode's plugin with an {@link HrdmaConnector} of this plugin.
  *
  * <p>Nothing here can stop the DataNode: a failure to start is logged once
  * and the stock data path keeps serving. {@link #stop} is idempotent and
@@ -47,6 +51,13 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   public static final String BIND_HOST_KEY = "hrdma.datanode.bind-host";
   public static final String BIND_HOST_DEFAULT = "";
 
+  /** Threads that set up pipelines and write received packets to disk (per plugin). */
+  public static final String WRITE_THREADS_KEY = "hrdma.datanode.write.threads";
+  public static final int WRITE_THREADS_DEFAULT = 8;
+  /** How long a write's setup waits for the downstream DataNode's WRITE_RESPONSE. */
+  public static final String WRITE_SETUP_TIMEOUT_KEY = "hrdma.datanode.write.setup-timeout-ms";
+  public static final long WRITE_SETUP_TIMEOUT_DEFAULT = 30_000;
+
   private static final long POLL_MS = 50;
   /** Plugins started in this JVM and not yet stopped, for status and tests. */
   private static final List<RdmaDataNodePlugin> RUNNING = new CopyOnWriteArrayList<>();
@@ -59,6 +70,9 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   private Thread starter;           // guarded by lock
   private HrdmaServer server;       // guarded by lock
   private ThreadPoolExecutor readExecutor; // guarded by lock
+  private ThreadPoolExecutor writeExecutor; // guarded by lock
+  private HrdmaConnector connector;         // guarded by lock; created on the first forwarded write
+  private TransportConf tconf;              // set before SERVING
   private RequestDispatcher dispatcher;    // guarded by lock
   private volatile State state = State.NEW;
   private volatile String failure;
@@ -113,13 +127,24 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
       fail("hrdma datanode plugin: bad configuration, not serving: " + e.getMessage(), null);
       return;
     }
-    ThreadPoolExecutor executor = newReadExecutor(settings, dn.xferPort());
-    RequestDispatcher d = new RequestDispatcher(dn, settings, executor);
+    int writeThreads = conf.getInt(WRITE_THREADS_KEY, WRITE_THREADS_DEFAULT);
+    long setupTimeoutMs = conf.getLong(WRITE_SETUP_TIMEOUT_KEY, WRITE_SETUP_TIMEOUT_DEFAULT);
+    if (writeThreads < 1 || setupTimeoutMs < 1) {
+      fail("hrdma datanode plugin: bad configuration, not serving: " + WRITE_THREADS_KEY + "=" + writeThreads
+          + ", " + WRITE_SETUP_TIMEOUT_KEY + "=" + setupTimeoutMs, null);
+      return;
+    }
+    this.tconf = tconf;
+    ThreadPoolExecutor executor = newExecutor(settings.threads(), "hrdma-dn-read-" + dn.xferPort() + "-");
+    ThreadPoolExecutor wexecutor = newExecutor(writeThreads, "hrdma-dn-write-" + dn.xferPort() + "-");
+    RequestDispatcher d = new RequestDispatcher(dn, settings, executor, wexecutor, this::connector,
+        setupTimeoutMs);
     HrdmaServer s;
     try {
       s = HrdmaServer.start(tconf, d, bindHost, port);
     } catch (Exception | LinkageError e) {
       executor.shutdownNow();
+      wexecutor.shutdownNow();
       fail("hrdma datanode plugin: cannot listen on " + bindHost + ":" + port + ": " + e
           + "; not serving, the stock data path is unaffected", null);
       return;
@@ -128,10 +153,12 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
       if (state != State.WAITING) { // stopped meanwhile
         s.close();
         executor.shutdownNow();
+        wexecutor.shutdownNow();
         return;
       }
       server = s;
       readExecutor = executor;
+      writeExecutor = wexecutor;
       dispatcher = d;
       state = State.SERVING;
     }
@@ -155,15 +182,29 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     return HadoopTransportConf.of(conf);
   }
 
+  /** The connector for forwarding writes downstream (the client's code path), made on first use. */
+  private HrdmaConnector connector() {
+    synchronized (lock) {
+      if (state != State.SERVING) {
+        throw new IllegalStateException("the plugin is not serving (" + state + ")");
+      }
+      if (connector == null) {
+        connector = new HrdmaConnector(tconf);
+      }
+      return connector;
+    }
+  }
+
   /**
-   * The read executor: a fixed number of daemon threads and a bounded queue
-   * (a full queue refuses the read with an ERROR; it never blocks an I/O thread).
+   * A read or write executor: a fixed number of daemon threads and a bounded
+   * queue (a full queue refuses the request with an error; it never blocks an
+   * I/O thread).
    */
-  private static ThreadPoolExecutor newReadExecutor(ReadSettings settings, int xferPort) {
+  private static ThreadPoolExecutor newExecutor(int threads, String prefix) {
     AtomicInteger n = new AtomicInteger();
-    ThreadPoolExecutor e = new ThreadPoolExecutor(settings.threads(), settings.threads(), 30,
+    ThreadPoolExecutor e = new ThreadPoolExecutor(threads, threads, 30,
         TimeUnit.SECONDS, new ArrayBlockingQueue<>(1024), r -> {
-          Thread t = new Thread(r, "hrdma-dn-read-" + xferPort + "-" + n.incrementAndGet());
+          Thread t = new Thread(r, prefix + n.incrementAndGet());
           t.setDaemon(true);
           return t;
         });
@@ -186,6 +227,8 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     Thread t;
     HrdmaServer s;
     ThreadPoolExecutor ex;
+    ThreadPoolExecutor wex;
+    HrdmaConnector conn;
     synchronized (lock) {
       if (state == State.STOPPED) {
         return;
@@ -194,9 +237,13 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
       t = starter;
       s = server;
       ex = readExecutor;
+      wex = writeExecutor;
+      conn = connector;
       starter = null;
       server = null;
       readExecutor = null;
+      writeExecutor = null;
+      connector = null;
       dispatcher = null;
     }
     RUNNING.remove(this);
@@ -215,15 +262,20 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
       s.close();
       LOG.info("hrdma datanode plugin: stopped serving on {}", s.serviceAddress());
     }
-    if (ex != null) {
-      ex.shutdownNow();
-      try {
-        if (!ex.awaitTermination(10, TimeUnit.SECONDS)) {
-          LOG.warn("hrdma datanode plugin: read threads did not end within 10 s");
+    for (ThreadPoolExecutor e : new ThreadPoolExecutor[] {ex, wex}) {
+      if (e != null) {
+        e.shutdownNow();
+        try {
+          if (!e.awaitTermination(10, TimeUnit.SECONDS)) {
+            LOG.warn("hrdma datanode plugin: worker threads did not end within 10 s");
+          }
+        } catch (InterruptedException ie) {
+          Thread.currentThread().interrupt();
         }
-      } catch (InterruptedException ie) {
-        Thread.currentThread().interrupt();
       }
+    }
+    if (conn != null) {
+      conn.close();
     }
   }
 
@@ -260,7 +312,10 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     }
   }
 
-  /** Registered buffers the server's transports have handed out and not got back (leak checks). */
+  /**
+   * Registered buffers the server's transports, and those of the connector
+   * that forwards writes downstream, have handed out and not got back (leak checks).
+   */
   public long buffersOutstanding() {
     long n = 0;
     synchronized (lock) {
@@ -269,8 +324,20 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
           n += t.allocator().buffersOutstanding();
         }
       }
+      if (connector != null) {
+        for (Transport t : connector.transports().values()) {
+          n += t.allocator().buffersOutstanding();
+        }
+      }
     }
     return n;
+  }
+
+  /** Block writes open now (tests). */
+  public int openWrites() {
+    synchronized (lock) {
+      return dispatcher == null ? 0 : dispatcher.openWrites();
+    }
   }
 
   /** Client connections open now. */

@@ -18,6 +18,7 @@ import org.hdfsrdma.transport.Endpoint;
 import org.hdfsrdma.transport.EndpointHandler;
 import org.hdfsrdma.transport.RegisteredBuffer;
 import org.hdfsrdma.transport.TransportException;
+import org.hdfsrdma.transport.select.HrdmaConnector;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -27,8 +28,11 @@ import org.slf4j.LoggerFactory;
  * answered in place from memory; a READ_REQUEST becomes a
  * {@link BlockReadTask} (which owns the request's buffer until it is done)
  * queued on its connection and run on the plugin's read executor; a
- * READ_STATUS ends or cancels a read; anything else gets an ERROR naming
- * what was wrong, and the connection stays open.
+ * READ_STATUS ends or cancels a read; a WRITE_REQUEST becomes a
+ * {@link BlockWriteTask} run on the plugin's write executor, and the
+ * DATA_PACKETs that follow with its request id go to it (packets of writes
+ * that ended are dropped); anything else gets an ERROR naming what was
+ * wrong, and the connection stays open.
  *
  * <p>A connection's reads are served one after the other, in arrival order,
  * so a client's read-ahead requests queue up behind the current one and the
@@ -40,12 +44,19 @@ final class RequestDispatcher implements EndpointHandler {
   private final DataNodeAccess dn;
   private final ReadSettings settings;
   private final ExecutorService executor;
+  private final ExecutorService writeExecutor;
+  private final java.util.function.Supplier<HrdmaConnector> connector;
+  private final long setupTimeoutMs;
   private final ConcurrentHashMap<Endpoint, Conn> conns = new ConcurrentHashMap<>();
 
-  RequestDispatcher(DataNodeAccess dn, ReadSettings settings, ExecutorService executor) {
+  RequestDispatcher(DataNodeAccess dn, ReadSettings settings, ExecutorService executor,
+      ExecutorService writeExecutor, java.util.function.Supplier<HrdmaConnector> connector, long setupTimeoutMs) {
     this.dn = dn;
     this.settings = settings;
     this.executor = executor;
+    this.writeExecutor = writeExecutor;
+    this.connector = connector;
+    this.setupTimeoutMs = setupTimeoutMs;
   }
 
   /** Connections open now. */
@@ -99,6 +110,17 @@ final class RequestDispatcher implements EndpointHandler {
         }
       }
       case READ_REQUEST -> conn(ep).submit(new BlockReadTask(this, ep, m));
+      case WRITE_REQUEST -> conn(ep).startWrite(new BlockWriteTask(this, ep, m));
+      case DATA_PACKET -> {
+        BlockWriteTask w = conn(ep).write(m.requestId());
+        if (w == null) {
+          m.release(); // a write that ended (its error ack told the client)
+          LOG.debug("hrdma datanode: DATA_PACKET for no open write (request {}) from {}", m.requestId(),
+              ep.remoteAddress());
+        } else {
+          w.onPacket(m);
+        }
+      }
       case READ_STATUS -> {
         Status s;
         try {
@@ -147,6 +169,30 @@ final class RequestDispatcher implements EndpointHandler {
     return executor;
   }
 
+  ExecutorService writeExecutor() {
+    return writeExecutor;
+  }
+
+  HrdmaConnector connector() {
+    return connector.get();
+  }
+
+  long setupTimeoutMs() {
+    return setupTimeoutMs;
+  }
+
+  void writeDone(Endpoint ep, BlockWriteTask t) {
+    Conn c = conns.get(ep);
+    if (c != null) {
+      c.writes.remove(t.requestId(), t);
+    }
+  }
+
+  /** Writes open on all connections (tests). */
+  int openWrites() {
+    return conns.values().stream().mapToInt(c -> c.writes.size()).sum();
+  }
+
   void done(Endpoint ep, BlockReadTask t) {
     Conn c = conns.get(ep);
     if (c != null) {
@@ -161,6 +207,7 @@ final class RequestDispatcher implements EndpointHandler {
     private final ArrayDeque<BlockReadTask> queue = new ArrayDeque<>(); // guarded by this
     private BlockReadTask active;  // guarded by this
     private boolean closed;        // guarded by this
+    final ConcurrentHashMap<Long, BlockWriteTask> writes = new ConcurrentHashMap<>();
 
     Conn(Endpoint ep, int maxQueued) {
       this.ep = ep;
@@ -181,6 +228,28 @@ final class RequestDispatcher implements EndpointHandler {
       }
     }
 
+    void startWrite(BlockWriteTask t) {
+      synchronized (this) {
+        if (!closed && writes.putIfAbsent(t.requestId(), t) == null) {
+          t.start();
+          return;
+        }
+      }
+      if (closed) {
+        t.abort();
+        t.start();
+      } else {
+        sendError(ep, t.requestId(), Status.ERROR_INVALID, "a write with request id " + t.requestId()
+            + " is already open on this connection");
+        t.abort();
+        t.start();
+      }
+    }
+
+    BlockWriteTask write(long id) {
+      return writes.get(id);
+    }
+
     synchronized void done(BlockReadTask t) {
       if (active == t) {
         active = null;
@@ -197,9 +266,17 @@ final class RequestDispatcher implements EndpointHandler {
       }
     }
 
-    /** The client's READ_STATUS: SUCCESS/CHECKSUM_OK end a read normally, anything else cancels it. */
+    /**
+     * The client's READ_STATUS: SUCCESS/CHECKSUM_OK end a read normally, anything
+     * else cancels it; for an open write, a non-success status abandons it.
+     */
     synchronized void status(long id, Status s) {
       if (s == Status.SUCCESS || s == Status.CHECKSUM_OK) {
+        return;
+      }
+      BlockWriteTask w = writes.get(id);
+      if (w != null) { // the client gives up a write
+        w.abort();
         return;
       }
       if (s == Status.ERROR_CHECKSUM) {
@@ -221,6 +298,9 @@ final class RequestDispatcher implements EndpointHandler {
 
     synchronized void close() {
       closed = true;
+      for (BlockWriteTask w : writes.values()) {
+        w.abort();
+      }
       for (BlockReadTask t : queue) {
         t.abandon();
       }

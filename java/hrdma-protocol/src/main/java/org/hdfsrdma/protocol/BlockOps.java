@@ -1,12 +1,21 @@
 package org.hdfsrdma.protocol;
 
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.hadoop.fs.StorageType;
+import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.apache.hadoop.hdfs.protocol.datatransfer.PipelineAck;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BaseHeaderProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ChecksumProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ClientOperationHeaderProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ClientReadStatusProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpReadBlockProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpWriteBlockProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpWriteBlockProto.BlockConstructionStage;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PacketHeaderProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PipelineAckProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ReadOpChecksumInfoProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
 import org.apache.hadoop.hdfs.protocolPB.PBHelperClient;
@@ -14,7 +23,7 @@ import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
 import org.apache.hadoop.security.token.Token;
 import org.apache.hadoop.util.DataChecksum;
 
-/** Builders for the HDFS messages the read path carries, filled as the stock client and DataNode fill them. */
+/** Builders for the HDFS messages the read and write paths carry, filled as the stock client and DataNode fill them. */
 public final class BlockOps {
   /** Longest error message sent; longer ones are cut. */
   public static final int MAX_ERROR_CHARS = 4096;
@@ -73,5 +82,189 @@ public final class BlockOps {
   public static Token<BlockTokenIdentifier> token(OpReadBlockProto op) {
     BaseHeaderProto base = op.getHeader().getBaseHeader();
     return base.hasToken() ? PBHelperClient.convert(base.getToken()) : null;
+  }
+
+  // ------------------------------------------------------------------ write
+
+  /**
+   * The WRITE_REQUEST a client sends to the first DataNode of a new block's
+   * pipeline, filled as the stock {@code Sender.writeBlock} fills it for
+   * PIPELINE_SETUP_CREATE: {@code nodes}, {@code storageTypes} and
+   * {@code storageIds} are the whole pipeline from {@code addBlock}; the
+   * message names the first node's storage in {@code storageType}/{@code storageId}
+   * and the rest in {@code targets}/{@code targetStorageTypes}/{@code targetStorageIds}.
+   */
+  public static OpWriteBlockProto writeBlock(ExtendedBlock block, Token<BlockTokenIdentifier> token,
+      String clientName, DatanodeInfo[] nodes, StorageType[] storageTypes, String[] storageIds,
+      DataChecksum checksum) {
+    if (nodes.length == 0) {
+      throw new IllegalArgumentException("a write pipeline needs at least one DataNode");
+    }
+    BaseHeaderProto.Builder base = BaseHeaderProto.newBuilder().setBlock(PBHelperClient.convert(block));
+    if (token != null) {
+      base.setToken(PBHelperClient.convert(token));
+    }
+    OpWriteBlockProto.Builder b = OpWriteBlockProto.newBuilder()
+        .setHeader(ClientOperationHeaderProto.newBuilder().setBaseHeader(base).setClientName(clientName))
+        .addAllTargets(PBHelperClient.convert(nodes, 1))
+        .setStage(BlockConstructionStage.PIPELINE_SETUP_CREATE)
+        .setPipelineSize(nodes.length)
+        .setMinBytesRcvd(block.getNumBytes())
+        .setMaxBytesRcvd(0)
+        .setLatestGenerationStamp(block.getGenerationStamp())
+        .setRequestedChecksum(ChecksumProto.newBuilder()
+            .setType(PBHelperClient.convert(checksum.getChecksumType()))
+            .setBytesPerChecksum(checksum.getBytesPerChecksum()));
+    if (storageTypes != null && storageTypes.length > 0) {
+      b.setStorageType(PBHelperClient.convertStorageType(storageTypes[0]));
+      b.addAllTargetStorageTypes(PBHelperClient.convertStorageTypes(storageTypes, 1));
+    }
+    if (storageIds != null && storageIds.length > 0) {
+      b.setStorageId(storageIds[0]);
+      for (int i = 1; i < storageIds.length; i++) {
+        b.addTargetStorageIds(storageIds[i]);
+      }
+    }
+    return b.build();
+  }
+
+  /**
+   * What a DataNode forwards to the next one (as the stock DataXceiver does):
+   * the same request with the first downstream target as the receiver
+   * (its storage type and id move to {@code storageType}/{@code storageId}).
+   *
+   * @throws IllegalArgumentException the request has no downstream target
+   */
+  public static OpWriteBlockProto forwardWriteBlock(OpWriteBlockProto op) {
+    if (op.getTargetsCount() == 0) {
+      throw new IllegalArgumentException("no downstream target to forward to");
+    }
+    OpWriteBlockProto.Builder b = op.toBuilder()
+        .clearTargets().addAllTargets(op.getTargetsList().subList(1, op.getTargetsCount()))
+        .clearTargetStorageTypes().clearTargetStorageIds().clearStorageId();
+    if (op.getTargetStorageTypesCount() > 0) {
+      b.setStorageType(op.getTargetStorageTypes(0));
+      b.addAllTargetStorageTypes(op.getTargetStorageTypesList().subList(1, op.getTargetStorageTypesCount()));
+    } else {
+      b.clearStorageType();
+    }
+    if (op.getTargetStorageIdsCount() > 0) {
+      b.setStorageId(op.getTargetStorageIds(0));
+      b.addAllTargetStorageIds(op.getTargetStorageIdsList().subList(1, op.getTargetStorageIdsCount()));
+    }
+    return b.build();
+  }
+
+  /** The block a write request names. */
+  public static ExtendedBlock block(OpWriteBlockProto op) {
+    return PBHelperClient.convert(op.getHeader().getBaseHeader().getBlock());
+  }
+
+  /** The token a write request carries, or null. */
+  public static Token<BlockTokenIdentifier> token(OpWriteBlockProto op) {
+    BaseHeaderProto base = op.getHeader().getBaseHeader();
+    return base.hasToken() ? PBHelperClient.convert(base.getToken()) : null;
+  }
+
+  /** The downstream DataNodes of a write request, in pipeline order. */
+  public static DatanodeInfo[] targets(OpWriteBlockProto op) {
+    return PBHelperClient.convert(op.getTargetsList());
+  }
+
+  /** The receiver's storage type (DISK when not named, as the proto's default). */
+  public static StorageType storageType(OpWriteBlockProto op) {
+    return PBHelperClient.convertStorageType(op.getStorageType());
+  }
+
+  /** The receiver's storage id, or null when the request names none (old clients). */
+  public static String storageId(OpWriteBlockProto op) {
+    return op.hasStorageId() && !op.getStorageId().isEmpty() ? op.getStorageId() : null;
+  }
+
+  /**
+   * The storage types of the whole pipeline from the receiver on (receiver
+   * first), as the stock DataXceiver passes them to the token check.
+   */
+  public static StorageType[] pipelineStorageTypes(OpWriteBlockProto op) {
+    StorageType[] t = new StorageType[op.getTargetStorageTypesCount() + 1];
+    t[0] = storageType(op);
+    for (int i = 0; i < op.getTargetStorageTypesCount(); i++) {
+      t[i + 1] = PBHelperClient.convertStorageType(op.getTargetStorageTypes(i));
+    }
+    return t;
+  }
+
+  /**
+   * The storage ids of the pipeline from the receiver on, for the token check:
+   * empty when the request names no target storage ids (as stock, for old clients).
+   */
+  public static String[] pipelineStorageIds(OpWriteBlockProto op) {
+    int n = op.getTargetStorageIdsCount();
+    if (n == 0) {
+      return new String[0];
+    }
+    String[] ids = new String[n + 1];
+    ids[0] = op.getStorageId();
+    for (int i = 0; i < n; i++) {
+      ids[i + 1] = op.getTargetStorageIds(i);
+    }
+    return ids;
+  }
+
+  /** The checksum a write request asks for. */
+  public static DataChecksum requestedChecksum(OpWriteBlockProto op) {
+    ChecksumProto c = op.getRequestedChecksum();
+    return DataChecksum.newDataChecksum(PBHelperClient.convert(c.getType()), c.getBytesPerChecksum());
+  }
+
+  /** The WRITE_RESPONSE header: {@code status} and, as stock, {@code firstBadLink} ("" when none). */
+  public static BlockOpResponseProto writeResponse(Status status, String firstBadLink, String message) {
+    BlockOpResponseProto.Builder b = BlockOpResponseProto.newBuilder().setStatus(status)
+        .setFirstBadLink(firstBadLink == null ? "" : firstBadLink);
+    if (message != null) {
+      b.setMessage(message.length() > MAX_ERROR_CHARS ? message.substring(0, MAX_ERROR_CHARS) + "..." : message);
+    }
+    return b.build();
+  }
+
+  /** A write packet's header (stock PacketHeaderProto). */
+  public static PacketHeaderProto packetHeader(long seqno, long offsetInBlock, boolean last, int dataLen,
+      boolean syncBlock) {
+    PacketHeaderProto.Builder b = PacketHeaderProto.newBuilder()
+        .setOffsetInBlock(offsetInBlock)
+        .setSeqno(seqno)
+        .setLastPacketInBlock(last)
+        .setDataLen(dataLen);
+    if (syncBlock) {
+      b.setSyncBlock(true);
+    }
+    return b.build();
+  }
+
+  /**
+   * A PIPELINE_ACK header: one status per DataNode from the sender on, in
+   * pipeline order, both as the {@code reply} list and as the {@code flag}
+   * headers newer stock readers look at (ECN disabled).
+   */
+  public static PipelineAckProto pipelineAck(long seqno, List<Status> replies) {
+    PipelineAckProto.Builder b = PipelineAckProto.newBuilder().setSeqno(seqno).setDownstreamAckTimeNanos(0);
+    for (Status s : replies) {
+      b.addReply(s);
+      b.addFlag(PipelineAck.combineHeader(PipelineAck.ECN.DISABLED, s));
+    }
+    return b.build();
+  }
+
+  /** The statuses of an ack in pipeline order: from the flags when present (as stock), else the replies. */
+  public static List<Status> ackStatuses(PipelineAckProto ack) {
+    List<Status> out = new ArrayList<>();
+    if (ack.getFlagCount() > 0) {
+      for (int f : ack.getFlagList()) {
+        out.add(PipelineAck.getStatusFromHeader(f));
+      }
+    } else {
+      out.addAll(ack.getReplyList());
+    }
+    return out;
   }
 }

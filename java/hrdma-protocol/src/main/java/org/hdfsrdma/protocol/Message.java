@@ -5,7 +5,9 @@ import java.nio.ByteBuffer;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ClientReadStatusProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpReadBlockProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpWriteBlockProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PacketHeaderProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PipelineAckProto;
 import org.hdfsrdma.transport.RegisteredBuffer;
 
 /**
@@ -72,6 +74,18 @@ public final class Message {
 
   public ClientReadStatusProto readStatus() throws ProtocolException {
     return header(MessageKind.READ_STATUS, ClientReadStatusProto.class);
+  }
+
+  public OpWriteBlockProto writeRequest() throws ProtocolException {
+    return header(MessageKind.WRITE_REQUEST, OpWriteBlockProto.class);
+  }
+
+  public BlockOpResponseProto writeResponse() throws ProtocolException {
+    return header(MessageKind.WRITE_RESPONSE, BlockOpResponseProto.class);
+  }
+
+  public PipelineAckProto pipelineAck() throws ProtocolException {
+    return header(MessageKind.PIPELINE_ACK, PipelineAckProto.class);
   }
 
   public BlockOpResponseProto error() throws ProtocolException {

@@ -7,7 +7,9 @@ import java.nio.ByteOrder;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ClientReadStatusProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpReadBlockProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpWriteBlockProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PacketHeaderProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PipelineAckProto;
 import org.apache.hadoop.thirdparty.protobuf.CodedInputStream;
 import org.apache.hadoop.thirdparty.protobuf.CodedOutputStream;
 import org.apache.hadoop.thirdparty.protobuf.InvalidProtocolBufferException;
@@ -232,7 +234,9 @@ public final class MessageCodec {
       }
       case INFO_REPLY -> InfoReply.parse(CodedInputStream.newInstance(header));
       case READ_REQUEST -> parse(kind, OpReadBlockProto.parser(), header);
-      case READ_RESPONSE, ERROR -> parse(kind, BlockOpResponseProto.parser(), header);
+      case READ_RESPONSE, WRITE_RESPONSE, ERROR -> parse(kind, BlockOpResponseProto.parser(), header);
+      case WRITE_REQUEST -> parse(kind, OpWriteBlockProto.parser(), header);
+      case PIPELINE_ACK -> parse(kind, PipelineAckProto.parser(), header);
       case DATA_PACKET -> parse(kind, PacketHeaderProto.parser(), header);
       case READ_STATUS -> parse(kind, ClientReadStatusProto.parser(), header);
       default -> throw new ProtocolException(kind + " has no decoder");

@@ -19,12 +19,17 @@ public enum MessageKind {
   READ_STATUS(0x13, true),
   /** Header: {@code BlockOpResponseProto}, status not SUCCESS, with a message. */
   ERROR(0x7f, true),
-  /** Reserved for the write path (header {@code OpWriteBlockProto}); not implemented yet. */
-  WRITE_REQUEST(0x20, false),
-  /** Reserved for the write path (header {@code BlockOpResponseProto}); not implemented yet. */
-  WRITE_RESPONSE(0x21, false),
-  /** Reserved for the write path (header {@code PipelineAckProto}); not implemented yet. */
-  PIPELINE_ACK(0x22, false);
+  /**
+   * Opens a block write (pipeline setup). Header: {@code OpWriteBlockProto} as
+   * the stock client fills it: {@code targets} are the DataNodes downstream of
+   * the receiver, {@code storageType}/{@code storageId} the receiver's own.
+   * DATA_PACKETs with the same request id follow (payload: checksums, then data).
+   */
+  WRITE_REQUEST(0x20, true),
+  /** Header: {@code BlockOpResponseProto}: the pipeline is set up, or not ({@code firstBadLink}). */
+  WRITE_RESPONSE(0x21, true),
+  /** Header: {@code PipelineAckProto}: a packet's seqno and one status per DataNode, in pipeline order. */
+  PIPELINE_ACK(0x22, true);
 
   private static final MessageKind[] BY_CODE = new MessageKind[256];
 

@@ -9,7 +9,12 @@ import java.net.ProtocolException;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.function.Consumer;
+import org.apache.hadoop.fs.StorageType;
+import org.apache.hadoop.hdfs.protocol.DatanodeID;
+import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpWriteBlockProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PipelineAckProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpReadBlockProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PacketHeaderProto;
@@ -155,7 +160,10 @@ class MessageCodecTest {
     assertTrue(big.getMessage().contains("exceeds"), big.getMessage());
     assertTrue(bad(fixed(1, 0x10, 0, 0xffffffffL, 1, 0)).getMessage().contains("exceeds"),
         "headerLen as unsigned u32");
-    assertTrue(bad(fixed(1, MessageKind.WRITE_REQUEST.code(), 0, 0, 1, 0)).getMessage().contains("reserved"));
+    assertTrue(bad(fixed(1, MessageKind.WRITE_REQUEST.code(), 0, 0, 1, 0)).getMessage()
+        .contains("not a valid WRITE_REQUEST"));
+    assertTrue(bad(fixed(1, MessageKind.PIPELINE_ACK.code(), 0, 0, 1, 0)).getMessage()
+        .contains("not a valid PIPELINE_ACK"));
     // a READ_REQUEST with an empty header misses its required fields
     assertTrue(bad(fixed(1, 0x10, 0, 0, 1, 0)).getMessage().contains("not a valid READ_REQUEST"));
     byte[] garbage = fixed(1, 0x12, 0, 4, 1, 4);
@@ -188,9 +196,125 @@ class MessageCodecTest {
   void encodeRefusesOversizedHeadersAndReservedKinds() {
     InfoReply huge = new InfoReply("u".repeat(70_000), 1, List.of());
     assertThrows(IllegalArgumentException.class, () -> MessageCodec.encodeInfoReply(pool, 1, huge));
-    assertThrows(IllegalArgumentException.class,
-        () -> MessageCodec.encode(pool, MessageKind.PIPELINE_ACK, 1, null, null));
+    for (MessageKind k : MessageKind.values()) {
+      assertTrue(k.implemented(), k + " has a codec");
+    }
     assertNull(MessageKind.of(0x55));
     assertEquals(MessageKind.ERROR, MessageKind.of(0x7f));
+  }
+
+  private static DatanodeInfo dn(int i) {
+    return new DatanodeInfo.DatanodeInfoBuilder().setNodeID(new DatanodeID("10.0.0." + i, "host" + i,
+        "uuid-" + i, 9866 + i, 9864, 9865, 9867)).build();
+  }
+
+  @Test
+  void writeRequestRoundTripAndForwarding() throws Exception {
+    ExtendedBlock block = new ExtendedBlock("BP-7", 1073741826L, 0, 1002);
+    Token<BlockTokenIdentifier> token = new Token<>(new byte[] {9}, new byte[] {8, 7},
+        new Text("HDFS_BLOCK_TOKEN"), new Text("svc"));
+    DatanodeInfo[] nodes = {dn(1), dn(2), dn(3)};
+    StorageType[] types = {StorageType.DISK, StorageType.SSD, StorageType.ARCHIVE};
+    String[] ids = {"DS-1", "DS-2", "DS-3"};
+    DataChecksum sum = DataChecksum.newDataChecksum(DataChecksum.Type.CRC32C, 512);
+    OpWriteBlockProto op = BlockOps.writeBlock(block, token, "client-w", nodes, types, ids, sum);
+    decodeAndRelease(MessageCodec.encode(pool, MessageKind.WRITE_REQUEST, 11, op, null), d -> {
+      try {
+        OpWriteBlockProto w = d.writeRequest();
+        assertEquals(op, w);
+        assertEquals(block, BlockOps.block(w));
+        assertEquals(token, BlockOps.token(w));
+        assertEquals(OpWriteBlockProto.BlockConstructionStage.PIPELINE_SETUP_CREATE, w.getStage());
+        assertEquals(3, w.getPipelineSize());
+        assertEquals(1002, w.getLatestGenerationStamp());
+        assertEquals(0, w.getMinBytesRcvd());
+        assertEquals(0, w.getMaxBytesRcvd());
+        assertEquals(sum, BlockOps.requestedChecksum(w));
+        assertEquals(2, BlockOps.targets(w).length);
+        assertEquals("uuid-2", BlockOps.targets(w)[0].getDatanodeUuid());
+        assertEquals(StorageType.DISK, BlockOps.storageType(w));
+        assertEquals("DS-1", BlockOps.storageId(w));
+        assertEquals(List.of(types), List.of(BlockOps.pipelineStorageTypes(w)));
+        assertEquals(List.of(ids), List.of(BlockOps.pipelineStorageIds(w)));
+      } catch (ProtocolException e) {
+        throw new AssertionError(e);
+      }
+    });
+    OpWriteBlockProto second = BlockOps.forwardWriteBlock(op);
+    assertEquals(1, second.getTargetsCount());
+    assertEquals("uuid-3", BlockOps.targets(second)[0].getDatanodeUuid());
+    assertEquals(StorageType.SSD, BlockOps.storageType(second));
+    assertEquals("DS-2", BlockOps.storageId(second));
+    assertEquals(List.of(StorageType.SSD, StorageType.ARCHIVE), List.of(BlockOps.pipelineStorageTypes(second)));
+    assertEquals(List.of("DS-2", "DS-3"), List.of(BlockOps.pipelineStorageIds(second)));
+    OpWriteBlockProto third = BlockOps.forwardWriteBlock(second);
+    assertEquals(0, third.getTargetsCount());
+    assertEquals("DS-3", BlockOps.storageId(third));
+    assertEquals(StorageType.ARCHIVE, BlockOps.storageType(third));
+    assertEquals(0, BlockOps.pipelineStorageIds(third).length);
+    assertEquals(op.getHeader(), third.getHeader());
+    assertThrows(IllegalArgumentException.class, () -> BlockOps.forwardWriteBlock(third));
+  }
+
+  @Test
+  void writeResponsePacketAndAckRoundTrip() throws Exception {
+    BlockOpResponseProto ok = BlockOps.writeResponse(Status.SUCCESS, "", null);
+    decodeAndRelease(MessageCodec.encode(pool, MessageKind.WRITE_RESPONSE, 3, ok, null), d -> {
+      try {
+        assertEquals(Status.SUCCESS, d.writeResponse().getStatus());
+        assertEquals("", d.writeResponse().getFirstBadLink());
+      } catch (ProtocolException e) {
+        throw new AssertionError(e);
+      }
+    });
+    BlockOpResponseProto bad = BlockOps.writeResponse(Status.ERROR, "10.0.0.2:9868", "x".repeat(5000));
+    decodeAndRelease(MessageCodec.encode(pool, MessageKind.WRITE_RESPONSE, 3, bad, null), d -> {
+      try {
+        assertEquals(Status.ERROR, d.writeResponse().getStatus());
+        assertEquals("10.0.0.2:9868", d.writeResponse().getFirstBadLink());
+        assertTrue(d.writeResponse().getMessage().length() <= BlockOps.MAX_ERROR_CHARS + 3);
+      } catch (ProtocolException e) {
+        throw new AssertionError(e);
+      }
+    });
+    // a write packet: checksums then data, syncBlock carried
+    PacketHeaderProto h = BlockOps.packetHeader(7, 65536, false, 513, true);
+    ByteBuffer body = ByteBuffer.allocate(8 + 513);
+    body.putInt(0x01020304).putInt(0x05060708).position(body.capacity());
+    decodeAndRelease(MessageCodec.encode(pool, MessageKind.DATA_PACKET, 3, h, body.flip()), d -> {
+      try {
+        PacketHeaderProto p = d.packetHeader();
+        assertEquals(7, p.getSeqno());
+        assertEquals(65536, p.getOffsetInBlock());
+        assertEquals(513, p.getDataLen());
+        assertTrue(p.getSyncBlock());
+        assertEquals(8 + 513, d.payload().remaining());
+        assertEquals(0x01020304, d.payload().getInt(0));
+      } catch (ProtocolException e) {
+        throw new AssertionError(e);
+      }
+    });
+    PipelineAckProto ack = BlockOps.pipelineAck(7, List.of(Status.SUCCESS, Status.ERROR_CHECKSUM, Status.SUCCESS));
+    decodeAndRelease(MessageCodec.encode(pool, MessageKind.PIPELINE_ACK, 3, ack, null), d -> {
+      try {
+        PipelineAckProto a = d.pipelineAck();
+        assertEquals(7, a.getSeqno());
+        assertEquals(List.of(Status.SUCCESS, Status.ERROR_CHECKSUM, Status.SUCCESS), a.getReplyList());
+        assertEquals(List.of(Status.SUCCESS, Status.ERROR_CHECKSUM, Status.SUCCESS), BlockOps.ackStatuses(a));
+        // the stock reader of flags sees the same statuses
+        org.apache.hadoop.hdfs.protocol.datatransfer.PipelineAck stock =
+            new org.apache.hadoop.hdfs.protocol.datatransfer.PipelineAck();
+        java.io.ByteArrayOutputStream bo = new java.io.ByteArrayOutputStream();
+        a.writeDelimitedTo(bo);
+        stock.readFields(new java.io.ByteArrayInputStream(bo.toByteArray()));
+        assertEquals(Status.ERROR_CHECKSUM,
+            org.apache.hadoop.hdfs.protocol.datatransfer.PipelineAck.getStatusFromHeader(stock.getHeaderFlag(1)));
+        assertEquals(7, stock.getSeqno());
+      } catch (java.io.IOException e) {
+        throw new AssertionError(e);
+      }
+    });
+    assertEquals(List.of(Status.ERROR), BlockOps.ackStatuses(PipelineAckProto.newBuilder().setSeqno(1)
+        .addReply(Status.ERROR).build()));
   }
 }

@@ -193,6 +193,27 @@ public final class DataNodeAccess {
     return new RbwReplica(dataset().createRbw(storageType, storageId, block, allowLazyPersist));
   }
 
+  /**
+   * The xfer address ("ip:port") this DataNode registered with the block
+   * pool's NameNode: what the stock DataXceiver names as {@code firstBadLink}
+   * when it refuses a write's block token.
+   */
+  public String registeredXferAddr(String blockPoolId) throws IOException {
+    return dn.getDNRegistrationForBP(blockPoolId).getXferAddr();
+  }
+
+  /** {@code dfs.datanode.synconclose}: fsync block and .meta files (and the directory) when a block is finalized. */
+  public boolean syncOnClose() {
+    return dn.getConf().getBoolean(org.apache.hadoop.hdfs.DFSConfigKeys.DFS_DATANODE_SYNCONCLOSE_KEY,
+        org.apache.hadoop.hdfs.DFSConfigKeys.DFS_DATANODE_SYNCONCLOSE_DEFAULT);
+  }
+
+  /** The size reserved on the volume for a new replica whose length is unknown (stock: dfs.blocksize). */
+  public long estimatedBlockSize() {
+    return dn.getConf().getLongBytes(org.apache.hadoop.hdfs.DFSConfigKeys.DFS_BLOCK_SIZE_KEY,
+        org.apache.hadoop.hdfs.DFSConfigKeys.DFS_BLOCK_SIZE_DEFAULT);
+  }
+
   /** Moves a fully written replica to finalized (block.getNumBytes() is its length). */
   public void finalizeBlock(ExtendedBlock block, boolean fsyncDir) throws IOException {
     dataset().finalizeBlock(block, fsyncDir);
