@@ -1,0 +1,703 @@
+package org.hdfsrdma.client;
+
+import java.io.EOFException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import org.apache.hadoop.fs.ByteBufferPositionedReadable;
+import org.apache.hadoop.fs.ByteBufferReadable;
+import org.apache.hadoop.fs.CanUnbuffer;
+import org.apache.hadoop.fs.ChecksumException;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FSExceptionMessages;
+import org.apache.hadoop.fs.FSInputStream;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.StreamCapabilities;
+import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
+import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
+import org.apache.hadoop.hdfs.security.token.block.InvalidBlockTokenException;
+import org.apache.hadoop.util.StringUtils;
+
+/**
+ * An HDFS file read over hrdma: block locations from the NameNode (through
+ * the file system's DFSClient), block data from the DataNodes' plugins via
+ * {@link RdmaBlockReader}s.
+ *
+ * <p>Sequential reads keep one reader on the current block (which keeps its
+ * own requests in flight) and, once the current block's last request is out,
+ * open the next block's reader, so the stream never waits a round trip at a
+ * block boundary. Positional reads use their own one-shot readers and leave
+ * the stream's position and readers alone.
+ *
+ * <p>Replicas: same host first, then the NameNode's order. A replica whose
+ * data fails its checksum is skipped for this stream and, once the range has
+ * been read from another replica, reported to the NameNode; when every replica
+ * is bad the {@link ChecksumException} is the caller's. A DataNode that cannot
+ * be reached over hrdma is handed to the file system's fallback (logged and
+ * counted once) and its blocks come through the stock stream, seeked to the
+ * position.
+ *
+ * <p>One reading thread at a time (methods are synchronized).
+ */
+final class RdmaInputStream extends FSInputStream
+    implements ByteBufferReadable, ByteBufferPositionedReadable, CanUnbuffer, StreamCapabilities {
+  /** Sequential bytes from one reader before the next block's reader is opened ahead. */
+  private static final long SEQUENTIAL_EVIDENCE = 64 * 1024;
+
+  private final RdmaDistributedFileSystem fs;
+  private final Path path;
+  private final String src;
+  private final int bufferSize;
+  private final long prefetchBytes;
+  private final long fileLength;
+  private final FileSystem.Statistics statistics;
+  /** Known blocks by start offset. */
+  private final TreeMap<Long, LocatedBlock> blocks = new TreeMap<>();
+  /** Replicas found bad (checksum) by this stream, by block id: DataNode uuids. */
+  private final Map<Long, Set<String>> bad = new HashMap<>();
+  /** Replicas found bad and not reported yet (reported once another replica served the range). */
+  private final Map<Long, List<DatanodeInfo>> unreported = new HashMap<>();
+
+  private long pos;
+  private boolean closed;
+  private Source cur;
+  private Source next;
+  private FSDataInputStream stock;
+
+  /** Where one block's bytes come from: an hrdma reader, or (reader null) the stock stream. */
+  private static final class Source {
+    final LocatedBlock block;
+    final DatanodeInfo dn;
+    final RdmaBlockReader reader;
+    final long from;   // file offset the reader starts at
+    long consumed;
+
+    Source(LocatedBlock block, DatanodeInfo dn, RdmaBlockReader reader, long from) {
+      this.block = block;
+      this.dn = dn;
+      this.reader = reader;
+      this.from = from;
+    }
+
+    long end() {
+      return block.getStartOffset() + block.getBlockSize();
+    }
+
+    /** Whether this source's next byte is file offset {@code p}. */
+    boolean at(long p) {
+      return reader == null ? p >= block.getStartOffset() && p < end() : from + consumed == p && p < end();
+    }
+
+    void close() {
+      if (reader != null) {
+        reader.close();
+      }
+    }
+  }
+
+  /** Where read bytes go: a byte[] range or a ByteBuffer. */
+  private interface Sink {
+    int fromReader(RdmaBlockReader r, int max) throws IOException;
+
+    int fromStock(FSDataInputStream s, long position, int max) throws IOException;
+  }
+
+  RdmaInputStream(RdmaDistributedFileSystem fs, Path path, String src, int bufferSize, LocatedBlocks located,
+      FileSystem.Statistics statistics) {
+    this.fs = fs;
+    this.statistics = statistics;
+    this.path = path;
+    this.src = src;
+    this.bufferSize = bufferSize;
+    this.prefetchBytes = fs.getClient().getConf().getPrefetchSize();
+    this.fileLength = located.getFileLength();
+    for (LocatedBlock lb : located.getLocatedBlocks()) {
+      blocks.put(lb.getStartOffset(), lb);
+    }
+  }
+
+  // ---------------------------------------------------------------- blocks
+
+  private LocatedBlock blockAt(long offset) throws IOException {
+    Map.Entry<Long, LocatedBlock> e = blocks.floorEntry(offset);
+    if (e != null && offset < e.getKey() + e.getValue().getBlockSize()) {
+      return e.getValue();
+    }
+    fetch(offset);
+    e = blocks.floorEntry(offset);
+    if (e != null && offset < e.getKey() + e.getValue().getBlockSize()) {
+      return e.getValue();
+    }
+    throw new IOException("no block of " + src + " holds offset " + offset + " (file length " + fileLength + ")");
+  }
+
+  private void fetch(long offset) throws IOException {
+    LocatedBlocks lbs = fs.getClient().getLocatedBlocks(src, offset, prefetchBytes);
+    if (lbs == null) {
+      throw new IOException("the NameNode has no blocks for " + src);
+    }
+    for (LocatedBlock lb : lbs.getLocatedBlocks()) {
+      blocks.put(lb.getStartOffset(), lb);
+    }
+  }
+
+  /** Fresh locations and token for the block at {@code lb}'s offset. */
+  private LocatedBlock refetch(LocatedBlock lb) throws IOException {
+    blocks.remove(lb.getStartOffset());
+    fetch(lb.getStartOffset());
+    return blockAt(lb.getStartOffset());
+  }
+
+  /** The block's replicas in the order to try them: same host first, then the NameNode's. */
+  private List<DatanodeInfo> candidates(LocatedBlock lb) {
+    List<DatanodeInfo> local = new ArrayList<>();
+    List<DatanodeInfo> rest = new ArrayList<>();
+    for (DatanodeInfo dn : lb.getLocations()) {
+      (fs.isLocal(dn) ? local : rest).add(dn);
+    }
+    local.addAll(rest);
+    return local;
+  }
+
+  /**
+   * A source for {@code [offset, offset + len)} of the file, all inside block
+   * {@code lb}: an hrdma reader on the first usable replica, else the stock stream.
+   *
+   * @throws ChecksumException every replica was found bad by this stream
+   */
+  private Source open(LocatedBlock lb, long offset, long len, ChecksumException lastBad) throws IOException {
+    boolean refetched = false;
+    while (true) {
+      Set<String> badHere = bad.getOrDefault(lb.getBlock().getBlockId(), Set.of());
+      boolean anyNotBad = false;
+      InvalidBlockTokenException tokenProblem = null;
+      for (DatanodeInfo dn : candidates(lb)) {
+        if (badHere.contains(dn.getDatanodeUuid())) {
+          continue;
+        }
+        anyNotBad = true;
+        if (fs.onStockPath(dn)) {
+          continue;
+        }
+        try {
+          RdmaBlockReader r = fs.blockClient().open(lb, dn, offset - lb.getStartOffset(), len);
+          return new Source(lb, dn, r, offset);
+        } catch (InvalidBlockTokenException e) {
+          tokenProblem = e;
+        } catch (IOException e) {
+          fs.fallBack(dn, e);
+        } catch (IllegalArgumentException e) { // hrdma.datanode.port settings give no port for it
+          fs.fallBack(dn, new IOException(e.getMessage(), e));
+        }
+      }
+      if (tokenProblem != null && !refetched) {
+        lb = refetch(lb); // the token expired: a new one, and fresh locations
+        refetched = true;
+        continue;
+      }
+      if (!anyNotBad) {
+        if (!refetched) { // the NameNode may know of other replicas by now
+          lb = refetch(lb);
+          refetched = true;
+          continue;
+        }
+        throw lastBad != null ? lastBad
+            : new ChecksumException("every replica of " + lb.getBlock() + " failed its checksum", offset);
+      }
+      if (tokenProblem != null) {
+        throw tokenProblem;
+      }
+      return new Source(lb, null, null, offset); // stock path
+    }
+  }
+
+  /** {@code s}'s replica failed with {@code e}: skip it from now on. */
+  private void failed(Source s, IOException e) {
+    s.close();
+    if (e instanceof ChecksumException) {
+      fs.countChecksumError();
+      long id = s.block.getBlock().getBlockId();
+      if (bad.computeIfAbsent(id, k -> new HashSet<>()).add(s.dn.getDatanodeUuid())) {
+        unreported.computeIfAbsent(id, k -> new ArrayList<>()).add(s.dn);
+      }
+    } else {
+      fs.fallBack(s.dn, e);
+    }
+  }
+
+  /** Bytes of {@code lb} were read fine: report the replicas of it found bad. */
+  private void servedFine(LocatedBlock lb) {
+    if (unreported.isEmpty()) {
+      return;
+    }
+    List<DatanodeInfo> dns = unreported.remove(lb.getBlock().getBlockId());
+    if (dns == null) {
+      return;
+    }
+    try {
+      LocatedBlock[] report = new LocatedBlock[dns.size()];
+      for (int i = 0; i < report.length; i++) {
+        report[i] = new LocatedBlock(lb.getBlock(), new DatanodeInfo[] {dns.get(i)});
+      }
+      fs.getClient().reportBadBlocks(report);
+      for (int i = 0; i < report.length; i++) {
+        fs.countBadReplicaReported();
+      }
+    } catch (IOException e) {
+      // best effort, as the stock client: the block scanner finds it too
+      org.slf4j.LoggerFactory.getLogger(RdmaInputStream.class).warn("hrdma: could not report bad replicas of {}: {}",
+          lb.getBlock(), StringUtils.stringifyException(e));
+    }
+  }
+
+  private FSDataInputStream stock() throws IOException {
+    if (stock == null) {
+      stock = fs.openStock(path, bufferSize);
+    }
+    return stock;
+  }
+
+  // ---------------------------------------------------------------- sequential reads
+
+  private void checkOpen() throws IOException {
+    if (closed) {
+      throw new IOException(FSExceptionMessages.STREAM_IS_CLOSED + ": " + src);
+    }
+  }
+
+  /** Reads at most {@code max} bytes (from one block) at the position into {@code sink}. */
+  private int readSequential(Sink sink, int max) throws IOException {
+    checkOpen();
+    if (max == 0) {
+      return 0;
+    }
+    if (pos >= fileLength) {
+      return -1;
+    }
+    ChecksumException lastBad = null;
+    while (true) {
+      LocatedBlock lb = blockAt(pos);
+      if (cur == null || !cur.at(pos) || cur.block.getStartOffset() != lb.getStartOffset()) {
+        dropCurrent();
+        if (next != null && next.at(pos)) {
+          cur = next;
+          next = null;
+        } else {
+          dropNext();
+          cur = open(lb, pos, lb.getStartOffset() + lb.getBlockSize() - pos, lastBad);
+        }
+      }
+      int want = (int) Math.min(max, cur.end() - pos);
+      int n;
+      if (cur.reader == null) {
+        n = sink.fromStock(stock(), pos, want);
+        if (n > 0) {
+          fs.countStockBytes(n);
+        }
+      } else {
+        try {
+          n = sink.fromReader(cur.reader, want);
+        } catch (ChecksumException e) {
+          lastBad = e;
+          failed(cur, e);
+          cur = null;
+          continue;
+        } catch (IOException e) {
+          failed(cur, e);
+          cur = null;
+          continue;
+        }
+        if (n > 0) {
+          fs.countRdmaBytes(n);
+          if (statistics != null) {
+            statistics.incrementBytesRead(n);
+          }
+          servedFine(cur.block);
+          cur.consumed += n;
+        }
+      }
+      if (n < 0) {
+        throw new EOFException("unexpected end of " + cur.block.getBlock() + " at file offset " + pos + " of "
+            + src);
+      }
+      pos += n;
+      readAhead();
+      return n;
+    }
+  }
+
+  /** Near the end of a sequentially read block: the next block's reader goes out now. */
+  private void readAhead() {
+    if (next != null || cur == null || cur.reader == null || cur.end() >= fileLength
+        || cur.consumed < Math.min(SEQUENTIAL_EVIDENCE, cur.end() - cur.from)) {
+      return;
+    }
+    try {
+      if (cur.reader.remaining() > fs.blockClient().requestBytes()) {
+        return; // the reader has requests to send in this block still
+      }
+      LocatedBlock nb = blockAt(cur.end());
+      Source s = open(nb, nb.getStartOffset(), nb.getBlockSize(), null);
+      if (s.reader == null) {
+        return;
+      }
+      next = s;
+    } catch (IOException e) {
+      // the read of that block will meet it again and deal with it
+    }
+  }
+
+  private void dropCurrent() {
+    if (cur != null) {
+      cur.close();
+      cur = null;
+    }
+  }
+
+  private void dropNext() {
+    if (next != null) {
+      next.close();
+      next = null;
+    }
+  }
+
+  @Override
+  public synchronized int read() throws IOException {
+    byte[] one = new byte[1];
+    int n = read(one, 0, 1);
+    return n <= 0 ? -1 : one[0] & 0xff;
+  }
+
+  @Override
+  public synchronized int read(byte[] b, int off, int len) throws IOException {
+    if (off < 0 || len < 0 || len > b.length - off) {
+      throw new IndexOutOfBoundsException("offset " + off + ", length " + len + ", buffer " + b.length);
+    }
+    return readSequential(arraySink(b, off), len);
+  }
+
+  @Override
+  public synchronized int read(ByteBuffer buf) throws IOException {
+    return readSequential(bufferSink(buf), buf.remaining());
+  }
+
+  private static Sink arraySink(byte[] b, int off) {
+    return new Sink() {
+      @Override
+      public int fromReader(RdmaBlockReader r, int max) throws IOException {
+        return r.read(b, off, max);
+      }
+
+      @Override
+      public int fromStock(FSDataInputStream s, long position, int max) throws IOException {
+        if (s.getPos() != position) {
+          s.seek(position);
+        }
+        return s.read(b, off, max);
+      }
+    };
+  }
+
+  private static Sink bufferSink(ByteBuffer buf) {
+    return new Sink() {
+      @Override
+      public int fromReader(RdmaBlockReader r, int max) throws IOException {
+        ByteBuffer d = buf.duplicate();
+        d.limit(d.position() + max);
+        int n = r.read(d);
+        if (n > 0) {
+          buf.position(buf.position() + n);
+        }
+        return n;
+      }
+
+      @Override
+      public int fromStock(FSDataInputStream s, long position, int max) throws IOException {
+        if (s.getPos() != position) {
+          s.seek(position);
+        }
+        ByteBuffer d = buf.duplicate();
+        d.limit(d.position() + max);
+        int n = s.read(d);
+        if (n > 0) {
+          buf.position(buf.position() + n);
+        }
+        return n;
+      }
+    };
+  }
+
+  // ---------------------------------------------------------------- positional reads
+
+  /** Reads {@code [position, position + len)} (inside the file) into {@code sink}, block by block. */
+  private void readFullyAt(long position, int len, PositionalSink sink) throws IOException {
+    int done = 0;
+    while (done < len) {
+      long at = position + done;
+      LocatedBlock lb = blockAt(at);
+      int n = (int) Math.min(len - done, lb.getStartOffset() + lb.getBlockSize() - at);
+      ChecksumException lastBad = null;
+      while (true) {
+        Source s = open(lb, at, n, lastBad);
+        if (s.reader == null) {
+          sink.fromStock(stock(), at, done, n);
+          fs.countStockBytes(n);
+          break;
+        }
+        try {
+          sink.fromReader(s.reader, done, n);
+        } catch (ChecksumException e) {
+          lastBad = e;
+          failed(s, e);
+          continue;
+        } catch (IOException e) {
+          failed(s, e);
+          continue;
+        } finally {
+          s.reader.close();
+        }
+        fs.countRdmaBytes(n);
+        if (statistics != null) {
+          statistics.incrementBytesRead(n);
+        }
+        servedFine(lb);
+        break;
+      }
+      done += n;
+    }
+  }
+
+  /** Where positional reads put bytes: the {@code done}-th byte onwards of the caller's target. */
+  private interface PositionalSink {
+    void fromReader(RdmaBlockReader r, int done, int n) throws IOException;
+
+    void fromStock(FSDataInputStream s, long position, int done, int n) throws IOException;
+  }
+
+  @Override
+  public synchronized int read(long position, byte[] b, int off, int len) throws IOException {
+    validatePositionedReadArgs(position, b, off, len);
+    checkOpen();
+    if (len == 0) {
+      return 0;
+    }
+    if (position >= fileLength) {
+      return -1;
+    }
+    int n = (int) Math.min(len, fileLength - position);
+    readFullyAt(position, n, new PositionalSink() {
+      @Override
+      public void fromReader(RdmaBlockReader r, int done, int k) throws IOException {
+        r.readFully(b, off + done, k);
+      }
+
+      @Override
+      public void fromStock(FSDataInputStream s, long p, int done, int k) throws IOException {
+        s.readFully(p, b, off + done, k);
+      }
+    });
+    return n;
+  }
+
+  @Override
+  public synchronized void readFully(long position, byte[] b, int off, int len) throws IOException {
+    validatePositionedReadArgs(position, b, off, len);
+    checkOpen();
+    if (position + len > fileLength) {
+      throw new EOFException(FSExceptionMessages.EOF_IN_READ_FULLY + ": " + len + " bytes at " + position
+          + " of " + src + " (" + fileLength + " bytes)");
+    }
+    if (len > 0) {
+      read(position, b, off, len);
+    }
+  }
+
+  @Override
+  public synchronized int read(long position, ByteBuffer buf) throws IOException {
+    checkOpen();
+    if (position < 0) {
+      throw new EOFException("negative position: " + position);
+    }
+    if (!buf.hasRemaining()) {
+      return 0;
+    }
+    if (position >= fileLength) {
+      return -1;
+    }
+    int n = (int) Math.min(buf.remaining(), fileLength - position);
+    int start = buf.position();
+    readFullyAt(position, n, new PositionalSink() {
+      @Override
+      public void fromReader(RdmaBlockReader r, int done, int k) throws IOException {
+        ByteBuffer d = buf.duplicate();
+        d.position(start + done).limit(start + done + k);
+        while (d.hasRemaining()) {
+          if (r.read(d) < 0) {
+            throw new EOFException("the range of the block ended early");
+          }
+        }
+      }
+
+      @Override
+      public void fromStock(FSDataInputStream s, long p, int done, int k) throws IOException {
+        byte[] tmp = new byte[k];
+        s.readFully(p, tmp, 0, k);
+        ByteBuffer d = buf.duplicate();
+        d.position(start + done);
+        d.put(tmp);
+      }
+    });
+    buf.position(start + n);
+    return n;
+  }
+
+  @Override
+  public synchronized void readFully(long position, ByteBuffer buf) throws IOException {
+    checkOpen();
+    if (position < 0 || position + buf.remaining() > fileLength) {
+      throw new EOFException(FSExceptionMessages.EOF_IN_READ_FULLY + ": " + buf.remaining() + " bytes at "
+          + position + " of " + src + " (" + fileLength + " bytes)");
+    }
+    if (buf.hasRemaining()) {
+      read(position, buf);
+    }
+  }
+
+  // ---------------------------------------------------------------- position
+
+  @Override
+  public synchronized void seek(long target) throws IOException {
+    checkOpen();
+    if (target < 0) {
+      throw new EOFException(FSExceptionMessages.NEGATIVE_SEEK + ": " + target);
+    }
+    if (target > fileLength) {
+      throw new EOFException(FSExceptionMessages.CANNOT_SEEK_PAST_EOF + ": " + target + " > " + fileLength);
+    }
+    if (target == pos) {
+      return;
+    }
+    if (cur != null && cur.reader != null && target > pos && target < cur.end() && cur.at(pos)
+        && target - pos <= fs.blockClient().requestBytes()) {
+      // a short skip forward inside the block: the bytes are in flight already, drop them
+      ByteBuffer scratch = ByteBuffer.allocate((int) Math.min(64 * 1024, target - pos));
+      try {
+        while (pos < target) {
+          scratch.clear().limit((int) Math.min(scratch.capacity(), target - pos));
+          int n = cur.reader.read(scratch);
+          if (n <= 0) {
+            break;
+          }
+          pos += n;
+          cur.consumed += n;
+        }
+      } catch (IOException e) {
+        dropCurrent(); // the next read opens another replica
+      }
+    }
+    pos = target;
+  }
+
+  @Override
+  public synchronized long getPos() {
+    return pos;
+  }
+
+  @Override
+  public synchronized long skip(long n) throws IOException {
+    checkOpen();
+    if (n <= 0) {
+      return 0;
+    }
+    long target = Math.min(fileLength, pos + n);
+    long skipped = target - pos;
+    seek(target);
+    return skipped;
+  }
+
+  @Override
+  public synchronized int available() throws IOException {
+    checkOpen();
+    return (int) Math.min(Integer.MAX_VALUE, fileLength - pos);
+  }
+
+  @Override
+  public synchronized boolean seekToNewSource(long targetPos) throws IOException {
+    checkOpen();
+    if (cur == null || cur.dn == null) {
+      return false;
+    }
+    DatanodeInfo old = cur.dn;
+    LocatedBlock lb = cur.block;
+    dropCurrent();
+    dropNext();
+    seek(targetPos);
+    for (DatanodeInfo dn : lb.getLocations()) {
+      if (!dn.getDatanodeUuid().equals(old.getDatanodeUuid()) && !fs.onStockPath(dn)) {
+        bad.computeIfAbsent(lb.getBlock().getBlockId(), k -> new HashSet<>()).add(old.getDatanodeUuid());
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Whether the next block's reader is out already (tests). */
+  synchronized boolean readingAhead() {
+    return next != null;
+  }
+
+  /** The length of the file this stream reads (as the NameNode said at open). */
+  long getFileLength() {
+    return fileLength;
+  }
+
+  // ---------------------------------------------------------------- resources
+
+  @Override
+  public synchronized void unbuffer() {
+    dropCurrent();
+    dropNext();
+    if (stock != null) {
+      try {
+        stock.close();
+      } catch (IOException e) {
+        // nothing held any more either way
+      }
+      stock = null;
+    }
+  }
+
+  @Override
+  public synchronized void close() {
+    if (!closed) {
+      unbuffer();
+      closed = true;
+    }
+  }
+
+  @Override
+  public boolean hasCapability(String capability) {
+    switch (StringUtils.toLowerCase(capability)) {
+      case StreamCapabilities.UNBUFFER:
+      case StreamCapabilities.READBYTEBUFFER:
+      case StreamCapabilities.PREADBYTEBUFFER:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "RdmaInputStream[" + src + " at " + pos + " of " + fileLength + (cur == null ? "" : ", " + cur.dn)
+        + "]";
+  }
+}
