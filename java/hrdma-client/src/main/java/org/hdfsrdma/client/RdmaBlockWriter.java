@@ -76,6 +76,7 @@ public final class RdmaBlockWriter implements Closeable {
   private long seqno;
   private boolean closed;
   private boolean lastSent;
+  private long lastSentEnd;   // block offset after the last packet sent
   private boolean corruptNext; // test hook
 
   // guarded by this
@@ -163,7 +164,7 @@ public final class RdmaBlockWriter implements Closeable {
       off += n;
       len -= n;
       if (bufLen == packetBytes) {
-        sendPacket(false);
+        sendPacket(false, false);
       }
     }
   }
@@ -194,6 +195,23 @@ public final class RdmaBlockWriter implements Closeable {
     return badNode;
   }
 
+  /**
+   * hflush ({@code sync} false) or hsync ({@code sync} true): sends the bytes
+   * buffered so far (a partial chunk too; the next packet sends that chunk
+   * again from its start, as stock) with {@code syncBlock} = {@code sync}, and
+   * waits until every DataNode of the pipeline has acknowledged every packet
+   * sent. With {@code sync}, each DataNode fsyncs the replica's files before
+   * it acks. Returns the bytes acknowledged (the block's visible length).
+   */
+  public long flush(boolean sync) throws IOException {
+    checkOpen();
+    if (sync || offset + bufLen > lastSentEnd) {
+      sendPacket(false, sync);
+    }
+    waitFor(unacked::isEmpty);
+    return bytesAcked();
+  }
+
   /** Test hook: flips one data byte of the next packet after its checksums are computed. */
   void corruptNextPacketForTesting() {
     corruptNext = true;
@@ -207,10 +225,10 @@ public final class RdmaBlockWriter implements Closeable {
     }
     try {
       checkFailure();
-      if (bufLen > 0) {
-        sendPacket(false);
+      if (bufLen > 0 && offset + bufLen > lastSentEnd) {
+        sendPacket(false, false);
       }
-      sendPacket(true);
+      sendPacket(true, false);
       waitFor(() -> lastAcked);
     } catch (IOException | RuntimeException e) {
       abandon();
@@ -280,7 +298,7 @@ public final class RdmaBlockWriter implements Closeable {
     checkFailure();
   }
 
-  private void sendPacket(boolean last) throws IOException {
+  private void sendPacket(boolean last, boolean sync) throws IOException {
     if (lastSent) {
       throw new IOException("the last packet of " + block + " was sent already");
     }
@@ -289,8 +307,9 @@ public final class RdmaBlockWriter implements Closeable {
     int chunks = (dataLen + bytesPerChecksum - 1) / bytesPerChecksum;
     int sumLen = chunks * 4;
     long s = seqno++;
+    long start = last ? offset + bufLen : offset; // the last, empty packet: at the end of the block
     RegisteredBuffer p = MessageCodec.begin(conn.endpoint().transport().allocator(), MessageKind.DATA_PACKET,
-        pending.id(), BlockOps.packetHeader(s, offset, last, dataLen, false), sumLen + dataLen);
+        pending.id(), BlockOps.packetHeader(s, start, last, dataLen, sync), sumLen + dataLen);
     try {
       ByteBuffer out = p.nio();
       for (int i = 0; i < dataLen; i += bytesPerChecksum) {
@@ -308,14 +327,20 @@ public final class RdmaBlockWriter implements Closeable {
       p.release();
       throw e;
     }
-    long end = offset + dataLen;
+    long end = start + dataLen;
     synchronized (this) {
       unacked.add(new long[] {s, end, last ? 1 : 0});
     }
     conn.send(p, pending);
-    offset = end;
-    bufLen = 0;
     lastSent = last;
+    lastSentEnd = end;
+    int partial = last ? 0 : dataLen % bytesPerChecksum;
+    if (partial > 0) {
+      // a partial chunk (hflush/hsync): keep it; the next packet sends it again from the chunk's start
+      System.arraycopy(buf, dataLen - partial, buf, 0, partial);
+    }
+    offset = end - partial;
+    bufLen = partial;
   }
 
   /** The responder: acks in seqno order; the first bad one fails the writer. */

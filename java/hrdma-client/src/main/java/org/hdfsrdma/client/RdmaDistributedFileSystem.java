@@ -1,13 +1,40 @@
 package org.hdfsrdma.client;
 
+import java.io.FileNotFoundException;
 import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.EnumSet;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
 import java.net.InetAddress;
 import java.net.URI;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.crypto.CryptoProtocolVersion;
+import org.apache.hadoop.fs.CreateFlag;
 import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FileAlreadyExistsException;
+import org.apache.hadoop.fs.Options.ChecksumOpt;
+import org.apache.hadoop.fs.ParentNotDirectoryException;
+import org.apache.hadoop.fs.permission.FsCreateModes;
+import org.apache.hadoop.fs.permission.FsPermission;
+import org.apache.hadoop.hdfs.client.HdfsClientConfigKeys;
+import org.apache.hadoop.hdfs.protocol.DSQuotaExceededException;
+import org.apache.hadoop.hdfs.protocol.HdfsFileStatus;
+import org.apache.hadoop.hdfs.protocol.NSQuotaExceededException;
+import org.apache.hadoop.hdfs.protocol.QuotaByStorageTypeExceededException;
+import org.apache.hadoop.hdfs.protocol.SnapshotAccessControlException;
+import org.apache.hadoop.hdfs.protocol.UnresolvedPathException;
+import org.apache.hadoop.hdfs.server.namenode.SafeModeException;
+import org.apache.hadoop.io.EnumSetWritable;
+import org.apache.hadoop.ipc.RemoteException;
+import org.apache.hadoop.security.AccessControlException;
+import org.apache.hadoop.util.Progressable;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.UnresolvedLinkException;
 import org.apache.hadoop.hdfs.DistributedFileSystem;
@@ -37,6 +64,9 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
   /** How long a DataNode that failed over hrdma is read through the stock path before it is tried again. */
   public static final String FALLBACK_RETRY_KEY = "hrdma.client.fallback.retry-ms";
   public static final long FALLBACK_RETRY_DEFAULT = 600_000;
+  /** How often the leases of files open for writing through our streams are renewed. */
+  public static final String LEASE_RENEW_KEY = "hrdma.client.lease-renew-ms";
+  public static final long LEASE_RENEW_DEFAULT = 30_000;
 
   private boolean enabled;
   private long fallbackRetryNanos;
@@ -50,12 +80,125 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
   private final AtomicLong stockBytes = new AtomicLong();
   private final AtomicLong checksumErrors = new AtomicLong();
   private final AtomicLong badReplicasReported = new AtomicLong();
+  private final AtomicLong stockWriteFallbacks = new AtomicLong();
+  private final AtomicLong rdmaBytesWritten = new AtomicLong();
+  private final AtomicLong leaseRenewals = new AtomicLong();
+  private final Set<RdmaOutputStream> openStreams = new HashSet<>(); // guarded by itself
+  private Thread leaseRenewer; // guarded by openStreams
 
   @Override
   public void initialize(URI uri, Configuration conf) throws IOException {
     super.initialize(uri, conf);
     enabled = conf.getBoolean(ENABLED_KEY, true);
     fallbackRetryNanos = TimeUnit.MILLISECONDS.toNanos(conf.getLong(FALLBACK_RETRY_KEY, FALLBACK_RETRY_DEFAULT));
+  }
+
+  /**
+   * Creates the file at the NameNode and returns an {@link RdmaOutputStream}
+   * (every {@code FileSystem.create} overload without favored nodes comes
+   * here). The stock stream is used instead when hrdma is disabled, for
+   * appends, another checksum than CRC32C or one asked for explicitly,
+   * symlinks, and encrypted or erasure-coded files (those are created again
+   * through the stock client); and when the first block's pipeline cannot be
+   * set up over hrdma (see {@link RdmaOutputStream}).
+   */
+  @Override
+  public FSDataOutputStream create(Path f, FsPermission permission, EnumSet<CreateFlag> cflags, int bufferSize,
+      short replication, long blockSize, Progressable progress, ChecksumOpt checksumOpt) throws IOException {
+    if (!enabled || checksumOpt != null || cflags.contains(CreateFlag.APPEND)
+        || !"CRC32C".equalsIgnoreCase(getConf().getTrimmed(HdfsClientConfigKeys.DFS_CHECKSUM_TYPE_KEY, "CRC32C"))) {
+      return super.create(f, permission, cflags, bufferSize, replication, blockSize, progress, checksumOpt);
+    }
+    Path abs = fixRelativePart(f);
+    checkPath(abs);
+    String src = abs.toUri().getPath();
+    FsPermission perm = permission == null ? FsPermission.getFileDefault() : permission;
+    FsPermission masked = FsCreateModes.applyUMask(perm, FsPermission.getUMask(getConf()));
+    statistics.incrementWriteOps(1);
+    HdfsFileStatus st;
+    try {
+      st = getClient().getNamenode().create(src, masked, getClient().getClientName(), new EnumSetWritable<>(cflags),
+          true, replication, blockSize, CryptoProtocolVersion.supported(), null, null);
+    } catch (RemoteException e) {
+      IOException u = e.unwrapRemoteException(AccessControlException.class, FileAlreadyExistsException.class,
+          FileNotFoundException.class, ParentNotDirectoryException.class, NSQuotaExceededException.class,
+          DSQuotaExceededException.class, QuotaByStorageTypeExceededException.class, SafeModeException.class,
+          UnresolvedPathException.class, SnapshotAccessControlException.class);
+      if (u instanceof UnresolvedPathException) {
+        return super.create(f, permission, cflags, bufferSize, replication, blockSize, progress, checksumOpt);
+      }
+      throw u;
+    }
+    if (st.getFileEncryptionInfo() != null || st.getErasureCodingPolicy() != null) {
+      // the stock streams do encryption and striping: hand the (empty) file to them
+      if (!deleteForFallback(src)) {
+        throw new IOException("cannot hand " + src + " over to the stock client");
+      }
+      EnumSet<CreateFlag> again = EnumSet.copyOf(cflags);
+      again.add(CreateFlag.OVERWRITE);
+      return super.create(f, permission, again, bufferSize, replication, blockSize, progress, checksumOpt);
+    }
+    RdmaOutputStream out = new RdmaOutputStream(this, src, st.getFileId(), st.getBlockSize(), getConf(),
+        () -> super.create(f, permission, cflags, bufferSize, replication, blockSize, progress, checksumOpt));
+    streamOpened(out);
+    return new FSDataOutputStream(out, statistics);
+  }
+
+  /** Deletes the empty file a stream of ours created, before the stock client creates it again. */
+  boolean deleteForFallback(String src) throws IOException {
+    return getClient().getNamenode().delete(src, false);
+  }
+
+  // ------------------------------------------------------------ leases
+
+  private void streamOpened(RdmaOutputStream out) {
+    synchronized (openStreams) {
+      openStreams.add(out);
+      if (leaseRenewer == null) {
+        leaseRenewer = new Thread(this::renewLeases, "hrdma-lease-renewer-" + getClient().getClientName());
+        leaseRenewer.setDaemon(true);
+        leaseRenewer.start();
+      }
+    }
+  }
+
+  void streamClosed(RdmaOutputStream out) {
+    synchronized (openStreams) {
+      openStreams.remove(out);
+      openStreams.notifyAll();
+    }
+  }
+
+  /**
+   * Keeps the files of our open streams under lease: ClientProtocol.renewLease
+   * every {@value #LEASE_RENEW_KEY} ms while one is open (the DFSClient's own
+   * renewer only renews for its own streams); the thread ends with the last stream.
+   */
+  private void renewLeases() {
+    long period = getConf().getLong(LEASE_RENEW_KEY, LEASE_RENEW_DEFAULT);
+    while (true) {
+      synchronized (openStreams) {
+        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(period);
+        try {
+          while (!openStreams.isEmpty() && System.nanoTime() < end) {
+            openStreams.wait(Math.max(1, TimeUnit.NANOSECONDS.toMillis(end - System.nanoTime())));
+          }
+        } catch (InterruptedException e) {
+          leaseRenewer = null;
+          return;
+        }
+        if (openStreams.isEmpty()) {
+          leaseRenewer = null;
+          return;
+        }
+      }
+      try {
+        getClient().getNamenode().renewLease(getClient().getClientName(), Collections.emptyList());
+        leaseRenewals.incrementAndGet();
+      } catch (IOException e) {
+        LOG.warn("hrdma: cannot renew the lease of {}: {}", getClient().getClientName(), e.toString());
+      }
+    }
   }
 
   @Override
@@ -179,6 +322,29 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
     return badReplicasReported.get();
   }
 
+  void countStockWriteFallback() {
+    stockWriteFallbacks.incrementAndGet();
+  }
+
+  void countRdmaBytesWritten(long n) {
+    rdmaBytesWritten.addAndGet(n);
+  }
+
+  /** Files written through the stock data path because their first pipeline could not be set up over hrdma. */
+  public long stockWriteFallbacks() {
+    return stockWriteFallbacks.get();
+  }
+
+  /** Bytes our output streams wrote over hrdma transports. */
+  public long rdmaBytesWritten() {
+    return rdmaBytesWritten.get();
+  }
+
+  /** Lease renewals our renewer sent to the NameNode. */
+  public long leaseRenewals() {
+    return leaseRenewals.get();
+  }
+
   /** The block client if one was made (tests look at its connections and buffers). */
   public RdmaBlockClient blockClientIfStarted() {
     return blockClient;
@@ -186,6 +352,19 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
 
   @Override
   public void close() throws IOException {
+    List<RdmaOutputStream> open;
+    synchronized (openStreams) {
+      open = new ArrayList<>(openStreams);
+    }
+    for (RdmaOutputStream out : open) {
+      try {
+        out.close(); // as stock: closing the file system closes (completes) the files being written
+      } catch (IOException | RuntimeException e) {
+        LOG.warn("hrdma: closing {} failed: {}", out.src(), e.toString());
+        out.abort();
+        streamClosed(out);
+      }
+    }
     try {
       super.close();
     } finally {

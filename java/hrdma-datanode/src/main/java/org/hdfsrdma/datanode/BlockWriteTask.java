@@ -424,15 +424,19 @@ final class BlockWriteTask {
       int dataLen = h.getDataLen();
       int sumLen = (int) (((long) dataLen + bytesPerChecksum - 1) / bytesPerChecksum) * checksumSize;
       ByteBuffer payload = m.payload();
-      if (seqno != expectedSeqno || h.getOffsetInBlock() != expectedOffset || dataLen < 0
+      // a packet may start earlier than the end of the last one by a partial chunk: after an
+      // hflush/hsync that ended mid-chunk the client sends that chunk again (as stock)
+      long overlap = expectedOffset - h.getOffsetInBlock();
+      if (seqno != expectedSeqno || overlap < 0 || overlap >= bytesPerChecksum || overlap > dataLen
+          || (overlap > 0 && h.getOffsetInBlock() % bytesPerChecksum != 0) || dataLen < 0
           || payload.remaining() != sumLen + dataLen) {
         throw new ProtocolException("packet seqno " + seqno + " at " + h.getOffsetInBlock() + " with "
             + dataLen + " data bytes and a " + payload.remaining() + "-byte payload; expected seqno "
             + expectedSeqno + " at " + expectedOffset + " with " + (sumLen + dataLen) + " bytes");
       }
       expectedSeqno++;
-      expectedOffset = end;
-      if (dataLen > 0) {
+      expectedOffset = Math.max(expectedOffset, end);
+      if (dataLen > overlap) {
         ByteBuffer sums = payload.slice(payload.position(), sumLen);
         ByteBuffer data = payload.slice(payload.position() + sumLen, dataLen);
         checksum.verifyChunkedSums(data, sums, block.toString(), h.getOffsetInBlock());
@@ -446,7 +450,13 @@ final class BlockWriteTask {
         sums.get(sumBuf, 0, sumLen);
         byte[] lastSum = new byte[checksumSize];
         System.arraycopy(sumBuf, sumLen - checksumSize, lastSum, 0, checksumSize);
-        replica.writePacket(dataBuf, 0, dataLen, sumBuf, 0, sumLen, end, lastSum);
+        if (overlap > 0) {
+          replica.rewindLastChecksum(checksumSize);
+        }
+        replica.writePacket(dataBuf, (int) overlap, dataLen - (int) overlap, sumBuf, 0, sumLen, end, lastSum);
+      }
+      if (h.getSyncBlock() && !last) {
+        replica.sync(); // hsync: on disk before the ack
       }
       if (last) {
         replica.closeStreams(dn.syncOnClose());

@@ -1,8 +1,10 @@
 package org.hdfsrdma.datanode.compat;
 
 import java.io.DataOutputStream;
+import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.nio.channels.FileChannel;
 import org.apache.hadoop.hdfs.server.datanode.ReplicaHandler;
 import org.apache.hadoop.hdfs.server.datanode.ReplicaInPipeline;
 import org.apache.hadoop.hdfs.server.datanode.fsdataset.ReplicaOutputStreams;
@@ -102,6 +104,30 @@ public final class RbwReplica implements AutoCloseable {
       streams.flushChecksumOut();
       r.setLastChecksumAndDataLen(endOffset, lastChecksum);
     }
+  }
+
+  /**
+   * Moves the .meta file's write position back by one checksum, so that the
+   * next packet, which sends again the partial chunk a flush left at the
+   * end, overwrites that chunk's checksum (stock: adjustCrcChannelPosition).
+   */
+  public void rewindLastChecksum(int checksumSize) throws IOException {
+    if (!(checksumOut instanceof FileOutputStream f)) {
+      throw new IOException("the .meta stream is a " + checksumOut.getClass().getName() + ", not a file stream");
+    }
+    FileChannel ch = f.getChannel();
+    ch.position(ch.position() - checksumSize);
+  }
+
+  /** Flushes the block and .meta streams and fsyncs both (hsync: a packet with syncBlock). */
+  public void sync() throws IOException {
+    if (streams == null) {
+      throw new IOException("the replica's streams are closed");
+    }
+    streams.flushChecksumOut();
+    streams.flushDataOut();
+    streams.syncChecksumOut();
+    streams.syncDataOut();
   }
 
   /** Bytes all DataNodes downstream and this one have acknowledged (stock PacketResponder sets it). */

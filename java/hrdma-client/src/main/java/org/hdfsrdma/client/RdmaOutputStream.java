@@ -1,0 +1,324 @@
+package org.hdfsrdma.client;
+
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.io.OutputStream;
+import java.util.Arrays;
+import java.util.EnumSet;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.StreamCapabilities;
+import org.apache.hadoop.fs.Syncable;
+import org.apache.hadoop.hdfs.AddBlockFlag;
+import org.apache.hadoop.hdfs.protocol.ClientProtocol;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.apache.hadoop.ipc.RemoteException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The output stream of a file created through {@link RdmaDistributedFileSystem}:
+ * the file was created at the NameNode by {@code ClientProtocol.create}; each
+ * block is allocated with {@code addBlock} and written through an
+ * {@link RdmaBlockWriter} (packets in registered buffers, a window of
+ * {@value RdmaBlockWriter#WINDOW_BYTES_KEY} bytes in flight, its responder
+ * thread taking the acks); {@link #close()} completes the file, retrying
+ * {@code complete} while the NameNode answers false, as stock does.
+ *
+ * <p>{@link #hflush()}: every byte written so far is acknowledged by every
+ * DataNode of the pipeline (new readers see it). {@link #hsync()}: the same,
+ * the DataNodes fsync the replica before acking, and the length of the last
+ * block goes to the NameNode ({@code ClientProtocol.fsync}).
+ *
+ * <p>Fallback: when the pipeline of the file's first block cannot be set up
+ * over hrdma (a DataNode without the plugin, a transport that does not
+ * connect), the block is abandoned, the (still empty) file deleted and
+ * created again through the stock client, and the whole file is written by
+ * the stock stream ({@link RdmaDistributedFileSystem#stockWriteFallbacks()}).
+ *
+ * <p>Not done yet: pipeline recovery. A DataNode failing after the first
+ * block's pipeline is up (an error ack, a lost connection, a later block's
+ * pipeline that cannot be set up) fails the stream with an IOException naming
+ * the DataNode; the file stays under construction until its lease expires.
+ *
+ * <p>Not thread-safe beyond what OutputStream promises: one writing thread.
+ */
+final class RdmaOutputStream extends OutputStream implements Syncable, StreamCapabilities {
+  private static final Logger LOG = LoggerFactory.getLogger(RdmaOutputStream.class);
+
+  /** Re-creates the file through the stock client (the fallback), after the empty file was deleted. */
+  interface StockCreate {
+    FSDataOutputStream create() throws IOException;
+  }
+
+  /** The NameNode's exception (a server class) for "the previous block is not replicated yet". */
+  private static final String NOT_REPLICATED_YET = "org.apache.hadoop.hdfs.server.namenode.NotReplicatedYetException";
+
+  private final RdmaDistributedFileSystem fs;
+  private final ClientProtocol namenode;
+  private final String src;
+  private final long fileId;
+  private final String clientName;
+  private final long blockSize;
+  private final Configuration conf;
+  private final StockCreate stockCreate;
+  private final int addBlockRetries;
+  private final byte[] one = new byte[1];
+
+  private RdmaBlockWriter writer;
+  private ExtendedBlock previous;   // the last block written completely
+  private long bytesWritten;
+  private FSDataOutputStream stock; // after a fallback
+  private IOException failure;
+  private boolean closed;
+
+  RdmaOutputStream(RdmaDistributedFileSystem fs, String src, long fileId, long blockSize, Configuration conf,
+      StockCreate stockCreate) {
+    this.fs = fs;
+    this.namenode = fs.getClient().getNamenode();
+    this.clientName = fs.getClient().getClientName();
+    this.src = src;
+    this.fileId = fileId;
+    this.blockSize = blockSize;
+    this.conf = conf;
+    this.stockCreate = stockCreate;
+    this.addBlockRetries = conf.getInt("dfs.client.block.write.locateFollowingBlock.retries", 5);
+  }
+
+  @Override
+  public void write(int b) throws IOException {
+    one[0] = (byte) b;
+    write(one, 0, 1);
+  }
+
+  @Override
+  public void write(byte[] b, int off, int len) throws IOException {
+    if (off < 0 || len < 0 || off + len > b.length) {
+      throw new IndexOutOfBoundsException("off " + off + ", len " + len + ", array " + b.length);
+    }
+    checkOpen();
+    if (stock != null) {
+      stock.write(b, off, len);
+      return;
+    }
+    try {
+      while (len > 0) {
+        if (writer == null) {
+          if (!startBlock()) {
+            stock.write(b, off, len); // fell back
+            return;
+          }
+        }
+        int n = (int) Math.min(len, blockSize - writer.position());
+        writer.write(b, off, n);
+        off += n;
+        len -= n;
+        bytesWritten += n;
+        fs.countRdmaBytesWritten(n);
+        if (writer.position() == blockSize) {
+          endBlock();
+        }
+      }
+    } catch (IOException e) {
+      throw fail(e);
+    }
+  }
+
+  /** Allocates the next block and opens its pipeline; false: fell back to the stock stream. */
+  private boolean startBlock() throws IOException {
+    LocatedBlock lb = addBlock();
+    try {
+      writer = RdmaBlockWriter.create(fs.blockClient(), lb, conf);
+      return true;
+    } catch (IOException e) {
+      try {
+        namenode.abandonBlock(lb.getBlock(), fileId, src, clientName);
+      } catch (IOException ae) {
+        LOG.debug("hrdma: cannot abandon {}: {}", lb.getBlock(), ae.toString());
+      }
+      String msg = "hrdma: cannot set up the write pipeline of " + lb.getBlock() + " to "
+          + Arrays.toString(lb.getLocations()) + " (first DataNode " + lb.getLocations()[0] + "): " + e.getMessage();
+      if (previous != null || bytesWritten > 0) {
+        throw new IOException(msg + " (pipeline recovery is not implemented over hrdma)", e);
+      }
+      LOG.warn("{}; {} is written through the stock data path", msg, src);
+      fs.countStockWriteFallback();
+      fs.streamClosed(this); // the stock stream holds the lease from now on
+      if (!fs.deleteForFallback(src)) {
+        throw new IOException(msg + "; and the empty file could not be deleted for the stock client", e);
+      }
+      stock = stockCreate.create();
+      return false;
+    }
+  }
+
+  private LocatedBlock addBlock() throws IOException {
+    long sleep = 400;
+    for (int i = 0;; i++) {
+      try {
+        return namenode.addBlock(src, clientName, previous, null, fileId, null, EnumSet.noneOf(AddBlockFlag.class));
+      } catch (RemoteException e) {
+        if (!NOT_REPLICATED_YET.equals(e.getClassName()) || i >= addBlockRetries) {
+          throw e;
+        }
+        // as stock: the previous block is not minimally replicated yet; wait and ask again
+        sleep(sleep);
+        sleep *= 2;
+      }
+    }
+  }
+
+  private void endBlock() throws IOException {
+    RdmaBlockWriter w = writer;
+    writer = null;
+    w.close();
+    previous = w.block();
+  }
+
+  @Override
+  public void hflush() throws IOException {
+    checkOpen();
+    if (stock != null) {
+      stock.hflush();
+      return;
+    }
+    if (writer != null) {
+      try {
+        writer.flush(false);
+      } catch (IOException e) {
+        throw fail(e);
+      }
+    }
+  }
+
+  @Override
+  public void hsync() throws IOException {
+    checkOpen();
+    if (stock != null) {
+      stock.hsync();
+      return;
+    }
+    try {
+      long length = -1;
+      if (writer != null) {
+        writer.flush(true);
+        length = writer.position();
+      }
+      namenode.fsync(src, fileId, clientName, length);
+    } catch (IOException e) {
+      throw fail(e);
+    }
+  }
+
+  @Override
+  public void flush() throws IOException {
+    if (stock != null) {
+      stock.flush();
+    }
+  }
+
+  @Override
+  public boolean hasCapability(String capability) {
+    switch (capability.toLowerCase(java.util.Locale.ENGLISH)) {
+      case StreamCapabilities.HFLUSH:
+      case StreamCapabilities.HSYNC:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  /** Sends what is left, closes the last block's pipeline and completes the file. Idempotent. */
+  @Override
+  public void close() throws IOException {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    try {
+      if (stock != null) {
+        stock.close();
+        return;
+      }
+      if (failure != null) {
+        throw new IOException(failure.getMessage(), failure);
+      }
+      ExtendedBlock last = previous;
+      if (writer != null) {
+        RdmaBlockWriter w = writer;
+        writer = null;
+        w.close();
+        last = w.block();
+      }
+      complete(last);
+    } finally {
+      fs.streamClosed(this);
+    }
+  }
+
+  private void complete(ExtendedBlock last) throws IOException {
+    long sleep = 10; // short first waits: the DataNodes' received-block reports are usually in flight
+    long deadline = System.nanoTime() + 60_000_000_000L;
+    while (!namenode.complete(src, clientName, last, fileId)) {
+      // as stock: the last block is not minimally replicated at the NameNode yet
+      if (System.nanoTime() > deadline) {
+        throw new IOException("Unable to close file " + src + " because the last block " + last
+            + " does not have enough number of replicas.");
+      }
+      sleep(sleep);
+      sleep = Math.min(sleep * 2, 2000);
+    }
+  }
+
+  /** Ends the stream after a failure (fs close): the writer is abandoned, the file not completed. */
+  void abort() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    RdmaBlockWriter w = writer;
+    writer = null;
+    if (w != null) {
+      try {
+        w.close();
+      } catch (IOException e) {
+        LOG.debug("hrdma: aborting {}: {}", src, e.toString());
+      }
+    }
+  }
+
+  String src() {
+    return src;
+  }
+
+  private IOException fail(IOException e) {
+    if (failure == null) {
+      failure = e;
+    }
+    return e;
+  }
+
+  private void checkOpen() throws IOException {
+    if (closed) {
+      throw new IOException("Stream closed: " + src); // ClosedChannelException in stock; message as contract
+    }
+    if (failure != null) {
+      throw new IOException("the stream of " + src + " failed earlier: " + failure.getMessage(), failure);
+    }
+  }
+
+  private static void sleep(long ms) throws IOException {
+    try {
+      Thread.sleep(ms);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new InterruptedIOException("interrupted");
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "RdmaOutputStream[" + src + ", " + bytesWritten + " bytes" + (stock != null ? ", stock" : "") + "]";
+  }
+}

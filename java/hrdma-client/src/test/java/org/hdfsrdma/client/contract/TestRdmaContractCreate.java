@@ -1,0 +1,19 @@
+package org.hdfsrdma.client.contract;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.contract.AbstractContractCreateTest;
+import org.apache.hadoop.fs.contract.AbstractFSContract;
+import org.junit.jupiter.api.AfterAll;
+
+/** Hadoop's Create contract suite against RdmaDistributedFileSystem. */
+public class TestRdmaContractCreate extends AbstractContractCreateTest {
+  @AfterAll
+  static void stopCluster() throws Exception {
+    RdmaHdfsContract.shutdown();
+  }
+
+  @Override
+  protected AbstractFSContract createContract(Configuration conf) {
+    return new RdmaHdfsContract(conf);
+  }
+}
