@@ -1,0 +1,148 @@
+package org.hdfsrdma.bench.fs;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.hdfsrdma.bench.Sizes;
+import org.hdfsrdma.bench.UsageException;
+
+/**
+ * Options of {@code hrdma demo} and {@code hrdma bench fs}. Immutable.
+ *
+ * @param size         bytes per file (--size, default 1G)
+ * @param dir          the cluster's directory (--dir; null: a temporary directory, deleted after)
+ * @param runs         repetitions (--runs; demo 1, bench 3)
+ * @param replications replication factors to measure (--replication; demo 3, bench 1,3)
+ * @param json         --json: results as JSON lines on stdout instead of the table
+ * @param resultsDir   bench only: where the CSV/JSON go (--results DIR; null: ROOT/results/DATE-COMMIT)
+ */
+public record FsOptions(long size, Path dir, int runs, List<Integer> replications, boolean json, Path resultsDir) {
+  public static final long DEFAULT_SIZE = 1L << 30;
+  /** Smallest file accepted: one 64 KiB packet (smaller files measure only the RPCs). */
+  public static final long MIN_SIZE = 64 * 1024;
+
+  public FsOptions {
+    replications = List.copyOf(replications);
+  }
+
+  public static final String DEMO_USAGE = """
+      usage: hrdma demo [--size 1G] [--dir DIR] [--runs N]
+        starts a NameNode and 3 DataNodes with the plugin in DIR (default: a temporary
+        directory, removed afterwards), writes a --size file through our client and one
+        through the stock client (replication 3), reads each back through both, verifies
+        the content (CRC32C of the stream) and getFileChecksum, prints one table, stops
+        the cluster. Exit 0 when every check passes, 1 when one fails, 2 on bad arguments.
+      """;
+
+  public static final String BENCH_USAGE = """
+      usage: hrdma bench fs [--size 1G] [--replication 1,3] [--runs 3] [--dir DIR] [--json] [--results DIR]
+        write and read of --size files through our client and the stock client on one
+        local cluster (NameNode + 3 DataNodes with the plugin), alternating ours, stock,
+        ours, stock...; reads with a warm page cache (each file read once before timing).
+        Medians/min/max per metric, CPU s per GiB (client, DataNodes), ratios ours/stock.
+        Results also go to results/DATE-COMMIT/ (fs-bench.csv, fs-bench.json, machine.txt).
+      """;
+
+  /** {@code hrdma demo} options. */
+  public static FsOptions parseDemo(String[] args) {
+    return parse(args, false);
+  }
+
+  /** {@code hrdma bench fs} options. */
+  public static FsOptions parseBench(String[] args) {
+    return parse(args, true);
+  }
+
+  private static FsOptions parse(String[] args, boolean bench) {
+    long size = DEFAULT_SIZE;
+    Path dir = null;
+    int runs = bench ? 3 : 1;
+    List<Integer> repl = bench ? List.of(1, 3) : List.of(3);
+    boolean json = false;
+    Path results = null;
+    for (int i = 0; i < args.length; i++) {
+      String a = args[i];
+      String v = null;
+      int eq = a.indexOf('=');
+      if (a.startsWith("--") && eq > 0) {
+        v = a.substring(eq + 1);
+        a = a.substring(0, eq);
+      }
+      if (a.equals("--json") && bench) {
+        if (v != null) {
+          throw new UsageException("--json takes no value");
+        }
+        json = true;
+        continue;
+      }
+      if (!a.startsWith("--")) {
+        throw new UsageException("unexpected argument '" + a + "'");
+      }
+      if (!List.of("--size", "--dir", "--runs").contains(a)
+          && !(bench && List.of("--replication", "--results").contains(a))) {
+        throw new UsageException("unknown option " + a + (a.equals("--json") || a.equals("--replication")
+            ? " (an option of 'hrdma bench fs')" : ""));
+      }
+      if (v == null) {
+        if (i + 1 >= args.length) {
+          throw new UsageException(a + " needs a value");
+        }
+        v = args[++i];
+      }
+      switch (a) {
+        case "--size" -> {
+          try {
+            size = Sizes.parse(v);
+          } catch (IllegalArgumentException e) {
+            throw new UsageException("--size takes a size like 8M or 1G, not '" + v + "'");
+          }
+          if (size < MIN_SIZE) {
+            throw new UsageException("--size must be at least 64K, not '" + v + "'");
+          }
+        }
+        case "--dir" -> {
+          if (v.isBlank()) {
+            throw new UsageException("--dir needs a directory");
+          }
+          dir = Path.of(v).toAbsolutePath();
+        }
+        case "--runs" -> {
+          runs = positive("--runs", v);
+          if (runs > 100) {
+            throw new UsageException("--runs must be 1..100, not " + v);
+          }
+        }
+        case "--replication" -> {
+          List<Integer> r = new ArrayList<>();
+          for (String p : v.split(",", -1)) {
+            int n = positive("--replication", p);
+            if (n > 3) {
+              throw new UsageException("--replication values must be 1..3 (the cluster has 3 DataNodes), not " + n);
+            }
+            if (r.contains(n)) {
+              throw new UsageException("--replication lists " + n + " twice");
+            }
+            r.add(n);
+          }
+          repl = r;
+        }
+        case "--results" -> results = Path.of(v).toAbsolutePath();
+        default -> throw new AssertionError(a);
+      }
+    }
+    return new FsOptions(size, dir, runs, repl, json, results);
+  }
+
+  private static int positive(String name, String v) {
+    int n;
+    try {
+      n = Integer.parseInt(v.trim());
+    } catch (NumberFormatException e) {
+      throw new UsageException(name + " takes a whole number, not '" + v + "'");
+    }
+    if (n < 1) {
+      throw new UsageException(name + " must be at least 1, not " + v);
+    }
+    return n;
+  }
+}

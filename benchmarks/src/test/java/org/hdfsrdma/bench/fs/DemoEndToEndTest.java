@@ -1,0 +1,34 @@
+package org.hdfsrdma.bench.fs;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** One small {@code hrdma demo}: real NameNode + 3 DataNode JVMs with the plugin. */
+class DemoEndToEndTest {
+  @Test
+  @Timeout(value = 180, unit = TimeUnit.SECONDS)
+  void smallDemoPasses() {
+    ByteArrayOutputStream buf = new ByteArrayOutputStream();
+    PrintStream out = new PrintStream(buf, true, StandardCharsets.UTF_8);
+    int rc = Demo.run(new String[] {"--size", "8M", "--runs", "1"}, out, out);
+    String text = buf.toString(StandardCharsets.UTF_8);
+    System.out.println(text);
+    assertEquals(0, rc, text);
+    assertTrue(text.contains(String.join("  ", "run", "path ", "op   ")), "table header:\n" + text);
+    for (String row : new String[] {"1    ours   write  ours", "1    stock  write  stock", "1    ours   read   ours",
+        "1    ours   read   stock", "1    stock  read   ours", "1    stock  read   stock"}) {
+      assertTrue(text.contains(row), "row '" + row + "':\n" + text);
+    }
+    assertTrue(text.contains("content: CRC32C of every read stream equals the written stream's"), text);
+    assertTrue(text.matches("(?s).*by stock MD5-of-\\S+  \\(equal\\).*"), text);
+    assertTrue(text.contains("demo: PASS"), text);
+    assertTrue(text.contains("hrdma cluster: stopped"), text);
+  }
+}
