@@ -67,8 +67,8 @@ import org.junit.jupiter.api.Timeout;
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 @Timeout(120)
 class RdmaBlockReaderTest {
-  private static final int BLOCK = 1 << 20;
-  private static final int BPC = 512;
+  private static final int BLOCK = PluginCluster.BLOCK;
+  private static final int BPC = PluginCluster.BPC;
 
   private MiniDFSCluster cluster;
   private Configuration conf;
@@ -79,22 +79,9 @@ class RdmaBlockReaderTest {
 
   @BeforeAll
   void start() throws Exception {
-    conf = new Configuration();
-    conf.set(DFSConfigKeys.DFS_DATANODE_PLUGINS_KEY, RdmaDataNodePlugin.class.getName());
-    conf.setBoolean(DFSConfigKeys.DFS_BLOCK_ACCESS_TOKEN_ENABLE_KEY, true);
-    conf.setLong(DFSConfigKeys.DFS_BLOCK_SIZE_KEY, BLOCK);
-    conf.setInt(DFSConfigKeys.DFS_BYTES_PER_CHECKSUM_KEY, BPC);
-    conf.set(TransportConf.CONNECT_TIMEOUT_KEY, "3000");
-    File base = new File("target/test-dir/" + getClass().getSimpleName());
-    cluster = new MiniDFSCluster.Builder(conf, base).numDataNodes(3).build();
-    cluster.waitActive();
+    conf = PluginCluster.baseConf();
+    cluster = PluginCluster.start(conf, getClass(), 3);
     fs = cluster.getFileSystem();
-    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    while (RdmaDataNodePlugin.running().stream().filter(p -> p.state() == RdmaDataNodePlugin.State.SERVING)
-        .count() < 3) {
-      assertTrue(System.nanoTime() < end, "plugins not serving: " + RdmaDataNodePlugin.running());
-      Thread.sleep(20);
-    }
     client = new RdmaBlockClient(conf);
     Configuration tcp = new Configuration(conf);
     tcp.set(TransportConf.ORDER_KEY, "tcp");

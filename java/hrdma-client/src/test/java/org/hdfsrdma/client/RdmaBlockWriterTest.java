@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.File;
 import java.io.IOException;
 import java.util.EnumSet;
 import java.util.List;
@@ -19,7 +18,6 @@ import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileChecksum;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.permission.FsPermission;
-import org.apache.hadoop.hdfs.DFSConfigKeys;
 import org.apache.hadoop.hdfs.DFSTestUtil;
 import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
@@ -34,7 +32,6 @@ import org.apache.hadoop.hdfs.server.namenode.TestFsck;
 import org.apache.hadoop.io.EnumSetWritable;
 import org.apache.hadoop.security.token.Token;
 import org.hdfsrdma.datanode.RdmaDataNodePlugin;
-import org.hdfsrdma.transport.TransportConf;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -56,8 +53,8 @@ import org.junit.jupiter.api.Timeout;
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 @Timeout(180)
 class RdmaBlockWriterTest {
-  private static final int BLOCK = 1 << 20;
-  private static final int BPC = 512;
+  private static final int BLOCK = PluginCluster.BLOCK;
+  private static final int BPC = PluginCluster.BPC;
 
   private MiniDFSCluster cluster;
   private Configuration conf;
@@ -66,22 +63,9 @@ class RdmaBlockWriterTest {
 
   @BeforeAll
   void start() throws Exception {
-    conf = new Configuration();
-    conf.set(DFSConfigKeys.DFS_DATANODE_PLUGINS_KEY, RdmaDataNodePlugin.class.getName());
-    conf.setBoolean(DFSConfigKeys.DFS_BLOCK_ACCESS_TOKEN_ENABLE_KEY, true);
-    conf.setLong(DFSConfigKeys.DFS_BLOCK_SIZE_KEY, BLOCK);
-    conf.setInt(DFSConfigKeys.DFS_BYTES_PER_CHECKSUM_KEY, BPC);
-    conf.set(TransportConf.CONNECT_TIMEOUT_KEY, "3000");
-    File base = new File("target/test-dir/" + getClass().getSimpleName());
-    cluster = new MiniDFSCluster.Builder(conf, base).numDataNodes(3).build();
-    cluster.waitActive();
+    conf = PluginCluster.baseConf();
+    cluster = PluginCluster.start(conf, getClass(), 3);
     fs = cluster.getFileSystem();
-    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    while (RdmaDataNodePlugin.running().stream().filter(p -> p.state() == RdmaDataNodePlugin.State.SERVING)
-        .count() < 3) {
-      assertTrue(System.nanoTime() < end, "plugins not serving: " + RdmaDataNodePlugin.running());
-      Thread.sleep(20);
-    }
     client = new RdmaBlockClient(conf);
   }
 

@@ -7,12 +7,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
-import java.io.File;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.net.ServerSocket;
 import java.util.Random;
-import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
@@ -21,14 +19,11 @@ import org.apache.hadoop.fs.FileChecksum;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.StreamCapabilities;
-import org.apache.hadoop.hdfs.DFSConfigKeys;
 import org.apache.hadoop.hdfs.DFSTestUtil;
 import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.apache.hadoop.hdfs.tools.DFSck;
-import org.hdfsrdma.datanode.RdmaDataNodePlugin;
 import org.hdfsrdma.protocol.RdmaPorts;
-import org.hdfsrdma.transport.TransportConf;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -48,8 +43,8 @@ import org.junit.jupiter.api.Timeout;
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 @Timeout(180)
 class RdmaOutputStreamTest {
-  private static final int BLOCK = 1 << 20;
-  private static final int BPC = 512;
+  private static final int BLOCK = PluginCluster.BLOCK;
+  private static final int BPC = PluginCluster.BPC;
 
   private MiniDFSCluster cluster;
   private DistributedFileSystem stock;
@@ -58,26 +53,10 @@ class RdmaOutputStreamTest {
 
   @BeforeAll
   void start() throws Exception {
-    Configuration conf = new Configuration();
-    conf.set(DFSConfigKeys.DFS_DATANODE_PLUGINS_KEY, RdmaDataNodePlugin.class.getName());
-    conf.setBoolean(DFSConfigKeys.DFS_BLOCK_ACCESS_TOKEN_ENABLE_KEY, true);
-    conf.setLong(DFSConfigKeys.DFS_BLOCK_SIZE_KEY, BLOCK);
-    conf.setInt(DFSConfigKeys.DFS_BYTES_PER_CHECKSUM_KEY, BPC);
-    conf.set(TransportConf.CONNECT_TIMEOUT_KEY, "3000");
-    File base = new File("target/test-dir/" + getClass().getSimpleName());
-    cluster = new MiniDFSCluster.Builder(conf, base).numDataNodes(3).build();
-    cluster.waitActive();
+    Configuration conf = PluginCluster.baseConf();
+    cluster = PluginCluster.start(conf, getClass(), 3);
     stock = cluster.getFileSystem();
-    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    while (!cluster.getDataNodes().stream().allMatch(dn -> RdmaDataNodePlugin.running().stream().anyMatch(
-        p -> dn.getDatanodeUuid() != null && dn.getDatanodeUuid().equals(p.datanodeUuid())
-            && p.state() == RdmaDataNodePlugin.State.SERVING))) {
-      assertTrue(System.nanoTime() < end, "plugins not serving: " + RdmaDataNodePlugin.running());
-      Thread.sleep(20);
-    }
-    clientConf = new Configuration(cluster.getConfiguration(0));
-    clientConf.set("fs.hdfs.impl", RdmaDistributedFileSystem.class.getName());
-    clientConf.setBoolean("fs.hdfs.impl.disable.cache", true);
+    clientConf = PluginCluster.rdmaClientConf(cluster);
     fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), clientConf);
   }
 

@@ -1,0 +1,64 @@
+package org.hdfsrdma.client;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.File;
+import java.util.concurrent.TimeUnit;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.hdfs.DFSConfigKeys;
+import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.hdfsrdma.datanode.RdmaDataNodePlugin;
+import org.hdfsrdma.transport.TransportConf;
+
+/**
+ * The client tests' cluster: a MiniDFSCluster whose DataNodes run the plugin,
+ * with block tokens on, 1 MiB blocks and 512-byte checksum chunks.
+ */
+final class PluginCluster {
+  static final int BLOCK = 1 << 20;
+  static final int BPC = 512;
+
+  private PluginCluster() {}
+
+  /** The settings every client test starts from (tests may add to them before start). */
+  static Configuration baseConf() {
+    Configuration conf = new Configuration();
+    conf.set(DFSConfigKeys.DFS_DATANODE_PLUGINS_KEY, RdmaDataNodePlugin.class.getName());
+    conf.setBoolean(DFSConfigKeys.DFS_BLOCK_ACCESS_TOKEN_ENABLE_KEY, true);
+    conf.setLong(DFSConfigKeys.DFS_BLOCK_SIZE_KEY, BLOCK);
+    conf.setInt(DFSConfigKeys.DFS_BYTES_PER_CHECKSUM_KEY, BPC);
+    conf.set(TransportConf.CONNECT_TIMEOUT_KEY, "3000");
+    return conf;
+  }
+
+  /** Starts {@code dataNodes} DataNodes under target/test-dir/OWNER and waits for their plugins. */
+  static MiniDFSCluster start(Configuration conf, Class<?> owner, int dataNodes) throws Exception {
+    File base = new File("target/test-dir/" + owner.getSimpleName());
+    MiniDFSCluster cluster = new MiniDFSCluster.Builder(conf, base).numDataNodes(dataNodes).build();
+    cluster.waitActive();
+    awaitPluginsServing(cluster);
+    return cluster;
+  }
+
+  /**
+   * Waits until the plugin of every DataNode of this cluster serves. Matched by
+   * DataNode UUID: other test classes' clusters may run in the same JVM.
+   */
+  static void awaitPluginsServing(MiniDFSCluster cluster) throws InterruptedException {
+    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    while (!cluster.getDataNodes().stream().allMatch(dn -> RdmaDataNodePlugin.running().stream()
+        .anyMatch(p -> dn.getDatanodeUuid() != null && dn.getDatanodeUuid().equals(p.datanodeUuid())
+            && p.state() == RdmaDataNodePlugin.State.SERVING))) {
+      assertTrue(System.nanoTime() < end, "plugins not serving: " + RdmaDataNodePlugin.running());
+      Thread.sleep(20);
+    }
+  }
+
+  /** A client configuration whose hdfs:// FileSystem is ours (not cached). */
+  static Configuration rdmaClientConf(MiniDFSCluster cluster) {
+    Configuration c = new Configuration(cluster.getConfiguration(0));
+    c.set("fs.hdfs.impl", RdmaDistributedFileSystem.class.getName());
+    c.setBoolean("fs.hdfs.impl.disable.cache", true);
+    return c;
+  }
+}
