@@ -69,9 +69,17 @@ public final class Perf {
     }
   }
 
+  /**
+   * I/O threads busy-poll in the micro-benchmarks, as ucx_perftest does (the
+   * library's default is not to spin: a DataNode shares its cores).
+   * {@code --conf hrdma.ucx.spin-count=N} overrides it.
+   */
+  static final String BUSY_POLL_SPINS = "20000";
+
   /** The transport settings for one transport: --conf, plus UCX_TLS for ucx and stream. */
   static TransportConf conf(PerfOptions o, String transport, String ucxTls) {
     Map<String, String> m = new LinkedHashMap<>(o.conf);
+    m.putIfAbsent(TransportConf.UCX_SPIN_KEY, BUSY_POLL_SPINS);
     if (ucxTls != null && !transport.equals("tcp")) {
       m.put(TransportConf.UCX_CONFIG_KEY,
           PerfOptions.ucxConfig(m.get(TransportConf.UCX_CONFIG_KEY), ucxTls));
@@ -91,6 +99,7 @@ public final class Perf {
    */
   static TransportConf serverConf(PerfOptions o) {
     Map<String, String> m = new LinkedHashMap<>(o.conf);
+    m.putIfAbsent(TransportConf.UCX_SPIN_KEY, BUSY_POLL_SPINS);
     if (o.ucxTls != null) {
       m.put(TransportConf.UCX_CONFIG_KEY,
           PerfOptions.ucxConfig(m.get(TransportConf.UCX_CONFIG_KEY), o.ucxTls));

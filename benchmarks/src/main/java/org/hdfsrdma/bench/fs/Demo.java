@@ -41,7 +41,7 @@ public final class Demo {
     int repl = o.replications().get(0);
     out.printf("hrdma demo: starting a NameNode and %d DataNodes with the plugin in %s%n", LocalCluster.DATANODES,
         o.dir() == null ? "a temporary directory" : o.dir());
-    try (LocalCluster c = LocalCluster.start(o.dir(), out);
+    try (LocalCluster c = LocalCluster.start(o.dir(), o.conf(), out);
         FileSystem ours = c.newClient(true);
         FileSystem stock = c.newClient(false)) {
       Measure m = new Measure(c.dataNodePids());

@@ -45,7 +45,7 @@ public final class FsBench {
     List<Sample> samples = new ArrayList<>();
     List<String> failures = new ArrayList<>();
     LocalDateTime started = LocalDateTime.now();
-    try (LocalCluster c = LocalCluster.start(o.dir(), log);
+    try (LocalCluster c = LocalCluster.start(o.dir(), o.conf(), log);
         FileSystem ours = c.newClient(true);
         FileSystem stock = c.newClient(false)) {
       Measure m = new Measure(c.dataNodePids());

@@ -2,7 +2,10 @@ package org.hdfsrdma.bench.fs;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import org.hdfsrdma.bench.Sizes;
 import org.hdfsrdma.bench.UsageException;
 
@@ -15,27 +18,33 @@ import org.hdfsrdma.bench.UsageException;
  * @param replications replication factors to measure (--replication; demo 3, bench 1,3)
  * @param json         --json: results as JSON lines on stdout instead of the table
  * @param resultsDir   bench only: where the CSV/JSON go (--results DIR; null: ROOT/results/DATE-COMMIT)
+ * @param conf         --conf KEY=VALUE (repeatable): set in the daemons' and the clients' configuration
  */
-public record FsOptions(long size, Path dir, int runs, List<Integer> replications, boolean json, Path resultsDir) {
+public record FsOptions(long size, Path dir, int runs, List<Integer> replications, boolean json, Path resultsDir,
+    Map<String, String> conf) {
   public static final long DEFAULT_SIZE = 1L << 30;
   /** Smallest file accepted: one 64 KiB packet (smaller files measure only the RPCs). */
   public static final long MIN_SIZE = 64 * 1024;
 
   public FsOptions {
     replications = List.copyOf(replications);
+    conf = Collections.unmodifiableMap(new LinkedHashMap<>(conf));
   }
 
   public static final String DEMO_USAGE = """
-      usage: hrdma demo [--size 1G] [--dir DIR] [--runs N]
+      usage: hrdma demo [--size 1G] [--dir DIR] [--runs N] [--conf KEY=VALUE ...]
         starts a NameNode and 3 DataNodes with the plugin in DIR (default: a temporary
         directory, removed afterwards), writes a --size file through our client and one
         through the stock client (replication 3), reads each back through both, verifies
         the content (CRC32C of the stream) and getFileChecksum, prints one table, stops
         the cluster. Exit 0 when every check passes, 1 when one fails, 2 on bad arguments.
+        --conf sets a key in the DataNodes' and the clients' configuration (e.g.
+        hrdma.transport.order=tcp, hrdma.ucx.spin-count=0).
       """;
 
   public static final String BENCH_USAGE = """
       usage: hrdma bench fs [--size 1G] [--replication 1,3] [--runs 3] [--dir DIR] [--json] [--results DIR]
+                      [--conf KEY=VALUE ...]
         write and read of --size files through our client and the stock client on one
         local cluster (NameNode + 3 DataNodes with the plugin), alternating ours, stock,
         ours, stock...; reads with a warm page cache (each file read once before timing).
@@ -60,6 +69,7 @@ public record FsOptions(long size, Path dir, int runs, List<Integer> replication
     List<Integer> repl = bench ? List.of(1, 3) : List.of(3);
     boolean json = false;
     Path results = null;
+    Map<String, String> conf = new LinkedHashMap<>();
     for (int i = 0; i < args.length; i++) {
       String a = args[i];
       String v = null;
@@ -78,7 +88,7 @@ public record FsOptions(long size, Path dir, int runs, List<Integer> replication
       if (!a.startsWith("--")) {
         throw new UsageException("unexpected argument '" + a + "'");
       }
-      if (!List.of("--size", "--dir", "--runs").contains(a)
+      if (!List.of("--size", "--dir", "--runs", "--conf").contains(a)
           && !(bench && List.of("--replication", "--results").contains(a))) {
         throw new UsageException("unknown option " + a + (a.equals("--json") || a.equals("--replication")
             ? " (an option of 'hrdma bench fs')" : ""));
@@ -127,10 +137,17 @@ public record FsOptions(long size, Path dir, int runs, List<Integer> replication
           repl = r;
         }
         case "--results" -> results = Path.of(v).toAbsolutePath();
+        case "--conf" -> {
+          int e = v.indexOf('=');
+          if (e <= 0) {
+            throw new UsageException("--conf takes KEY=VALUE, not '" + v + "'");
+          }
+          conf.put(v.substring(0, e).trim(), v.substring(e + 1).trim());
+        }
         default -> throw new AssertionError(a);
       }
     }
-    return new FsOptions(size, dir, runs, repl, json, results);
+    return new FsOptions(size, dir, runs, repl, json, results, conf);
   }
 
   private static int positive(String name, String v) {

@@ -41,8 +41,12 @@ final class LocalCluster implements AutoCloseable {
   private final PrintStream log;
   private final AtomicBoolean closed = new AtomicBoolean();
   private final Thread hook;
+  /** --conf settings, also set in every client configuration. */
+  private final Map<String, String> extraConf;
 
-  private LocalCluster(ClusterManager manager, ClusterState state, Path dir, boolean deleteDir, PrintStream log) {
+  private LocalCluster(ClusterManager manager, ClusterState state, Path dir, boolean deleteDir,
+      Map<String, String> extraConf, PrintStream log) {
+    this.extraConf = Map.copyOf(extraConf);
     this.manager = manager;
     this.state = state;
     this.dir = dir;
@@ -53,15 +57,16 @@ final class LocalCluster implements AutoCloseable {
   }
 
   /** Starts a cluster in {@code dir} (null: a new temporary directory, deleted at close). */
-  static LocalCluster start(Path dir, PrintStream log) throws IOException, ClusterException, InterruptedException {
+  static LocalCluster start(Path dir, Map<String, String> conf, PrintStream log)
+      throws IOException, ClusterException, InterruptedException {
     boolean temp = dir == null;
     Path d = temp ? Files.createTempDirectory("hrdma-demo-") : dir;
     try {
       ClusterManager m = new ClusterManager(d, log);
-      StartOptions o = new StartOptions(DATANODES, null, null, 0, null, Map.of(), StartOptions.DEFAULT_TIMEOUT_MS,
+      StartOptions o = new StartOptions(DATANODES, null, null, 0, null, conf, StartOptions.DEFAULT_TIMEOUT_MS,
           daemonClasspath());
       ClusterState st = m.start(o);
-      return new LocalCluster(m, st, d, temp, log);
+      return new LocalCluster(m, st, d, temp, conf, log);
     } catch (IOException | ClusterException | InterruptedException | RuntimeException e) {
       if (temp) {
         deleteTree(d);
@@ -110,6 +115,7 @@ final class LocalCluster implements AutoCloseable {
   Configuration clientConf(boolean ours) {
     Configuration c = new Configuration();
     c.addResource(new org.apache.hadoop.fs.Path(dir.resolve("client-site.xml").toUri()));
+    extraConf.forEach(c::set);
     c.set("fs.hdfs.impl", (ours ? RdmaDistributedFileSystem.class : DistributedFileSystem.class).getName());
     return c;
   }

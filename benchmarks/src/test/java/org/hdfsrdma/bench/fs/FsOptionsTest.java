@@ -15,6 +15,18 @@ import org.junit.jupiter.api.Test;
 
 class FsOptionsTest {
   @Test
+  void confSettingsAreKeptInOrderAndBadOnesRefused() {
+    FsOptions o = FsOptions.parseDemo(new String[] {"--conf", "hrdma.transport.order=tcp",
+        "--conf=hrdma.ucx.spin-count=0"});
+    assertEquals(java.util.Map.of("hrdma.transport.order", "tcp", "hrdma.ucx.spin-count", "0"), o.conf());
+    assertEquals(List.of("hrdma.transport.order", "hrdma.ucx.spin-count"), List.copyOf(o.conf().keySet()));
+    UsageException e = assertThrows(UsageException.class,
+        () -> FsOptions.parseDemo(new String[] {"--conf", "novalue"}));
+    assertTrue(e.getMessage().contains("KEY=VALUE"), e.getMessage());
+    assertTrue(FsOptions.parseBench(new String[0]).conf().isEmpty());
+  }
+
+  @Test
   void demoDefaults() {
     FsOptions o = FsOptions.parseDemo(new String[0]);
     assertEquals(1L << 30, o.size());
