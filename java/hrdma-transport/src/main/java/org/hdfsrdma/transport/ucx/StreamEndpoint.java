@@ -48,7 +48,7 @@ final class StreamEndpoint extends UcxConnection {
 
   @Override
   public int onAm(int amId, long length, long[] out) {
-    loop.execute(() -> protocolError("active message on a stream connection"));
+    protocolError("active message on a stream connection");
     return org.hdfsrdma.nativelib.NativeException.ERR_INVALID;
   }
 

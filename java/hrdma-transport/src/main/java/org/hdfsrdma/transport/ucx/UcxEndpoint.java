@@ -87,19 +87,20 @@ final class UcxEndpoint extends UcxConnection {
   @Override
   public int onAm(int amId, long length, long[] out) {
     if (amId < 0 || amId >= KINDS) {
-      loop.execute(() -> protocolError("unknown message id " + amId));
+      // Decided here, in the callback: a later endpoint error must not replace the cause.
+      protocolError("unknown message id " + amId);
       return NativeException.ERR_INVALID;
     }
     if (length > limitFor(amId)) {
-      loop.execute(() -> protocolError(kindName(amId) + " of " + length
-          + " bytes exceeds the limit of " + limitFor(amId)));
+      protocolError(kindName(amId) + " of " + length
+          + " bytes exceeds the limit of " + limitFor(amId));
       return NativeException.ERR_INVALID;
     }
     RegisteredBuffer b;
     try {
       b = transport.allocator().allocate((int) Math.max(1, length));
     } catch (TransportException e) {
-      loop.execute(() -> fail(e));
+      fail(e);
       return NativeException.ERR_NOMEM;
     }
     // Rendezvous data can land after later eager messages: deliver in arrival order.
