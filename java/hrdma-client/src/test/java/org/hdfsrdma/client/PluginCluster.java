@@ -54,6 +54,13 @@ final class PluginCluster {
     }
   }
 
+  /** {@code n} reproducible random bytes. */
+  static byte[] random(int n, long seed) {
+    byte[] b = new byte[n];
+    new java.util.Random(seed).nextBytes(b);
+    return b;
+  }
+
   /** A client configuration whose hdfs:// FileSystem is ours (not cached). */
   static Configuration rdmaClientConf(MiniDFSCluster cluster) {
     Configuration c = new Configuration(cluster.getConfiguration(0));

@@ -101,12 +101,6 @@ class RdmaBlockReaderTest {
     }
   }
 
-  private static byte[] random(int n, long seed) {
-    byte[] b = new byte[n];
-    new Random(seed).nextBytes(b);
-    return b;
-  }
-
   private byte[] write(String name, byte[] data, int replication) throws IOException {
     Path p = new Path(name);
     try (FSDataOutputStream out = fs.create(p, true, 4096, (short) replication, BLOCK)) {
@@ -150,7 +144,7 @@ class RdmaBlockReaderTest {
     for (int replication : new int[] {1, 3}) {
       for (int size : sizes) {
         String name = "/sizes/r" + replication + "-" + size;
-        byte[] data = write(name, random(size, size * 31L + replication), replication);
+        byte[] data = write(name, PluginCluster.random(size, size * 31L + replication), replication);
         readBack(client, name, data, replication);
         readBack(tcpClient, name, data, replication);
       }
@@ -165,7 +159,7 @@ class RdmaBlockReaderTest {
   @Test
   @Order(2)
   void oddOffsetsAndLengths() throws Exception {
-    byte[] data = write("/odd/file", random(3 * BLOCK + 777, 5), 2);
+    byte[] data = write("/odd/file", PluginCluster.random(3 * BLOCK + 777, 5), 2);
     List<LocatedBlock> blocks = blocks("/odd/file");
     Random rnd = new Random(11);
     List<long[]> ranges = new ArrayList<>();
@@ -209,7 +203,7 @@ class RdmaBlockReaderTest {
   @Test
   @Order(3)
   void readAheadKeepsTheNextRequestsInFlight() throws Exception {
-    byte[] data = write("/ahead/file", random(BLOCK, 3), 1);
+    byte[] data = write("/ahead/file", PluginCluster.random(BLOCK, 3), 1);
     LocatedBlock lb = blocks("/ahead/file").get(0);
     Configuration c = new Configuration(conf);
     c.setLong(RdmaBlockClient.REQUEST_BYTES_KEY, 100_000); // not a multiple of the chunk size
@@ -250,7 +244,7 @@ class RdmaBlockReaderTest {
   @Test
   @Order(4)
   void aFlippedByteOnDiskIsAChecksumExceptionNamingTheBlock() throws Exception {
-    byte[] data = write("/corrupt/file", random(2 * BLOCK, 9), 1);
+    byte[] data = write("/corrupt/file", PluginCluster.random(2 * BLOCK, 9), 1);
     LocatedBlock lb = blocks("/corrupt/file").get(1);
     DatanodeInfo dn = lb.getLocations()[0];
     File f = cluster.getBlockFile(indexOf(dn), lb.getBlock());
@@ -283,7 +277,7 @@ class RdmaBlockReaderTest {
   @Test
   @Order(5)
   void badTokensAreRefusedWithAClearAccessTokenError() throws Exception {
-    byte[] data = write("/token/file", random(5000, 13), 1);
+    byte[] data = write("/token/file", PluginCluster.random(5000, 13), 1);
     LocatedBlock good = blocks("/token/file").get(0);
     DatanodeInfo dn = good.getLocations()[0];
     Token<BlockTokenIdentifier> token = good.getBlockToken();
@@ -335,7 +329,7 @@ class RdmaBlockReaderTest {
   @Test
   @Order(6)
   void nonexistentBlockAndBadRangeAreClearErrorsOnAUsableConnection() throws Exception {
-    byte[] data = write("/missing/file", random(70_000, 17), 1);
+    byte[] data = write("/missing/file", PluginCluster.random(70_000, 17), 1);
     LocatedBlock good = blocks("/missing/file").get(0);
     DatanodeInfo dn = good.getLocations()[0];
     int before = client.openConnections();
@@ -386,7 +380,7 @@ class RdmaBlockReaderTest {
           }
         }
       }).endpoint();
-      byte[][] garbage = {{1, 2, 3}, new byte[100], random(5000, 1)};
+      byte[][] garbage = {{1, 2, 3}, new byte[100], PluginCluster.random(5000, 1)};
       for (byte[] g : garbage) {
         RegisteredBuffer m = ep.transport().allocator().allocate(g.length);
         m.nio().put(0, g);

@@ -79,12 +79,6 @@ class RdmaBlockWriterTest {
     }
   }
 
-  private static byte[] random(int n, long seed) {
-    byte[] b = new byte[n];
-    new Random(seed).nextBytes(b);
-    return b;
-  }
-
   private ClientProtocol nn() {
     return fs.getClient().getNamenode();
   }
@@ -155,7 +149,7 @@ class RdmaBlockWriterTest {
       for (int size : sizes) {
         String ours = "/w/r" + replication + "-" + size;
         String stock = "/s/r" + replication + "-" + size;
-        byte[] data = random(size, size * 17L + replication);
+        byte[] data = PluginCluster.random(size, size * 17L + replication);
         long t0 = System.nanoTime();
         writeOurs(ours, data, replication);
         long t1 = System.nanoTime();
@@ -191,7 +185,7 @@ class RdmaBlockWriterTest {
     HdfsFileStatus st = create(path, 3);
     LocatedBlock lb = addBlock(path, st);
     RdmaBlockWriter w = RdmaBlockWriter.create(client, lb, conf);
-    byte[] data = random(200_000, 3);
+    byte[] data = PluginCluster.random(200_000, 3);
     w.write(data, 0, 70_000); // first packet good
     w.corruptNextPacketForTesting();
     IOException e = assertThrows(IOException.class, () -> {
@@ -209,8 +203,8 @@ class RdmaBlockWriterTest {
     eventually(() -> RdmaDataNodePlugin.running().stream().allMatch(p -> p.openWrites() == 0),
         () -> "writes still open at the DataNodes");
     // the connection and the plugins keep serving
-    writeOurs("/bad/after", random(5000, 4), 3);
-    assertArrayEquals(random(5000, 4), readStock("/bad/after"));
+    writeOurs("/bad/after", PluginCluster.random(5000, 4), 3);
+    assertArrayEquals(PluginCluster.random(5000, 4), readStock("/bad/after"));
   }
 
   @Test

@@ -80,12 +80,6 @@ class RdmaDistributedFileSystemTest {
     }
   }
 
-  private static byte[] random(int n, long seed) {
-    byte[] b = new byte[n];
-    new Random(seed).nextBytes(b);
-    return b;
-  }
-
   private byte[] write(String name, byte[] data, int replication) throws Exception {
     Path p = new Path(name);
     try (FSDataOutputStream out = stock.create(p, true, 4096, (short) replication, BLOCK)) {
@@ -115,7 +109,7 @@ class RdmaDistributedFileSystemTest {
       for (int size : sizes) {
         String name = "/sizes/r" + replication + "-" + size;
         Path p = new Path(name);
-        byte[] data = write(name, random(size, size * 31L + replication), replication);
+        byte[] data = write(name, PluginCluster.random(size, size * 31L + replication), replication);
         String what = name;
         // read(byte[]) with odd chunk sizes
         try (FSDataInputStream in = fs.open(p)) {
@@ -195,7 +189,7 @@ class RdmaDistributedFileSystemTest {
   @Test
   @Order(3)
   void sequentialReadsOpenTheNextBlockAhead() throws Exception {
-    byte[] data = write("/ahead/file", random(3 * BLOCK + 5, 3), 1);
+    byte[] data = write("/ahead/file", PluginCluster.random(3 * BLOCK + 5, 3), 1);
     try (FSDataInputStream in = fs.open(new Path("/ahead/file"))) {
       RdmaInputStream s = (RdmaInputStream) in.getWrappedStream();
       byte[] got = new byte[data.length];
@@ -216,7 +210,7 @@ class RdmaDistributedFileSystemTest {
   @Test
   @Order(4)
   void closedStreamRefusesReads() throws Exception {
-    write("/closed/file", random(1000, 4), 1);
+    write("/closed/file", PluginCluster.random(1000, 4), 1);
     FSDataInputStream in = fs.open(new Path("/closed/file"));
     in.close();
     in.close();
@@ -227,8 +221,8 @@ class RdmaDistributedFileSystemTest {
   @Test
   @Order(5)
   void dataNodesWithoutThePluginAreReadThroughTheStockPath() throws Exception {
-    byte[] a = write("/fallback/a", random(3 * BLOCK + 100, 21), 3);
-    byte[] b = write("/fallback/b", random(BLOCK + 1, 22), 1);
+    byte[] a = write("/fallback/a", PluginCluster.random(3 * BLOCK + 100, 21), 3);
+    byte[] b = write("/fallback/b", PluginCluster.random(BLOCK + 1, 22), 1);
     int closed;
     try (ServerSocket s = new ServerSocket(0)) {
       closed = s.getLocalPort();
@@ -259,7 +253,7 @@ class RdmaDistributedFileSystemTest {
   @Test
   @Order(6)
   void aCorruptReplicaIsReadFromAnotherAndReportedToTheNameNode() throws Exception {
-    byte[] data = write("/corrupt/r3", random(2 * BLOCK, 31), 3);
+    byte[] data = write("/corrupt/r3", PluginCluster.random(2 * BLOCK, 31), 3);
     Path p = new Path("/corrupt/r3");
     LocatedBlock lb = stock.getClient().getLocatedBlocks("/corrupt/r3", 0).get(0);
     DatanodeInfo victim = lb.getLocations()[0];
@@ -300,7 +294,7 @@ class RdmaDistributedFileSystemTest {
   @Test
   @Order(7)
   void whenEveryReplicaIsCorruptTheReadFails() throws Exception {
-    write("/corrupt/r1", random(BLOCK / 2, 41), 1);
+    write("/corrupt/r1", PluginCluster.random(BLOCK / 2, 41), 1);
     LocatedBlock lb = stock.getClient().getLocatedBlocks("/corrupt/r1", 0).get(0);
     flip(lb.getLocations()[0], lb, 1000);
     try (FSDataInputStream in = fs.open(new Path("/corrupt/r1"))) {
@@ -314,7 +308,7 @@ class RdmaDistributedFileSystemTest {
     DataNode dn0 = cluster.getDataNodes().get(0);
     String uuid = dn0.getDatanodeUuid();
     Path p = new Path("/noplugin/file");
-    byte[] data = random(2 * BLOCK + 3, 51);
+    byte[] data = PluginCluster.random(2 * BLOCK + 3, 51);
     try (FSDataOutputStream out = stock.create(p, FsPermission.getFileDefault(), true, 4096, (short) 1, BLOCK,
         null, new InetSocketAddress[] {dn0.getXferAddress()})) {
       out.write(data);
@@ -340,7 +334,7 @@ class RdmaDistributedFileSystemTest {
       assertEquals(1, f.stockFallbacks(), "logged and counted once for the one DataNode");
       assertEquals(0, f.rdmaBytesRead());
       // the other DataNodes still serve over hrdma
-      byte[] other = write("/noplugin/r3", random(1000, 52), 3);
+      byte[] other = write("/noplugin/r3", PluginCluster.random(1000, 52), 3);
       try (FSDataInputStream in = f.open(new Path("/noplugin/r3"))) {
         byte[] got = new byte[other.length];
         in.readFully(got);

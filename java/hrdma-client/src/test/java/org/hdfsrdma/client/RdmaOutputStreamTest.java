@@ -70,12 +70,6 @@ class RdmaOutputStreamTest {
     }
   }
 
-  private static byte[] random(int n, long seed) {
-    byte[] b = new byte[n];
-    new Random(seed).nextBytes(b);
-    return b;
-  }
-
   private static byte[] readAll(FileSystem f, Path p) throws IOException {
     long len = f.getFileStatus(p).getLen();
     byte[] got = new byte[(int) len];
@@ -102,7 +96,7 @@ class RdmaOutputStreamTest {
     long total = 0;
     for (int repl : new int[] {1, 3}) {
       for (int size : sizes) {
-        byte[] data = random(size, size * 31L + repl);
+        byte[] data = PluginCluster.random(size, size * 31L + repl);
         Path ours = new Path("/w/r" + repl + "/ours-" + size);
         Path theirs = new Path("/w/r" + repl + "/stock-" + size);
         long t0 = System.nanoTime();
@@ -159,7 +153,7 @@ class RdmaOutputStreamTest {
   @Order(3)
   void hflushMakesBytesVisibleToANewStockReaderAndHsyncUpdatesTheLength() throws Exception {
     Path p = new Path("/w/flushed");
-    byte[] data = random(BLOCK + 5000, 7);
+    byte[] data = PluginCluster.random(BLOCK + 5000, 7);
     try (FSDataOutputStream out = fs.create(p, true, 4096, (short) 3, BLOCK)) {
       out.write(data, 0, 1000);       // mid-chunk
       out.hflush();
@@ -205,7 +199,7 @@ class RdmaOutputStreamTest {
     }
     Configuration c = new Configuration(clientConf);
     c.setInt(RdmaPorts.PORT_KEY, closed);
-    byte[] data = random(BLOCK + 7, 99);
+    byte[] data = PluginCluster.random(BLOCK + 7, 99);
     Path p = new Path("/w/fallback");
     try (RdmaDistributedFileSystem wrong = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), c)) {
       try (FSDataOutputStream out = wrong.create(p, false)) {
@@ -221,7 +215,7 @@ class RdmaOutputStreamTest {
   @Test
   @Order(5)
   void replicationThreeWriteTimes() throws Exception {
-    byte[] data = random(BLOCK, 5);
+    byte[] data = PluginCluster.random(BLOCK, 5);
     for (int i = 0; i < 5; i++) {
       long t0 = System.nanoTime();
       try (FSDataOutputStream out = fs.create(new Path("/w/t/ours-" + i), true, 4096, (short) 3, BLOCK)) {
