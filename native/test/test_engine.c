@@ -454,6 +454,17 @@ static void run(const char *config)
     }
     OK("worker_signal from another thread wakes worker_wait");
 
+    /* One more client endpoint, for the teardown below. */
+    hrdma_ep_t *gep;
+    int gep_peer = S.n_accepted;
+
+    CHECK_EQ(hrdma_ep_connect(C.worker, "127.0.0.1", port, 700, &gep),
+             HRDMA_OK);
+    cookie++;
+    status = hrdma_ep_am_send(gep, 3, "bye", 4, NULL, cookie);
+    op_post(cookie, status, 4);
+    WAIT_UNTIL(&S, &C, ops[cookie].done && S.n_accepted == gep_peer + 1, 10);
+
     /* Teardown: BUSY while things remain, counters back to zero. */
     CHECK_EQ(hrdma_worker_destroy(S.worker), HRDMA_ERR_BUSY);
     close_ep(&S, &C, cep, 0, ++cookie);
@@ -462,6 +473,13 @@ static void run(const char *config)
             close_ep(&S, &C, S.accepted[k], 1, ++cookie);
         }
     }
+    /* An endpoint destroyed while its graceful close is in flight (an owner
+     * that stops waiting), and no progress until its worker is destroyed:
+     * UCX asserts in ucp_worker_destroy if that close request is still held. */
+    close_ep(&S, NULL, S.accepted[gep_peer], 1, ++cookie);
+    status = hrdma_ep_close(gep, 0, ++cookie);
+    CHECK(status == HRDMA_OK || status == HRDMA_INPROGRESS);
+    hrdma_ep_destroy(gep);
     CHECK_EQ(hrdma_worker_destroy(S.worker), HRDMA_ERR_BUSY); /* listener */
     CHECK_EQ(hrdma_listener_destroy(listener), HRDMA_OK);
     CHECK_EQ(hrdma_ctx_destroy(ctx), HRDMA_ERR_BUSY);
@@ -480,7 +498,7 @@ static void run(const char *config)
     CHECK_EQ(hrdma_ctx_destroy(ctx), HRDMA_OK);
     free(heap);
     free(heap_dst);
-    OK("teardown, counters back to zero");
+    OK("teardown (an endpoint's close in flight too), counters back to zero");
 }
 
 int main(void)

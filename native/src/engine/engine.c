@@ -847,12 +847,15 @@ void hrdma_ep_destroy(hrdma_ep_t *ep)
     worker = ep->worker;
     if (!ep->closing) {
         /* Not closed by the owner: drop it without a callback. */
-        if (hrdma_ep_close(ep, 1, 0) == HRDMA_INPROGRESS) {
-            ep->close_req->silent = 1;
-        }
+        hrdma_ep_close(ep, 1, 0);
     }
     if (ep->close_req != NULL) {
+        /* The owner is done with the endpoint while its close is in flight:
+         * hand the request back to UCX now (no callback follows). A request
+         * still held at ucp_worker_destroy trips an assertion in UCX. */
         ep->close_req->ep = NULL;
+        ucp_request_free(ep->close_req);
+        ep->close_req = NULL;
     }
     hrdma_worker_ep_remove(ep);
     worker->num_eps--;
