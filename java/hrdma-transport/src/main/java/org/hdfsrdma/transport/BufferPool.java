@@ -26,7 +26,7 @@ public final class BufferPool implements BufferAllocator, AutoCloseable {
   private final List<Slab> allSlabs = new ArrayList<>();
   private final AtomicLong registered = new AtomicLong();
   private final AtomicLong outstanding = new AtomicLong();
-  private boolean closed;
+  private volatile boolean closed;
 
   /**
    * @param slabSize bytes per slab, a power of two of at least {@link #MIN_CLASS}
@@ -50,6 +50,9 @@ public final class BufferPool implements BufferAllocator, AutoCloseable {
   public RegisteredBuffer allocate(int size) throws TransportException {
     if (size < 0) {
       throw new IllegalArgumentException("negative size " + size);
+    }
+    if (closed) {
+      throw new TransportException.Closed("buffer pool closed");
     }
     RegisteredBuffer b;
     if (size > slabSize) {
@@ -113,8 +116,11 @@ public final class BufferPool implements BufferAllocator, AutoCloseable {
   }
 
   /**
-   * Deregisters every slab. Buffers still outstanding become invalid: callers
-   * check {@link #buffersOutstanding()} first (tests assert it is zero).
+   * Deregisters every slab; later allocations fail with
+   * {@link TransportException.Closed} (a thread of another component may
+   * still try: a DataNode write answering upstream while its plugin stops).
+   * Buffers still outstanding become invalid: callers check
+   * {@link #buffersOutstanding()} first (tests assert it is zero).
    */
   @Override
   public synchronized void close() {
@@ -122,6 +128,11 @@ public final class BufferPool implements BufferAllocator, AutoCloseable {
       return;
     }
     closed = true;
+    for (SizeClass c : classes) {
+      synchronized (c) { // a take() in progress finishes first; later ones see closed
+        c.free.clear();
+      }
+    }
     for (Slab s : allSlabs) {
       s.close();
     }
@@ -141,6 +152,9 @@ public final class BufferPool implements BufferAllocator, AutoCloseable {
     RegisteredBuffer take(int requested) throws TransportException {
       long[] chunk;
       synchronized (this) {
+        if (closed) { // its slabs are deregistered: a chunk of them is freed memory
+          throw new TransportException.Closed("buffer pool closed");
+        }
         chunk = free.pollFirst();
       }
       if (chunk == null) {
