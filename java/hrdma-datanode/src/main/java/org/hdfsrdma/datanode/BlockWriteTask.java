@@ -90,10 +90,12 @@ final class BlockWriteTask {
   private String mirrorName;
   private volatile Downstream down;
   private volatile boolean ready;
+  private BlockConstructionStage stage;
+  private boolean registered;  // this task is the block's registered writer on this DataNode
 
   // touched only by the executor (serialized by `scheduled`)
   private boolean setupDone;
-  private long expectedSeqno;
+  private long expectedSeqno = -1; // -1: taken from the first packet (a recovered pipeline resends old seqnos)
   private long expectedOffset;
   private byte[] dataBuf = new byte[0];
   private byte[] sumBuf = new byte[0];
@@ -158,6 +160,48 @@ final class BlockWriteTask {
       aborted = true;
     }
     schedule();
+  }
+
+  /**
+   * Stops this write for a pipeline recovery of the same block (stock:
+   * ReplicaInPipeline#stopWriter): no more packets are processed and the
+   * replica's streams are closed, here when no executor thread runs the task,
+   * else by that thread, which this call waits for.
+   *
+   * @return false when the task did not stop within {@code timeoutMs}
+   */
+  boolean stop(long timeoutMs) {
+    boolean inline;
+    synchronized (lock) {
+      aborted = true;
+      if (finished) {
+        return true;
+      }
+      inline = !scheduled;
+      if (inline) {
+        scheduled = true; // no executor run starts now: cleaning up is ours
+      }
+    }
+    if (inline) {
+      cleanup();
+      return true;
+    }
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+    synchronized (lock) {
+      while (!finished) {
+        long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+        if (left <= 0) {
+          return false;
+        }
+        try {
+          lock.wait(left);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return false;
+        }
+      }
+    }
+    return true;
   }
 
   private void failUnlocked(String why) {
@@ -279,6 +323,9 @@ final class BlockWriteTask {
         } else {
           synchronized (lock) {
             ready = true;
+            if (stage == BlockConstructionStage.PIPELINE_CLOSE_RECOVERY) {
+              done = true; // the replica is finalized: no packets follow
+            }
           }
           sendUp(MessageKind.WRITE_RESPONSE, BlockOps.writeResponse(Status.SUCCESS, "", null));
         }
@@ -338,11 +385,14 @@ final class BlockWriteTask {
       sendUp(MessageKind.WRITE_RESPONSE, BlockOps.writeResponse(Status.ERROR_ACCESS_TOKEN, self, msg));
       return false;
     } catch (IOException e) {
-      return refuse(Status.ERROR, "cannot check the block token of " + block + ": " + e.getMessage());
+      return refuse(Status.ERROR, "cannot check the block token of " + block + ": " + e.getMessage(), true);
     }
-    if (op.getStage() != BlockConstructionStage.PIPELINE_SETUP_CREATE) {
-      return refuse(Status.ERROR_UNSUPPORTED, "stage " + op.getStage() + " is not supported over hrdma yet"
-          + " (only PIPELINE_SETUP_CREATE)");
+    stage = op.getStage();
+    if (stage != BlockConstructionStage.PIPELINE_SETUP_CREATE
+        && stage != BlockConstructionStage.PIPELINE_SETUP_STREAMING_RECOVERY
+        && stage != BlockConstructionStage.PIPELINE_CLOSE_RECOVERY) {
+      return refuse(Status.ERROR_UNSUPPORTED, "stage " + stage + " is not supported over hrdma (PIPELINE_SETUP_CREATE"
+          + ", PIPELINE_SETUP_STREAMING_RECOVERY, PIPELINE_CLOSE_RECOVERY; appends take the stock path)", false);
     }
     try {
       checksum = BlockOps.requestedChecksum(op);
@@ -350,20 +400,22 @@ final class BlockWriteTask {
       checksum = null;
     }
     if (checksum == null || checksum.getChecksumSize() == 0 || checksum.getBytesPerChecksum() <= 0) {
-      return refuse(Status.ERROR_INVALID, "unsupported requested checksum " + op.getRequestedChecksum());
+      return refuse(Status.ERROR_INVALID, "unsupported requested checksum " + op.getRequestedChecksum(), false);
     }
     bytesPerChecksum = checksum.getBytesPerChecksum();
     checksumSize = checksum.getChecksumSize();
-    ExtendedBlock reserve = new ExtendedBlock(block);
-    if (reserve.getNumBytes() == 0) {
-      reserve.setNumBytes(dn.estimatedBlockSize()); // stock reserves the block size for a new replica
+    // one writer per replica: a recovery takes over from the write it replaces (stock: stopWriter)
+    registered = true;
+    if (!owner.takeOverBlock(block, this)) {
+      return refuse(Status.ERROR, "the earlier write of " + block + " on DataNode " + dn.datanodeUuid()
+          + " did not stop within " + owner.setupTimeoutMs() + " ms", true);
     }
     try {
-      replica = dn.createRbw(BlockOps.storageType(op), BlockOps.storageId(op), reserve, false);
-      replica.clearWriter();
-      replica.openStreams(checksum);
+      openReplica(op);
     } catch (IOException | RuntimeException e) {
-      return refuse(Status.ERROR, "DataNode " + dn.datanodeUuid() + " cannot create " + block + ": " + e);
+      return refuse(Status.ERROR, "DataNode " + dn.datanodeUuid() + " cannot " + (stage
+          == BlockConstructionStage.PIPELINE_SETUP_CREATE ? "create " : "recover (" + stage + ") ") + block + ": "
+          + e, true);
     }
     DatanodeInfo[] targets = BlockOps.targets(op);
     if (targets.length > 0) {
@@ -388,7 +440,7 @@ final class BlockWriteTask {
         return false;
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
-        return refuse(Status.ERROR, "DataNode " + dn.datanodeUuid() + " is stopping");
+        return refuse(Status.ERROR, "DataNode " + dn.datanodeUuid() + " is stopping", true);
       }
       if (resp.getStatus() != Status.SUCCESS) {
         // as stock: pass the downstream's status and firstBadLink up
@@ -402,9 +454,59 @@ final class BlockWriteTask {
     return true;
   }
 
-  private boolean refuse(Status status, String message) {
+  /**
+   * The replica this write goes to, by stage (stock BlockReceiver's
+   * constructor, DataXceiver for PIPELINE_CLOSE_RECOVERY).
+   */
+  private void openReplica(OpWriteBlockProto op) throws IOException {
+    long newGs = op.getLatestGenerationStamp();
+    switch (stage) {
+      case PIPELINE_SETUP_CREATE -> {
+        ExtendedBlock reserve = new ExtendedBlock(block);
+        if (reserve.getNumBytes() == 0) {
+          reserve.setNumBytes(dn.estimatedBlockSize()); // stock reserves the block size for a new replica
+        }
+        replica = dn.createRbw(BlockOps.storageType(op), BlockOps.storageId(op), reserve, false);
+        replica.clearWriter();
+        replica.openStreams(checksum);
+      }
+      case PIPELINE_SETUP_STREAMING_RECOVERY -> {
+        // truncated to what every node acknowledged; the client sends the unacknowledged packets again
+        replica = dn.recoverRbw(block, newGs, op.getMinBytesRcvd(), op.getMaxBytesRcvd());
+        replica.clearWriter();
+        block.setGenerationStamp(newGs);
+        replica.openStreamsForRecovery(checksum);
+        expectedOffset = replica.bytesOnDisk();
+        LOG.info("hrdma datanode: recovered {} at {} bytes for a new pipeline", block, expectedOffset);
+      }
+      case PIPELINE_CLOSE_RECOVERY -> {
+        // every byte was acknowledged; only the close failed: finalize with the new generation stamp
+        DataNodeAccess.ClosedReplica c = dn.recoverClose(block, newGs, op.getMinBytesRcvd());
+        block.setGenerationStamp(newGs);
+        block.setNumBytes(op.getMinBytesRcvd());
+        dn.blockReceived(block, c.storageUuid(), c.onTransientStorage());
+        LOG.info("hrdma datanode: finalized {} in a close recovery", block);
+      }
+      default -> throw new AssertionError(stage);
+    }
+  }
+
+  /**
+   * Answers WRITE_RESPONSE with {@code status}; {@code local}: the problem is
+   * this DataNode's, which it names as firstBadLink (as stock names a node
+   * that refuses a token) so that the client leaves it out of the next pipeline.
+   */
+  private boolean refuse(Status status, String message, boolean local) {
     LOG.warn("hrdma datanode: refusing write of {}: {}", block, message);
-    sendUp(MessageKind.WRITE_RESPONSE, BlockOps.writeResponse(status, "", message));
+    String self = "";
+    if (local) {
+      try {
+        self = dn.registeredXferAddr(block.getBlockPoolId());
+      } catch (IOException ignored) {
+        // not registered: no address to name
+      }
+    }
+    sendUp(MessageKind.WRITE_RESPONSE, BlockOps.writeResponse(status, self, message));
     return false;
   }
 
@@ -424,12 +526,15 @@ final class BlockWriteTask {
       int dataLen = h.getDataLen();
       int sumLen = (int) (((long) dataLen + bytesPerChecksum - 1) / bytesPerChecksum) * checksumSize;
       ByteBuffer payload = m.payload();
-      // a packet may start earlier than the end of the last one by a partial chunk: after an
-      // hflush/hsync that ended mid-chunk the client sends that chunk again (as stock)
+      // a packet may start before the end of the data on disk, always at a chunk boundary: after
+      // an hflush/hsync that ended mid-chunk the client sends that chunk again; after a pipeline
+      // recovery it sends again what it had not seen acknowledged (as stock, what is on disk stays)
+      if (expectedSeqno < 0) {
+        expectedSeqno = seqno;
+      }
       long overlap = expectedOffset - h.getOffsetInBlock();
-      if (seqno != expectedSeqno || overlap < 0 || overlap >= bytesPerChecksum || overlap > dataLen
-          || (overlap > 0 && h.getOffsetInBlock() % bytesPerChecksum != 0) || dataLen < 0
-          || payload.remaining() != sumLen + dataLen) {
+      if (seqno != expectedSeqno || overlap < 0 || (overlap > 0 && h.getOffsetInBlock() % bytesPerChecksum != 0)
+          || dataLen < 0 || payload.remaining() != sumLen + dataLen) {
         throw new ProtocolException("packet seqno " + seqno + " at " + h.getOffsetInBlock() + " with "
             + dataLen + " data bytes and a " + payload.remaining() + "-byte payload; expected seqno "
             + expectedSeqno + " at " + expectedOffset + " with " + (sumLen + dataLen) + " bytes");
@@ -450,10 +555,12 @@ final class BlockWriteTask {
         sums.get(sumBuf, 0, sumLen);
         byte[] lastSum = new byte[checksumSize];
         System.arraycopy(sumBuf, sumLen - checksumSize, lastSum, 0, checksumSize);
-        if (overlap > 0) {
-          replica.rewindLastChecksum(checksumSize);
+        int skip = (int) overlap;
+        int skipSums = skip / bytesPerChecksum * checksumSize;
+        if (skip % bytesPerChecksum != 0) {
+          replica.rewindLastChecksum(checksumSize); // that chunk's checksum is rewritten whole
         }
-        replica.writePacket(dataBuf, (int) overlap, dataLen - (int) overlap, sumBuf, 0, sumLen, end, lastSum);
+        replica.writePacket(dataBuf, skip, dataLen - skip, sumBuf, skipSums, sumLen - skipSums, end, lastSum);
       }
       if (h.getSyncBlock() && !last) {
         replica.sync(); // hsync: on disk before the ack
@@ -494,6 +601,7 @@ final class BlockWriteTask {
       scheduled = false;
       left = new ArrayList<>(packets);
       packets.clear();
+      lock.notifyAll(); // stop() waits for this
     }
     for (Message m : left) {
       m.release();
@@ -508,6 +616,9 @@ final class BlockWriteTask {
       } catch (IOException e) {
         LOG.warn("hrdma datanode: closing {} failed: {}", block, e.toString());
       }
+    }
+    if (registered) {
+      owner.releaseBlock(block, this);
     }
     request.release();
     owner.writeDone(up, this);

@@ -6,6 +6,7 @@ import java.util.ArrayDeque;
 import java.util.Iterator;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
 import org.hdfsrdma.datanode.compat.DataNodeAccess;
@@ -179,6 +180,28 @@ final class RequestDispatcher implements EndpointHandler {
 
   long setupTimeoutMs() {
     return setupTimeoutMs;
+  }
+
+  /** A replica by block pool and block id (the generation stamp changes in a recovery). */
+  private record ReplicaKey(String pool, long id) {}
+
+  /** The write that owns each replica being written here over hrdma. */
+  private final ConcurrentHashMap<ReplicaKey, BlockWriteTask> writers = new ConcurrentHashMap<>();
+
+  /**
+   * Makes {@code t} the writer of {@code block}'s replica. A write already
+   * there (the pipeline a recovery replaces) is stopped first, as stock
+   * stops a replica's writer before recoverRbw.
+   *
+   * @return false when the earlier write did not stop within the setup timeout
+   */
+  boolean takeOverBlock(ExtendedBlock block, BlockWriteTask t) {
+    BlockWriteTask old = writers.put(new ReplicaKey(block.getBlockPoolId(), block.getBlockId()), t);
+    return old == null || old == t || old.stop(setupTimeoutMs);
+  }
+
+  void releaseBlock(ExtendedBlock block, BlockWriteTask t) {
+    writers.remove(new ReplicaKey(block.getBlockPoolId(), block.getBlockId()), t);
   }
 
   void writeDone(Endpoint ep, BlockWriteTask t) {

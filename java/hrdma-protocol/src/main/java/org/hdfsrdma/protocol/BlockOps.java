@@ -97,6 +97,38 @@ public final class BlockOps {
   public static OpWriteBlockProto writeBlock(ExtendedBlock block, Token<BlockTokenIdentifier> token,
       String clientName, DatanodeInfo[] nodes, StorageType[] storageTypes, String[] storageIds,
       DataChecksum checksum) {
+    return writeBlock(block, token, clientName, nodes, storageTypes, storageIds, checksum,
+        BlockConstructionStage.PIPELINE_SETUP_CREATE, block.getNumBytes(), 0, block.getGenerationStamp());
+  }
+
+  /**
+   * The WRITE_REQUEST that sets a pipeline up again after a DataNode failed
+   * (stock {@code DataStreamer#createBlockOutputStream} in recovery):
+   * {@code block} with its current generation stamp, {@code stage}
+   * PIPELINE_SETUP_STREAMING_RECOVERY or PIPELINE_CLOSE_RECOVERY, the bytes
+   * every node acknowledged ({@code minBytesRcvd}) and the bytes sent
+   * ({@code maxBytesRcvd}), and the generation stamp the NameNode gave for the
+   * new pipeline ({@code newGenerationStamp}).
+   */
+  public static OpWriteBlockProto recoverBlock(ExtendedBlock block, Token<BlockTokenIdentifier> token,
+      String clientName, DatanodeInfo[] nodes, StorageType[] storageTypes, String[] storageIds,
+      DataChecksum checksum, BlockConstructionStage stage, long minBytesRcvd, long maxBytesRcvd,
+      long newGenerationStamp) {
+    if (stage != BlockConstructionStage.PIPELINE_SETUP_STREAMING_RECOVERY
+        && stage != BlockConstructionStage.PIPELINE_CLOSE_RECOVERY) {
+      throw new IllegalArgumentException("not a recovery stage: " + stage);
+    }
+    if (minBytesRcvd < 0 || maxBytesRcvd < minBytesRcvd || newGenerationStamp <= block.getGenerationStamp()) {
+      throw new IllegalArgumentException("bad recovery of " + block + ": acked " + minBytesRcvd + ", sent "
+          + maxBytesRcvd + ", new generation stamp " + newGenerationStamp);
+    }
+    return writeBlock(block, token, clientName, nodes, storageTypes, storageIds, checksum, stage, minBytesRcvd,
+        maxBytesRcvd, newGenerationStamp);
+  }
+
+  private static OpWriteBlockProto writeBlock(ExtendedBlock block, Token<BlockTokenIdentifier> token,
+      String clientName, DatanodeInfo[] nodes, StorageType[] storageTypes, String[] storageIds,
+      DataChecksum checksum, BlockConstructionStage stage, long minBytesRcvd, long maxBytesRcvd, long latestGs) {
     if (nodes.length == 0) {
       throw new IllegalArgumentException("a write pipeline needs at least one DataNode");
     }
@@ -107,11 +139,11 @@ public final class BlockOps {
     OpWriteBlockProto.Builder b = OpWriteBlockProto.newBuilder()
         .setHeader(ClientOperationHeaderProto.newBuilder().setBaseHeader(base).setClientName(clientName))
         .addAllTargets(PBHelperClient.convert(nodes, 1))
-        .setStage(BlockConstructionStage.PIPELINE_SETUP_CREATE)
+        .setStage(stage)
         .setPipelineSize(nodes.length)
-        .setMinBytesRcvd(block.getNumBytes())
-        .setMaxBytesRcvd(0)
-        .setLatestGenerationStamp(block.getGenerationStamp())
+        .setMinBytesRcvd(minBytesRcvd)
+        .setMaxBytesRcvd(maxBytesRcvd)
+        .setLatestGenerationStamp(latestGs)
         .setRequestedChecksum(ChecksumProto.newBuilder()
             .setType(PBHelperClient.convert(checksum.getChecksumType()))
             .setBytesPerChecksum(checksum.getBytesPerChecksum()));

@@ -194,6 +194,33 @@ public final class DataNodeAccess {
   }
 
   /**
+   * Takes over a replica-being-written for a pipeline set up again after a
+   * failure (stock BlockReceiver, PIPELINE_SETUP_STREAMING_RECOVERY): checks
+   * that {@code block}'s replica is RBW with a generation stamp in
+   * [block's, newGs] and an acknowledged length in [minBytesRcvd,
+   * maxBytesRcvd], truncates it to the acknowledged length and bumps its
+   * generation stamp to {@code newGs}. Close the returned replica.
+   */
+  public RbwReplica recoverRbw(ExtendedBlock block, long newGs, long minBytesRcvd, long maxBytesRcvd)
+      throws IOException {
+    return new RbwReplica(dataset().recoverRbw(block, newGs, minBytesRcvd, maxBytesRcvd));
+  }
+
+  /** A replica finalized by {@link #recoverClose}: what the received-block report needs. */
+  public record ClosedReplica(String storageUuid, boolean onTransientStorage) {}
+
+  /**
+   * Recovers a pipeline that failed while closing (stock DataXceiver,
+   * PIPELINE_CLOSE_RECOVERY): finalizes the replica (RBW or already
+   * finalized) with generation stamp {@code newGs}, checking its length
+   * against {@code expectedLength}.
+   */
+  public ClosedReplica recoverClose(ExtendedBlock block, long newGs, long expectedLength) throws IOException {
+    org.apache.hadoop.hdfs.server.datanode.Replica r = dataset().recoverClose(block, newGs, expectedLength);
+    return new ClosedReplica(r.getStorageUuid(), r.isOnTransientStorage());
+  }
+
+  /**
    * The xfer address ("ip:port") this DataNode registered with the block
    * pool's NameNode: what the stock DataXceiver names as {@code firstBadLink}
    * when it refuses a write's block token.

@@ -83,11 +83,27 @@ public final class RbwReplica implements AutoCloseable {
   }
 
   /**
+   * Opens the streams of a replica taken over by
+   * {@link DataNodeAccess#recoverRbw}: both files keep what they hold and are
+   * positioned at their ends (stock: createStreams(isCreate=false), which
+   * also checks the .meta file against the block file and the checksum).
+   */
+  public void openStreamsForRecovery(DataChecksum checksum) throws IOException {
+    if (streams != null) {
+      throw new IllegalStateException("streams already open");
+    }
+    streams = replica().createStreams(false, checksum);
+    checksumOut = streams.getChecksumOut();
+  }
+
+  /**
    * Appends one packet: {@code dataLen} data bytes at the end of the block file
    * and their checksums at the end of the .meta file, flushed to the OS (as
    * stock does per packet), then records the new length and last checksum
    * (ReplicaInPipeline#setLastChecksumAndDataLen), which readers of the
-   * replica being written go by. Chunk-aligned appends only (a new block).
+   * replica being written go by. The data goes at the block file's end; when
+   * that end is inside a chunk, the caller first rewinds the .meta file by one
+   * checksum ({@link #rewindLastChecksum}) and passes that chunk's new checksum.
    *
    * @param endOffset the block offset after this packet's data
    */
