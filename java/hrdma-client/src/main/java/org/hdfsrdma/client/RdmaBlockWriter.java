@@ -7,20 +7,27 @@ import java.net.ProtocolException;
 import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.zip.CRC32C;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.StorageType;
+import org.apache.hadoop.hdfs.DFSClient;
 import org.apache.hadoop.hdfs.client.HdfsClientConfigKeys;
+import org.apache.hadoop.hdfs.protocol.ClientProtocol;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.protocol.datatransfer.DataTransferProtoUtil;
+import org.apache.hadoop.hdfs.protocol.datatransfer.ReplaceDatanodeOnFailure;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpWriteBlockProto.BlockConstructionStage;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpWriteBlockProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PipelineAckProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
 import org.apache.hadoop.util.DataChecksum;
+import org.hdfsrdma.client.compat.StockTransfer;
 import org.hdfsrdma.protocol.BlockOps;
 import org.hdfsrdma.protocol.Message;
 import org.hdfsrdma.protocol.MessageCodec;
@@ -37,15 +44,36 @@ import org.slf4j.LoggerFactory;
  * of {@value #PACKET_BYTES_KEY} data bytes (CRC32C per
  * {@code dfs.bytes-per-checksum} chunk, checksums then data, as an HDFS
  * packet body), keeping up to {@value #WINDOW_BYTES_KEY} of packets unacked.
+ * Each packet's bytes stay in their heap array until every DataNode has
+ * acknowledged them (the arrays are reused afterwards): they are what a
+ * pipeline recovery sends again.
  *
- * <p>A responder thread takes the PIPELINE_ACKs in seqno order; any status
- * that is not SUCCESS fails the writer with an IOException naming the
- * DataNode ({@link #badNodeIndex()}), and every later call throws it.
- * {@link #close()} sends the last, empty packet and waits for its ack, which
- * the DataNodes send after finalizing the replica and telling the NameNode;
- * afterwards {@link #block()} carries the length to {@code complete} with.
- * A writer closed before the end (or after a failure) abandons the write at
- * the DataNode (READ_STATUS ERROR for its request id).
+ * <p>A responder thread takes the PIPELINE_ACKs in seqno order. A status
+ * that is not SUCCESS names the bad DataNode; a lost connection or a missing
+ * ack names none, and the first DataNode is taken as bad (as stock does).
+ *
+ * <p>Pipeline recovery (when created with a {@link RecoveryContext}, as
+ * {@link RdmaOutputStream} does), on the writing thread, as the stock
+ * DataStreamer does it: the bad DataNode leaves the pipeline; when the
+ * replace-datanode-on-failure policy asks, the NameNode adds a DataNode
+ * ({@code getAdditionalDatanode}) and a surviving DataNode copies the
+ * replica to it (the stock TRANSFER_BLOCK); the NameNode gives a new
+ * generation stamp ({@code updateBlockForPipeline}); the pipeline is set up
+ * again with stage PIPELINE_SETUP_STREAMING_RECOVERY (each DataNode
+ * truncates its replica to the acknowledged length) and every unacknowledged
+ * packet is sent again, or, when only the last packet was outstanding, with
+ * PIPELINE_CLOSE_RECOVERY (each DataNode finalizes); then
+ * {@code updatePipeline} tells the NameNode. No acknowledged byte is lost:
+ * packets leave the window only once every DataNode acknowledged them.
+ * Without a context (or with no DataNode left) the failure is the caller's,
+ * an IOException naming the DataNode ({@link #badNodeIndex()}).
+ *
+ * <p>{@link #close()} waits for every data packet's ack (as stock), sends the
+ * last, empty packet and waits for its ack, which the DataNodes send after
+ * finalizing the replica and telling the NameNode; afterwards
+ * {@link #block()} carries the length and generation stamp to
+ * {@code complete} with. A writer closed before the end (or after a failure)
+ * abandons the write at the DataNode (READ_STATUS ERROR for its request id).
  *
  * <p>Not thread-safe: one writing thread (plus the responder of its own).
  */
@@ -58,97 +86,201 @@ public final class RdmaBlockWriter implements Closeable {
   /** Bytes of packets sent and not acknowledged yet (seed 000's 5 MB FIFO). */
   public static final String WINDOW_BYTES_KEY = "hrdma.client.write.window-bytes";
   public static final long WINDOW_BYTES_DEFAULT = 5L << 20;
+  /** Pipeline recoveries of one block before the write gives up (stock: 5 per packet). */
+  public static final String MAX_RECOVERIES_KEY = "hrdma.client.write.max-pipeline-recoveries";
+  public static final int MAX_RECOVERIES_DEFAULT = 5;
 
-  private final DataNodeConnection conn;
-  private final PendingRead pending;
+  /**
+   * What a writer needs to recover its pipeline: the client (NameNode proxy,
+   * client name) and its configuration, the file, its replication, and a
+   * callback run after each recovery (a metric).
+   */
+  public record RecoveryContext(DFSClient dfs, Configuration conf, String src, long fileId, short replication,
+      Runnable onRecovered) {}
+
+  private static final byte[] EMPTY = new byte[0];
+
+  private final RdmaBlockClient client;
   private final ExtendedBlock block;
-  private final DatanodeInfo[] nodes;
   private final int bytesPerChecksum;
   private final int packetBytes;
   private final int maxUnacked;
   private final long timeoutMs;
-  private final byte[] buf;
+  private final DataChecksum sum;
   private final CRC32C crc = new CRC32C();
-  private final Thread responder;
+  private final RecoveryContext recovery;
+  private final ReplaceDatanodeOnFailure replacePolicy;
+  private final short replaceMinReplication;
+  private final int maxRecoveries;
+  private final List<DatanodeInfo> failedNodes = new ArrayList<>();
+  private final ArrayDeque<byte[]> freeArrays = new ArrayDeque<>(); // guarded by this
 
+  // the pipeline: replaced by a recovery (writing thread only, the responder reads its own copies)
+  private DataNodeConnection conn;
+  private PendingRead pending;
+  private DatanodeInfo[] nodes;
+  private StorageType[] storageTypes;
+  private String[] storageIds;
+  private Thread responder;
+
+  private byte[] buf;
   private int bufLen;
   private long offset;        // block offset of buf[0]
   private long seqno;
   private boolean closed;
   private boolean lastSent;
   private long lastSentEnd;   // block offset after the last packet sent
+  private boolean hflushed;
+  private int recoveries;
   private boolean corruptNext; // test hook
 
   // guarded by this
-  private final ArrayDeque<long[]> unacked = new ArrayDeque<>(); // {seqno, endOffset, last}
+  private final ArrayDeque<Packet> unacked = new ArrayDeque<>();
   private long acked;
   private boolean lastAcked;
   private IOException failure;
   private int badNode = -1;
 
-  private RdmaBlockWriter(RdmaBlockClient client, DataNodeConnection conn, LocatedBlock lb, Configuration conf)
+  /** A packet sent and not acknowledged yet: what a recovery sends again. */
+  private record Packet(long seqno, long start, int len, byte[] data, boolean last, boolean sync) {
+    long end() {
+      return start + len;
+    }
+  }
+
+  /** The pipeline could not be set up; {@code firstBadLink} ("ip:port" or "") names the DataNode that failed. */
+  static final class PipelineSetupException extends IOException {
+    private static final long serialVersionUID = 1L;
+    final String firstBadLink;
+
+    PipelineSetupException(String message, String firstBadLink, Throwable cause) {
+      super(message, cause);
+      this.firstBadLink = firstBadLink;
+    }
+  }
+
+  private RdmaBlockWriter(RdmaBlockClient client, LocatedBlock lb, Configuration conf, RecoveryContext recovery)
       throws IOException {
-    this.conn = conn;
+    this.client = client;
     this.block = new ExtendedBlock(lb.getBlock());
     this.block.setNumBytes(0);
-    this.nodes = lb.getLocations();
     this.timeoutMs = client.timeoutMs();
+    this.recovery = recovery;
     this.bytesPerChecksum = conf.getInt(HdfsClientConfigKeys.DFS_BYTES_PER_CHECKSUM_KEY,
         HdfsClientConfigKeys.DFS_BYTES_PER_CHECKSUM_DEFAULT);
     int pb = conf.getInt(PACKET_BYTES_KEY, PACKET_BYTES_DEFAULT);
     long window = conf.getLong(WINDOW_BYTES_KEY, WINDOW_BYTES_DEFAULT);
-    if (bytesPerChecksum <= 0 || pb <= 0 || window <= 0) {
+    this.maxRecoveries = conf.getInt(MAX_RECOVERIES_KEY, MAX_RECOVERIES_DEFAULT);
+    if (bytesPerChecksum <= 0 || pb <= 0 || window <= 0 || maxRecoveries < 0) {
       throw new IllegalArgumentException("bad write settings: bytes-per-checksum " + bytesPerChecksum
-          + ", " + PACKET_BYTES_KEY + " " + pb + ", " + WINDOW_BYTES_KEY + " " + window);
+          + ", " + PACKET_BYTES_KEY + " " + pb + ", " + WINDOW_BYTES_KEY + " " + window + ", "
+          + MAX_RECOVERIES_KEY + " " + maxRecoveries);
     }
     this.packetBytes = Math.max(bytesPerChecksum, pb - pb % bytesPerChecksum);
     this.maxUnacked = (int) Math.max(1, Math.min(1 << 16, window / packetBytes));
+    this.sum = DataChecksum.newDataChecksum(DataChecksum.Type.CRC32C, bytesPerChecksum);
+    this.replacePolicy = recovery == null ? null : ReplaceDatanodeOnFailure.get(conf);
+    this.replaceMinReplication = (short) conf.getInt(
+        HdfsClientConfigKeys.BlockWrite.ReplaceDatanodeOnFailure.MIN_REPLICATION,
+        HdfsClientConfigKeys.BlockWrite.ReplaceDatanodeOnFailure.MIN_REPLICATION_DEFAULT);
     this.buf = new byte[packetBytes];
-    this.pending = conn.register();
-    boolean ok = false;
-    try {
-      StorageType[] types = lb.getStorageTypes();
-      String[] ids = lb.getStorageIDs();
-      DataChecksum sum = DataChecksum.newDataChecksum(DataChecksum.Type.CRC32C, bytesPerChecksum);
-      conn.send(MessageCodec.encode(conn.endpoint().transport().allocator(), MessageKind.WRITE_REQUEST,
-          pending.id(), BlockOps.writeBlock(block, lb.getBlockToken(), client.clientName(), nodes, types, ids,
-              sum), null), pending);
-      Message m = pending.take(timeoutMs);
-      try {
-        BlockOpResponseProto resp = switch (m.kind()) {
-          case WRITE_RESPONSE -> m.writeResponse();
-          case ERROR -> m.error();
-          default -> throw new ProtocolException("expected WRITE_RESPONSE from " + conn + ", got " + m.kind());
-        };
-        // the stock client's check and words (DataStreamer#createBlockOutputStream)
-        DataTransferProtoUtil.checkBlockOpStatus(resp, "ack with firstBadLink as " + resp.getFirstBadLink());
-      } finally {
-        m.release();
-      }
-      ok = true;
-    } finally {
-      if (!ok) {
-        pending.close();
-      }
-    }
-    responder = new Thread(this::respond, "hrdma-write-responder-" + block.getBlockId());
-    responder.setDaemon(true);
-    responder.start();
+    this.nodes = lb.getLocations();
+    this.storageTypes = lb.getStorageTypes();
+    this.storageIds = lb.getStorageIDs();
+    openPipeline(BlockOps.writeBlock(block, lb.getBlockToken(), client.clientName(), nodes, storageTypes,
+        storageIds, sum));
   }
 
   /**
    * Opens the pipeline of {@code lb} (a block just allocated by
-   * {@code addBlock}) for writing from offset 0.
+   * {@code addBlock}) for writing from offset 0; a failure of a DataNode
+   * later fails the writer (no recovery).
    *
    * @throws org.apache.hadoop.hdfs.security.token.block.InvalidBlockTokenException the token was refused
    * @throws IOException the pipeline could not be set up (the message names the first bad DataNode)
    */
   public static RdmaBlockWriter create(RdmaBlockClient client, LocatedBlock lb, Configuration conf)
       throws IOException {
+    return create(client, lb, conf, null);
+  }
+
+  /**
+   * As {@link #create(RdmaBlockClient, LocatedBlock, Configuration)}; with
+   * {@code recovery}, DataNode failures are recovered (see the class comment).
+   */
+  public static RdmaBlockWriter create(RdmaBlockClient client, LocatedBlock lb, Configuration conf,
+      RecoveryContext recovery) throws IOException {
     if (lb.getLocations().length == 0) {
       throw new IOException("block " + lb.getBlock() + " has no targets");
     }
-    return new RdmaBlockWriter(client, client.connection(lb.getLocations()[0]), lb, conf);
+    return new RdmaBlockWriter(client, lb, conf, recovery);
+  }
+
+  /**
+   * Sends {@code op} to the first of {@link #nodes}, waits for its
+   * WRITE_RESPONSE and starts a responder for the new request.
+   *
+   * @throws PipelineSetupException a DataNode refused or could not be reached
+   */
+  private void openPipeline(OpWriteBlockProto op) throws IOException {
+    DataNodeConnection c;
+    try {
+      c = client.connection(nodes[0]);
+    } catch (IOException e) {
+      throw new PipelineSetupException("cannot connect to " + nodes[0] + " for " + block + ": " + e.getMessage(),
+          nodes[0].getXferAddr(), e);
+    }
+    PendingRead p;
+    try {
+      p = c.register();
+    } catch (IOException e) {
+      throw new PipelineSetupException("the connection to " + nodes[0] + " is closed: " + e.getMessage(),
+          nodes[0].getXferAddr(), e);
+    }
+    boolean ok = false;
+    try {
+      Message m;
+      try {
+        c.send(MessageCodec.encode(c.endpoint().transport().allocator(), MessageKind.WRITE_REQUEST, p.id(), op,
+            null), p);
+        m = p.take(timeoutMs);
+      } catch (InterruptedIOException e) {
+        throw e;
+      } catch (IOException e) {
+        throw new PipelineSetupException("no answer from " + nodes[0] + " to the write of " + block + ": "
+            + e.getMessage(), nodes[0].getXferAddr(), e);
+      }
+      try {
+        BlockOpResponseProto resp = switch (m.kind()) {
+          case WRITE_RESPONSE -> m.writeResponse();
+          case ERROR -> m.error();
+          default -> throw new ProtocolException("expected WRITE_RESPONSE from " + c + ", got " + m.kind());
+        };
+        if (resp.getStatus() == Status.ERROR_ACCESS_TOKEN) {
+          // the stock client's check and words (DataStreamer#createBlockOutputStream)
+          DataTransferProtoUtil.checkBlockOpStatus(resp, "ack with firstBadLink as " + resp.getFirstBadLink());
+        }
+        if (resp.getStatus() != Status.SUCCESS) {
+          String msg = "Got error, status=" + resp.getStatus().name() + ", status message " + resp.getMessage()
+              + ", ack with firstBadLink as " + resp.getFirstBadLink() + " (" + block + ", pipeline "
+              + Arrays.toString(nodes) + ", " + op.getStage() + ")";
+          throw new PipelineSetupException(msg, resp.getFirstBadLink(), null);
+        }
+      } finally {
+        m.release();
+      }
+      ok = true;
+    } finally {
+      if (!ok) {
+        p.close();
+      }
+    }
+    conn = c;
+    pending = p;
+    Thread t = new Thread(() -> respond(c, p, nodes), "hrdma-write-responder-" + block.getBlockId());
+    t.setDaemon(true);
+    responder = t;
+    t.start();
   }
 
   /** Writes {@code len} bytes; blocks while the window of unacked packets is full. */
@@ -183,11 +315,21 @@ public final class RdmaBlockWriter implements Closeable {
     return acked;
   }
 
-  /** The block with the length written (after {@link #close()}: what to pass to complete). */
+  /** The block with the length written and its current generation stamp (after {@link #close()}: what to complete). */
   public ExtendedBlock block() {
     ExtendedBlock b = new ExtendedBlock(block);
     b.setNumBytes(offset + bufLen);
     return b;
+  }
+
+  /** The DataNodes of the current pipeline. */
+  public DatanodeInfo[] pipeline() {
+    return nodes.clone();
+  }
+
+  /** Pipeline recoveries of this block so far. */
+  public int recoveries() {
+    return recoveries;
   }
 
   /** The pipeline index of the DataNode an error ack named, or -1. */
@@ -208,11 +350,12 @@ public final class RdmaBlockWriter implements Closeable {
     if (sync || offset + bufLen > lastSentEnd) {
       sendPacket(false, sync);
     }
+    hflushed = true;
     waitFor(unacked::isEmpty);
     return bytesAcked();
   }
 
-  /** Test hook: flips one data byte of the next packet after its checksums are computed. */
+  /** Test hook: flips one data byte of the next packet on the wire, after its checksums are computed. */
   void corruptNextPacketForTesting() {
     corruptNext = true;
   }
@@ -224,10 +367,11 @@ public final class RdmaBlockWriter implements Closeable {
       return;
     }
     try {
-      checkFailure();
+      checkOpen();
       if (bufLen > 0 && offset + bufLen > lastSentEnd) {
         sendPacket(false, false);
       }
+      waitFor(unacked::isEmpty); // as stock: every data packet is acknowledged before the last one goes
       sendPacket(true, false);
       waitFor(() -> lastAcked);
     } catch (IOException | RuntimeException e) {
@@ -235,19 +379,13 @@ public final class RdmaBlockWriter implements Closeable {
       throw e;
     } finally {
       closed = true;
-      responder.interrupt();
-      try {
-        responder.join(timeoutMs);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-      pending.close();
+      stopResponder();
     }
   }
 
   /** Gives the write up at the DataNode (the replica stays RBW; the NameNode recovers it). */
   private void abandon() {
-    if (lastAcked()) {
+    if (lastAcked() || pending == null) {
       return;
     }
     try {
@@ -255,6 +393,23 @@ public final class RdmaBlockWriter implements Closeable {
           pending.id(), BlockOps.readStatus(Status.ERROR), null), null);
     } catch (IOException | RuntimeException e) {
       LOG.debug("hrdma client: cannot abandon the write of {}: {}", block, e.toString());
+    }
+  }
+
+  private void stopResponder() {
+    Thread t = responder;
+    responder = null;
+    if (t != null) {
+      t.interrupt();
+      try {
+        t.join(timeoutMs);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    if (pending != null) {
+      pending.close();
+      pending = null;
     }
   }
 
@@ -266,12 +421,12 @@ public final class RdmaBlockWriter implements Closeable {
     if (closed) {
       throw new IOException("the writer of " + block + " is closed");
     }
-    checkFailure();
-  }
-
-  private synchronized void checkFailure() throws IOException {
-    if (failure != null) {
-      throw new IOException(failure.getMessage(), failure);
+    IOException f;
+    synchronized (this) {
+      f = failure;
+    }
+    if (f != null) {
+      recover(f);
     }
   }
 
@@ -279,23 +434,35 @@ public final class RdmaBlockWriter implements Closeable {
     boolean holds();
   }
 
-  private synchronized void waitFor(Cond c) throws IOException {
+  /** Waits until {@code c} holds; a failure meanwhile is recovered (or thrown). */
+  private void waitFor(Cond c) throws IOException {
     long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
-    while (!c.holds()) {
-      checkFailure();
-      long left = (deadline - System.nanoTime()) / 1_000_000L;
-      if (left <= 0) {
-        throw new SocketTimeoutException("no ack for " + block + " from " + conn + " within " + timeoutMs
-            + " ms (" + unacked.size() + " packets unacked)");
+    while (true) {
+      IOException f;
+      synchronized (this) {
+        f = failure;
+        if (f == null) {
+          if (c.holds()) {
+            return;
+          }
+          long left = (deadline - System.nanoTime()) / 1_000_000L;
+          if (left <= 0) {
+            fail(new SocketTimeoutException("no ack for " + block + " from " + conn + " within " + timeoutMs
+                + " ms (" + unacked.size() + " packets unacked)"), -1);
+            continue;
+          }
+          try {
+            wait(left);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new InterruptedIOException("interrupted writing " + block);
+          }
+          continue;
+        }
       }
-      try {
-        wait(left);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new InterruptedIOException("interrupted writing " + block);
-      }
+      recover(f);
+      deadline = System.nanoTime() + timeoutMs * 1_000_000L;
     }
-    checkFailure();
   }
 
   private void sendPacket(boolean last, boolean sync) throws IOException {
@@ -304,56 +471,249 @@ public final class RdmaBlockWriter implements Closeable {
     }
     waitFor(() -> unacked.size() < maxUnacked);
     int dataLen = last ? 0 : bufLen;
-    int chunks = (dataLen + bytesPerChecksum - 1) / bytesPerChecksum;
-    int sumLen = chunks * 4;
-    long s = seqno++;
-    long start = last ? offset + bufLen : offset; // the last, empty packet: at the end of the block
-    RegisteredBuffer p = MessageCodec.begin(conn.endpoint().transport().allocator(), MessageKind.DATA_PACKET,
-        pending.id(), BlockOps.packetHeader(s, start, last, dataLen, sync), sumLen + dataLen);
-    try {
-      ByteBuffer out = p.nio();
-      for (int i = 0; i < dataLen; i += bytesPerChecksum) {
-        crc.reset();
-        crc.update(buf, i, Math.min(bytesPerChecksum, dataLen - i));
-        out.putInt((int) crc.getValue());
-      }
-      if (corruptNext && dataLen > 0) {
-        corruptNext = false;
-        buf[dataLen / 2] ^= 0x5a;
-      }
-      out.put(buf, 0, dataLen);
-      MessageCodec.finish(p);
-    } catch (RuntimeException e) {
-      p.release();
-      throw e;
-    }
-    long end = start + dataLen;
+    Packet p = new Packet(seqno++, last ? offset + bufLen : offset, dataLen, last ? EMPTY : buf, last, sync);
     synchronized (this) {
-      unacked.add(new long[] {s, end, last ? 1 : 0});
+      unacked.add(p);
     }
-    conn.send(p, pending);
     lastSent = last;
-    lastSentEnd = end;
-    int partial = last ? 0 : dataLen % bytesPerChecksum;
-    if (partial > 0) {
-      // a partial chunk (hflush/hsync): keep it; the next packet sends it again from the chunk's start
-      System.arraycopy(buf, dataLen - partial, buf, 0, partial);
+    lastSentEnd = p.end();
+    if (!last) {
+      // the packet keeps its array until acked; a partial chunk (hflush/hsync) goes again in the next one
+      int partial = dataLen % bytesPerChecksum;
+      buf = takeArray();
+      System.arraycopy(p.data(), dataLen - partial, buf, 0, partial);
+      offset = p.end() - partial;
+      bufLen = partial;
     }
-    offset = end - partial;
-    bufLen = partial;
+    transmit(p);
   }
 
-  /** The responder: acks in seqno order; the first bad one fails the writer. */
-  private void respond() {
+  private synchronized byte[] takeArray() {
+    byte[] a = freeArrays.poll();
+    return a != null ? a : new byte[packetBytes];
+  }
+
+  /** Sends {@code p} on the current pipeline; a failure is recorded (and recovered by the next wait). */
+  private void transmit(Packet p) {
+    int chunks = (p.len() + bytesPerChecksum - 1) / bytesPerChecksum;
+    int sumLen = chunks * 4;
+    RegisteredBuffer m = null;
+    try {
+      m = MessageCodec.begin(conn.endpoint().transport().allocator(), MessageKind.DATA_PACKET, pending.id(),
+          BlockOps.packetHeader(p.seqno(), p.start(), p.last(), p.len(), p.sync()), sumLen + p.len());
+      ByteBuffer out = m.nio();
+      for (int i = 0; i < p.len(); i += bytesPerChecksum) {
+        crc.reset();
+        crc.update(p.data(), i, Math.min(bytesPerChecksum, p.len() - i));
+        out.putInt((int) crc.getValue());
+      }
+      int at = out.position();
+      out.put(p.data(), 0, p.len());
+      if (corruptNext && p.len() > 0) {
+        corruptNext = false;
+        out.put(at + p.len() / 2, (byte) (out.get(at + p.len() / 2) ^ 0x5a));
+      }
+      MessageCodec.finish(m);
+    } catch (IOException | RuntimeException e) {
+      if (m != null) {
+        m.release();
+      }
+      fail(e instanceof IOException io ? io : new IOException("cannot send packet " + p.seqno() + " of " + block
+          + ": " + e, e), -1);
+      return;
+    }
+    conn.send(m, pending); // a failed send fails the pending request, which the responder reports
+  }
+
+  // -------------------------------------------------------------- recovery
+
+  /**
+   * Sets the pipeline up again without the bad DataNode (see the class
+   * comment), or throws: no recovery context, too many recoveries, no
+   * DataNode left, or a NameNode refusal.
+   */
+  private void recover(IOException cause) throws IOException {
+    if (recovery == null || closed) {
+      throw new IOException(cause.getMessage(), cause);
+    }
+    int bad;
+    synchronized (this) {
+      bad = badNode;
+    }
+    abandon();
+    stopResponder();
+    synchronized (this) {
+      failure = null; // the old pipeline's; the next responder must not take it for its own
+      badNode = -1;
+    }
+    IOException last = cause;
+    while (true) {
+      if (++recoveries > maxRecoveries) {
+        throw new IOException("gave up writing " + block + " after " + maxRecoveries + " pipeline recoveries ("
+            + MAX_RECOVERIES_KEY + "): " + last.getMessage(), last);
+      }
+      if (bad < 0 || bad >= nodes.length) {
+        bad = 0; // nothing named a DataNode: the first one is suspect (as stock)
+      }
+      if (nodes.length <= 1) {
+        throw new IOException("All datanodes " + Arrays.toString(nodes) + " are bad. Aborting... (" + block
+            + ": " + last.getMessage() + ")", last);
+      }
+      LOG.warn("hrdma client: error recovery for {} in pipeline {}: datanode {}({}) is bad: {}", block,
+          Arrays.toString(nodes), bad, nodes[bad], last.getMessage());
+      failedNodes.add(nodes[bad]);
+      removeNode(bad);
+      long ackedNow;
+      long sentNow = lastSentEnd;
+      boolean closeRecovery;
+      synchronized (this) {
+        ackedNow = acked;
+        closeRecovery = unacked.size() == 1 && unacked.peek().last();
+      }
+      ExtendedBlock current = new ExtendedBlock(block);
+      current.setNumBytes(ackedNow);
+      if (!closeRecovery) {
+        addDatanodeIfPolicyAsks(current);
+      }
+      ClientProtocol nn = recovery.dfs().getNamenode();
+      String clientName = recovery.dfs().getClientName();
+      LocatedBlock lb = nn.updateBlockForPipeline(current, clientName);
+      long newGs = lb.getBlock().getGenerationStamp();
+      BlockConstructionStage stage = closeRecovery ? BlockConstructionStage.PIPELINE_CLOSE_RECOVERY
+          : BlockConstructionStage.PIPELINE_SETUP_STREAMING_RECOVERY;
+      try {
+        openPipeline(BlockOps.recoverBlock(current, lb.getBlockToken(), clientName, nodes, storageTypes,
+            storageIds, sum, stage, ackedNow, sentNow, newGs));
+      } catch (PipelineSetupException e) {
+        bad = indexOf(e.firstBadLink);
+        last = e;
+        continue;
+      }
+      ExtendedBlock updated = new ExtendedBlock(current);
+      updated.setGenerationStamp(newGs);
+      nn.updatePipeline(clientName, current, updated, nodes, storageIds);
+      block.setGenerationStamp(newGs);
+      List<Packet> again;
+      synchronized (this) {
+        if (closeRecovery) {
+          unacked.clear(); // every DataNode finalized the replica in the setup
+          lastAcked = true;
+          notifyAll();
+        }
+        again = new ArrayList<>(unacked);
+      }
+      LOG.info("hrdma client: recovered the pipeline of {} (generation stamp {}): {}, {}; resending {} packets"
+          + " from offset {}", block, newGs, Arrays.toString(nodes), stage, again.size(), ackedNow);
+      recovery.onRecovered().run();
+      for (Packet p : again) {
+        transmit(p);
+      }
+      return;
+    }
+  }
+
+  private int indexOf(String xferAddr) {
+    for (int i = 0; i < nodes.length; i++) {
+      if (nodes[i].getXferAddr().equals(xferAddr)) {
+        return i;
+      }
+    }
+    return -1;
+  }
+
+  private void removeNode(int i) {
+    nodes = without(nodes, i, new DatanodeInfo[nodes.length - 1]);
+    storageTypes = storageTypes == null || storageTypes.length <= i ? storageTypes
+        : without(storageTypes, i, new StorageType[storageTypes.length - 1]);
+    storageIds = storageIds == null || storageIds.length <= i ? storageIds
+        : without(storageIds, i, new String[storageIds.length - 1]);
+  }
+
+  private static <T> T[] without(T[] a, int i, T[] out) {
+    System.arraycopy(a, 0, out, 0, i);
+    System.arraycopy(a, i + 1, out, i, a.length - i - 1);
+    return out;
+  }
+
+  /**
+   * The replace-datanode-on-failure policy (stock DataStreamer#handleDatanodeReplacement):
+   * when it asks, the NameNode names a new DataNode and a surviving one
+   * copies the replica to it; with best-effort, a failure only logs.
+   */
+  private void addDatanodeIfPolicyAsks(ExtendedBlock current) throws IOException {
+    if (!replacePolicy.satisfy(recovery.replication(), nodes, false, hflushed)) {
+      return;
+    }
+    try {
+      addDatanode(current);
+    } catch (IOException e) {
+      if (!replacePolicy.isBestEffort()) {
+        throw e;
+      }
+      LOG.warn("hrdma client: failed to replace a datanode of {}; continuing with {} (best effort): {}", block,
+          Arrays.toString(nodes), e.getMessage());
+    }
+  }
+
+  private void addDatanode(ExtendedBlock current) throws IOException {
+    ClientProtocol nn = recovery.dfs().getNamenode();
+    List<DatanodeInfo> exclude = new ArrayList<>(failedNodes);
+    DatanodeInfo[] original = nodes;
+    IOException last = null;
+    for (int tried = 0; tried < 3; tried++) {
+      LocatedBlock lb = nn.getAdditionalDatanode(recovery.src(), recovery.fileId(), current, original, storageIds,
+          exclude.toArray(new DatanodeInfo[0]), 1, recovery.dfs().getClientName());
+      int d = -1;
+      for (int i = 0; i < lb.getLocations().length && d < 0; i++) {
+        if (!Arrays.asList(original).contains(lb.getLocations()[i])) {
+          d = i;
+        }
+      }
+      if (d < 0) {
+        if (replaceMinReplication > 0 && nodes.length >= replaceMinReplication) {
+          LOG.warn("hrdma client: no new datanode for {}; continuing with {} (>= {} = {})", block,
+              Arrays.toString(nodes), HdfsClientConfigKeys.BlockWrite.ReplaceDatanodeOnFailure.MIN_REPLICATION,
+              replaceMinReplication);
+          return;
+        }
+        throw new IOException("Failed to replace a bad datanode on the existing pipeline due to no more good"
+            + " datanodes being available to try (" + block + ", pipeline " + Arrays.toString(original)
+            + ", excluded " + exclude + ")");
+      }
+      DatanodeInfo added = lb.getLocations()[d];
+      DatanodeInfo source = original[tried % original.length];
+      try {
+        StockTransfer.transfer(recovery.dfs(), recovery.conf(), source, current, lb.getBlockToken(), added,
+            lb.getStorageTypes()[d], lb.getStorageIDs()[d], (int) Math.min(Integer.MAX_VALUE, timeoutMs));
+      } catch (IOException e) {
+        LOG.warn("hrdma client: copying {} from {} to {} failed: {}", block, source, added, e.getMessage());
+        exclude.add(added);
+        last = e;
+        continue;
+      }
+      LOG.info("hrdma client: added {} to the pipeline of {} (copied from {})", added, block, source);
+      nodes = lb.getLocations();
+      storageTypes = lb.getStorageTypes();
+      storageIds = lb.getStorageIDs();
+      return;
+    }
+    throw new IOException("could not add a datanode to the pipeline of " + block + ": "
+        + (last == null ? "" : last.getMessage()), last);
+  }
+
+  // ------------------------------------------------------------- responder
+
+  /** The responder of one pipeline: acks in seqno order; the first bad one fails the writer. */
+  private void respond(DataNodeConnection c, PendingRead p, DatanodeInfo[] pipeline) {
     while (true) {
       synchronized (this) {
-        if (lastAcked || failure != null) {
+        if (lastAcked || failure != null || Thread.currentThread().isInterrupted()) {
           return;
         }
       }
       Message m;
       try {
-        m = pending.take(timeoutMs);
+        m = p.take(timeoutMs);
       } catch (SocketTimeoutException e) {
         synchronized (this) {
           if (unacked.isEmpty()) {
@@ -363,17 +723,17 @@ public final class RdmaBlockWriter implements Closeable {
         fail(e, -1);
         return;
       } catch (InterruptedIOException e) {
-        return; // closed
+        return; // closed, or replaced by a recovery
       } catch (IOException e) {
         fail(e, -1);
         return;
       }
       try {
         switch (m.kind()) {
-          case PIPELINE_ACK -> onAck(m.pipelineAck());
-          case ERROR -> fail(new IOException(conn + " failed the write of " + block + ": "
+          case PIPELINE_ACK -> onAck(m.pipelineAck(), c, pipeline);
+          case ERROR -> fail(new IOException(c + " failed the write of " + block + ": "
               + m.error().getStatus() + ": " + m.error().getMessage()), -1);
-          default -> fail(new ProtocolException("unexpected " + m.kind() + " from " + conn + " writing "
+          default -> fail(new ProtocolException("unexpected " + m.kind() + " from " + c + " writing "
               + block), -1);
         }
       } catch (ProtocolException e) {
@@ -384,33 +744,38 @@ public final class RdmaBlockWriter implements Closeable {
     }
   }
 
-  private void onAck(PipelineAckProto ack) {
+  private void onAck(PipelineAckProto ack, DataNodeConnection c, DatanodeInfo[] pipeline) {
     List<Status> statuses = BlockOps.ackStatuses(ack);
     synchronized (this) {
-      long[] head = unacked.peek();
-      if (head == null || head[0] != ack.getSeqno()) {
-        fail(new ProtocolException("ack for seqno " + ack.getSeqno() + " from " + conn + " while "
-            + (head == null ? "no packet is unacked" : "waiting for seqno " + head[0]) + " of " + block), -1);
+      if (failure != null) {
+        return;
+      }
+      Packet head = unacked.peek();
+      if (head == null || head.seqno() != ack.getSeqno()) {
+        fail(new ProtocolException("ack for seqno " + ack.getSeqno() + " from " + c + " while "
+            + (head == null ? "no packet is unacked" : "waiting for seqno " + head.seqno()) + " of " + block), -1);
         return;
       }
       for (int i = 0; i < statuses.size(); i++) {
         if (statuses.get(i) != Status.SUCCESS) {
-          String node = i < nodes.length ? nodes[i].toString() : "pipeline node " + i;
+          String node = i < pipeline.length ? pipeline[i].toString() : "pipeline node " + i;
           fail(new IOException("Bad response " + statuses.get(i) + " for " + block + " from datanode " + node
-              + " (seqno " + ack.getSeqno() + ", acks " + statuses + ", pipeline " + Arrays.toString(nodes)
+              + " (seqno " + ack.getSeqno() + ", acks " + statuses + ", pipeline " + Arrays.toString(pipeline)
               + ")"), i);
           return;
         }
       }
-      if (statuses.size() != nodes.length) {
+      if (statuses.size() != pipeline.length) {
         fail(new ProtocolException("ack for seqno " + ack.getSeqno() + " has " + statuses.size()
-            + " statuses for a pipeline of " + nodes.length), -1);
+            + " statuses for a pipeline of " + pipeline.length), -1);
         return;
       }
       unacked.poll();
-      acked = head[1];
-      if (head[2] == 1) {
+      acked = head.end();
+      if (head.last()) {
         lastAcked = true;
+      } else if (head.data().length == packetBytes && freeArrays.size() < maxUnacked) {
+        freeArrays.push(head.data());
       }
       notifyAll();
     }

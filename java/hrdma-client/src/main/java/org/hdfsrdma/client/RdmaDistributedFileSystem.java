@@ -83,6 +83,7 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
   private final AtomicLong stockWriteFallbacks = new AtomicLong();
   private final AtomicLong rdmaBytesWritten = new AtomicLong();
   private final AtomicLong leaseRenewals = new AtomicLong();
+  private final AtomicLong pipelineRecoveries = new AtomicLong();
   private final Set<RdmaOutputStream> openStreams = new HashSet<>(); // guarded by itself
   private Thread leaseRenewer; // guarded by openStreams
 
@@ -138,8 +139,8 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
       again.add(CreateFlag.OVERWRITE);
       return super.create(f, permission, again, bufferSize, replication, blockSize, progress, checksumOpt);
     }
-    RdmaOutputStream out = new RdmaOutputStream(this, src, st.getFileId(), st.getBlockSize(), getConf(),
-        () -> super.create(f, permission, cflags, bufferSize, replication, blockSize, progress, checksumOpt));
+    RdmaOutputStream out = new RdmaOutputStream(this, src, st.getFileId(), st.getReplication(), st.getBlockSize(),
+        getConf(), () -> super.create(f, permission, cflags, bufferSize, replication, blockSize, progress, checksumOpt));
     streamOpened(out);
     return new FSDataOutputStream(out, statistics);
   }
@@ -324,6 +325,15 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
 
   void countStockWriteFallback() {
     stockWriteFallbacks.incrementAndGet();
+  }
+
+  void countPipelineRecovery() {
+    pipelineRecoveries.incrementAndGet();
+  }
+
+  /** Write pipelines set up again after a DataNode failed (each recovery of each block counts). */
+  public long pipelineRecoveries() {
+    return pipelineRecoveries.get();
   }
 
   void countRdmaBytesWritten(long n) {

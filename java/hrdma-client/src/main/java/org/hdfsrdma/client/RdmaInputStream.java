@@ -267,6 +267,11 @@ final class RdmaInputStream extends FSInputStream
 
   // ---------------------------------------------------------------- sequential reads
 
+  /** The DataNode the current sequential reader reads from, or null (tests). */
+  synchronized DatanodeInfo currentDataNode() {
+    return cur == null ? null : cur.dn;
+  }
+
   private void checkOpen() throws IOException {
     if (closed) {
       throw new IOException(FSExceptionMessages.STREAM_IS_CLOSED + ": " + src);

@@ -3,16 +3,21 @@ package org.hdfsrdma.client;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.io.OutputStream;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.EnumSet;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.StreamCapabilities;
 import org.apache.hadoop.fs.Syncable;
 import org.apache.hadoop.hdfs.AddBlockFlag;
+import org.apache.hadoop.hdfs.client.HdfsClientConfigKeys;
 import org.apache.hadoop.hdfs.protocol.ClientProtocol;
+import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.apache.hadoop.hdfs.security.token.block.InvalidBlockTokenException;
 import org.apache.hadoop.ipc.RemoteException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -37,10 +42,15 @@ import org.slf4j.LoggerFactory;
  * created again through the stock client, and the whole file is written by
  * the stock stream ({@link RdmaDistributedFileSystem#stockWriteFallbacks()}).
  *
- * <p>Not done yet: pipeline recovery. A DataNode failing after the first
- * block's pipeline is up (an error ack, a lost connection, a later block's
- * pipeline that cannot be set up) fails the stream with an IOException naming
- * the DataNode; the file stays under construction until its lease expires.
+ * <p>Failures after that: a DataNode failing while a block is written (an
+ * error ack, a lost connection, no ack in time) is taken out of the pipeline
+ * and the pipeline is recovered by the {@link RdmaBlockWriter} (new
+ * generation stamp, the surviving DataNodes, a replacement when
+ * {@code dfs.client.block.write.replace-datanode-on-failure.*} asks for one;
+ * {@link RdmaDistributedFileSystem#pipelineRecoveries()} counts them). A
+ * later block whose pipeline cannot be set up is abandoned and allocated
+ * again without the DataNode that failed, up to
+ * {@code dfs.client.block.write.retries} times, as stock does.
  *
  * <p>Not thread-safe beyond what OutputStream promises: one writing thread.
  */
@@ -64,6 +74,8 @@ final class RdmaOutputStream extends OutputStream implements Syncable, StreamCap
   private final Configuration conf;
   private final StockCreate stockCreate;
   private final int addBlockRetries;
+  private final int blockWriteRetries;
+  private final RdmaBlockWriter.RecoveryContext recovery;
   private final byte[] one = new byte[1];
 
   private RdmaBlockWriter writer;
@@ -73,8 +85,8 @@ final class RdmaOutputStream extends OutputStream implements Syncable, StreamCap
   private IOException failure;
   private boolean closed;
 
-  RdmaOutputStream(RdmaDistributedFileSystem fs, String src, long fileId, long blockSize, Configuration conf,
-      StockCreate stockCreate) {
+  RdmaOutputStream(RdmaDistributedFileSystem fs, String src, long fileId, short replication, long blockSize,
+      Configuration conf, StockCreate stockCreate) {
     this.fs = fs;
     this.namenode = fs.getClient().getNamenode();
     this.clientName = fs.getClient().getClientName();
@@ -84,6 +96,10 @@ final class RdmaOutputStream extends OutputStream implements Syncable, StreamCap
     this.conf = conf;
     this.stockCreate = stockCreate;
     this.addBlockRetries = conf.getInt("dfs.client.block.write.locateFollowingBlock.retries", 5);
+    this.blockWriteRetries = conf.getInt(HdfsClientConfigKeys.BlockWrite.RETRIES_KEY,
+        HdfsClientConfigKeys.BlockWrite.RETRIES_DEFAULT);
+    this.recovery = new RdmaBlockWriter.RecoveryContext(fs.getClient(), conf, src, fileId, replication,
+        fs::countPipelineRecovery);
   }
 
   @Override
@@ -127,11 +143,16 @@ final class RdmaOutputStream extends OutputStream implements Syncable, StreamCap
 
   /** Allocates the next block and opens its pipeline; false: fell back to the stock stream. */
   private boolean startBlock() throws IOException {
-    LocatedBlock lb = addBlock();
-    try {
-      writer = RdmaBlockWriter.create(fs.blockClient(), lb, conf);
-      return true;
-    } catch (IOException e) {
+    List<DatanodeInfo> excluded = new ArrayList<>();
+    for (int attempt = 0;; attempt++) {
+      LocatedBlock lb = addBlock(excluded);
+      IOException e;
+      try {
+        writer = RdmaBlockWriter.create(fs.blockClient(), lb, conf, recovery);
+        return true;
+      } catch (IOException ex) {
+        e = ex;
+      }
       try {
         namenode.abandonBlock(lb.getBlock(), fileId, src, clientName);
       } catch (IOException ae) {
@@ -139,25 +160,44 @@ final class RdmaOutputStream extends OutputStream implements Syncable, StreamCap
       }
       String msg = "hrdma: cannot set up the write pipeline of " + lb.getBlock() + " to "
           + Arrays.toString(lb.getLocations()) + " (first DataNode " + lb.getLocations()[0] + "): " + e.getMessage();
-      if (previous != null || bytesWritten > 0) {
-        throw new IOException(msg + " (pipeline recovery is not implemented over hrdma)", e);
+      if (previous == null && bytesWritten == 0) {
+        return fallBack(msg, e);
       }
-      LOG.warn("{}; {} is written through the stock data path", msg, src);
-      fs.countStockWriteFallback();
-      fs.streamClosed(this); // the stock stream holds the lease from now on
-      if (!fs.deleteForFallback(src)) {
-        throw new IOException(msg + "; and the empty file could not be deleted for the stock client", e);
+      if (e instanceof InvalidBlockTokenException || attempt >= blockWriteRetries) {
+        throw new IOException(msg, e);
       }
-      stock = stockCreate.create();
-      return false;
+      // as stock: abandon the block and ask again without the DataNode that failed
+      DatanodeInfo bad = lb.getLocations()[0];
+      if (e instanceof RdmaBlockWriter.PipelineSetupException p) {
+        for (DatanodeInfo d : lb.getLocations()) {
+          if (d.getXferAddr().equals(p.firstBadLink)) {
+            bad = d;
+          }
+        }
+      }
+      excluded.add(bad);
+      LOG.warn("{}; excluding {} and allocating the block again", msg, bad);
     }
   }
 
-  private LocatedBlock addBlock() throws IOException {
+  /** The first block's pipeline could not be set up: the whole file goes through the stock client. */
+  private boolean fallBack(String msg, IOException e) throws IOException {
+    LOG.warn("{}; {} is written through the stock data path", msg, src);
+    fs.countStockWriteFallback();
+    fs.streamClosed(this); // the stock stream holds the lease from now on
+    if (!fs.deleteForFallback(src)) {
+      throw new IOException(msg + "; and the empty file could not be deleted for the stock client", e);
+    }
+    stock = stockCreate.create();
+    return false;
+  }
+
+  private LocatedBlock addBlock(List<DatanodeInfo> excluded) throws IOException {
     long sleep = 400;
+    DatanodeInfo[] ex = excluded.isEmpty() ? null : excluded.toArray(new DatanodeInfo[0]);
     for (int i = 0;; i++) {
       try {
-        return namenode.addBlock(src, clientName, previous, null, fileId, null, EnumSet.noneOf(AddBlockFlag.class));
+        return namenode.addBlock(src, clientName, previous, ex, fileId, null, EnumSet.noneOf(AddBlockFlag.class));
       } catch (RemoteException e) {
         if (!NOT_REPLICATED_YET.equals(e.getClassName()) || i >= addBlockRetries) {
           throw e;
@@ -290,6 +330,12 @@ final class RdmaOutputStream extends OutputStream implements Syncable, StreamCap
 
   String src() {
     return src;
+  }
+
+  /** The DataNodes of the current block's pipeline, or none between blocks (tests). */
+  DatanodeInfo[] pipeline() {
+    RdmaBlockWriter w = writer;
+    return w == null ? new DatanodeInfo[0] : w.pipeline();
   }
 
   private IOException fail(IOException e) {

@@ -1,0 +1,273 @@
+package org.hdfsrdma.client;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.hdfs.DFSConfigKeys;
+import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.hdfs.client.HdfsClientConfigKeys;
+import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
+import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.apache.hadoop.hdfs.server.datanode.DataNode;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * DataNodes that stop in the middle of a write or a read through our client,
+ * on a MiniDFSCluster of five DataNodes with the plugin (a fresh one per
+ * test): the user-visible outcome is a complete, byte-identical file, fully
+ * replicated in the end, and a read that finishes from other replicas.
+ *
+ * <p>A DataNode is stopped with {@code MiniDFSCluster#stopDataNode}: its
+ * plugin's listener and every connection close, as when the process dies
+ * (a killed process is covered by the transport's peer-kill tests). It is
+ * then marked dead at the NameNode so that re-replication need not wait for
+ * the heartbeat expiry.
+ */
+@Timeout(240)
+class DataNodeFailureTest {
+  private static final int BLOCK = PluginCluster.BLOCK;
+
+  private MiniDFSCluster cluster;
+  private DistributedFileSystem stock;
+  private RdmaDistributedFileSystem fs;
+
+  private void start(Configuration extra) throws Exception {
+    Configuration conf = PluginCluster.baseConf();
+    conf.setInt(DFSConfigKeys.DFS_HEARTBEAT_INTERVAL_KEY, 1);
+    conf.setInt(DFSConfigKeys.DFS_NAMENODE_REDUNDANCY_INTERVAL_SECONDS_KEY, 1);
+    for (var e : extra) {
+      conf.set(e.getKey(), e.getValue());
+    }
+    cluster = PluginCluster.start(conf, getClass(), 5);
+    stock = cluster.getFileSystem();
+    Configuration client = PluginCluster.rdmaClientConf(cluster);
+    for (var e : extra) {
+      client.set(e.getKey(), e.getValue());
+    }
+    fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), client);
+  }
+
+  @AfterEach
+  void stop() throws IOException {
+    if (fs != null) {
+      fs.close();
+    }
+    if (cluster != null) {
+      cluster.shutdown();
+    }
+  }
+
+  /** Stops the DataNode {@code node} names and marks it dead at the NameNode; returns its xfer address. */
+  private String kill(DatanodeInfo node) throws IOException {
+    List<DataNode> dns = cluster.getDataNodes();
+    for (int i = 0; i < dns.size(); i++) {
+      DataNode dn = dns.get(i);
+      if (dn.getXferPort() == node.getXferPort()) {
+        var id = dn.getDatanodeId();
+        assertNotNull(cluster.stopDataNode(i));
+        cluster.setDataNodeDead(id);
+        return node.getXferAddr();
+      }
+    }
+    throw new AssertionError("no running DataNode " + node);
+  }
+
+  private static RdmaOutputStream ours(FSDataOutputStream out) {
+    return (RdmaOutputStream) out.getWrappedStream();
+  }
+
+  private byte[] readStock(Path p) throws IOException {
+    byte[] got = new byte[(int) stock.getFileStatus(p).getLen()];
+    try (FSDataInputStream in = stock.open(p)) {
+      in.readFully(got);
+      assertEquals(-1, in.read());
+    }
+    return got;
+  }
+
+  /** Waits until every block of {@code p} has {@code n} replicas, none of them on {@code dead}. */
+  private void awaitReplicated(Path p, int n, String dead) throws Exception {
+    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+    Supplier<String> state = () -> {
+      try {
+        StringBuilder sb = new StringBuilder();
+        for (LocatedBlock lb : stock.getClient().getLocatedBlocks(p.toString(), 0).getLocatedBlocks()) {
+          sb.append(lb.getBlock()).append(Arrays.toString(lb.getLocations())).append(' ');
+        }
+        return sb.toString();
+      } catch (IOException e) {
+        return e.toString();
+      }
+    };
+    while (true) {
+      boolean ok = true;
+      for (LocatedBlock lb : stock.getClient().getLocatedBlocks(p.toString(), 0).getLocatedBlocks()) {
+        ok &= lb.getLocations().length == n
+            && Arrays.stream(lb.getLocations()).noneMatch(d -> d.getXferAddr().equals(dead));
+      }
+      if (ok) {
+        return;
+      }
+      assertTrue(System.nanoTime() < end, "not replicated " + n + "x without " + dead + ": " + state.get());
+      Thread.sleep(200);
+    }
+  }
+
+  /**
+   * The middle DataNode of the pipeline stops after an hflush: the writer
+   * recovers with the two others plus a replacement (the default policy
+   * replaces a node of a 3-replica pipeline once the file was hflushed), so
+   * the file is complete, identical and on three live DataNodes at close.
+   */
+  @Test
+  void aMiddleDataNodeStoppedMidWriteIsReplacedAndNothingIsLost() throws Exception {
+    start(new Configuration(false));
+    Path p = new Path("/fail/middle");
+    byte[] data = PluginCluster.random(3 * BLOCK + 12345, 1);
+    int cut = BLOCK + BLOCK / 2 + 100;
+    String dead;
+    try (FSDataOutputStream out = fs.create(p, (short) 3)) {
+      out.write(data, 0, cut);
+      out.hflush();
+      DatanodeInfo[] pipeline = ours(out).pipeline();
+      assertEquals(3, pipeline.length, Arrays.toString(pipeline));
+      dead = kill(pipeline[1]);
+      out.write(data, cut, data.length - cut);
+      DatanodeInfo[] after = ours(out).pipeline(); // a later block's pipeline (allocated without the dead node)
+      assertTrue(Arrays.stream(after).noneMatch(d -> d.getXferAddr().equals(dead)), Arrays.toString(after));
+    }
+    assertTrue(fs.pipelineRecoveries() >= 1, "recoveries " + fs.pipelineRecoveries());
+    assertEquals(0, fs.stockWriteFallbacks());
+    assertArrayEquals(data, readStock(p));
+    // the recovered block: three live replicas straight after close (the replacement got a copy)
+    LocatedBlock second = stock.getClient().getLocatedBlocks(p.toString(), 0).get(1);
+    assertEquals(3, second.getLocations().length, Arrays.toString(second.getLocations()));
+    assertFalse(Arrays.stream(second.getLocations()).anyMatch(d -> d.getXferAddr().equals(dead)));
+    awaitReplicated(p, 3, dead);
+    assertEquals(stock.getFileChecksum(p), fs.getFileChecksum(p));
+  }
+
+  /**
+   * The first DataNode of the pipeline stops mid-block, without an hflush:
+   * the writer loses its connection, takes the first node as the bad one (as
+   * stock does) and goes on with the other two (the default policy does not
+   * replace one of three before an hflush); the NameNode re-replicates later.
+   */
+  @Test
+  void theFirstDataNodeStoppedMidWriteLeavesTheOthersToFinish() throws Exception {
+    start(new Configuration(false));
+    Path p = new Path("/fail/first");
+    byte[] data = PluginCluster.random(2 * BLOCK + 777, 2);
+    int cut = BLOCK / 2;
+    String dead;
+    try (FSDataOutputStream out = fs.create(p, (short) 3)) {
+      out.write(data, 0, cut);
+      DatanodeInfo[] pipeline = ours(out).pipeline();
+      dead = kill(pipeline[0]);
+      out.write(data, cut, data.length - cut);
+    }
+    assertTrue(fs.pipelineRecoveries() >= 1, "recoveries " + fs.pipelineRecoveries());
+    assertArrayEquals(data, readStock(p));
+    awaitReplicated(p, 3, dead);
+    assertEquals(stock.getFileChecksum(p), fs.getFileChecksum(p));
+  }
+
+  /**
+   * Replication 1: the only DataNode stops mid-block; no DataNode is left to
+   * recover with, so the write fails with the stock client's words ("All
+   * datanodes ... are bad").
+   */
+  @Test
+  void theOnlyDataNodeStoppedMidWriteFailsTheWriteClearly() throws Exception {
+    start(new Configuration(false));
+    Path p = new Path("/fail/only");
+    byte[] data = PluginCluster.random(BLOCK / 2, 3);
+    FSDataOutputStream out = fs.create(p, (short) 1);
+    out.write(data, 0, 1000);
+    out.hflush();
+    kill(ours(out).pipeline()[0]);
+    IOException e = org.junit.jupiter.api.Assertions.assertThrows(IOException.class, () -> {
+      out.write(data, 1000, data.length - 1000);
+      out.close();
+    });
+    String all = e.toString() + (e.getCause() == null ? "" : e.getCause().toString());
+    assertTrue(all.contains("All datanodes") && all.contains("are bad"), all);
+  }
+
+  /**
+   * A DataNode in a 5-replica pipeline stops between blocks while the
+   * NameNode still counts it live: the next block's pipeline cannot be set
+   * up, so the block is abandoned and allocated again without that DataNode
+   * (as stock), and the file completes.
+   */
+  @Test
+  void aLaterBlockWhosePipelineCannotBeSetUpIsAllocatedAgainWithoutTheBadNode() throws Exception {
+    Configuration extra = new Configuration(false);
+    // replication 5 on 4 live DataNodes: the policy must not ask for a fifth
+    extra.set(HdfsClientConfigKeys.BlockWrite.ReplaceDatanodeOnFailure.POLICY_KEY, "NEVER");
+    start(extra);
+    Path p = new Path("/fail/between");
+    byte[] data = PluginCluster.random(2 * BLOCK + 99, 4);
+    try (FSDataOutputStream out = fs.create(p, (short) 5)) {
+      out.write(data, 0, BLOCK); // the first block ends; its pipeline is closed
+      DatanodeInfo victim = stock.getClient().getLocatedBlocks(p.toString(), 0).get(0).getLocations()[2];
+      List<DataNode> dns = cluster.getDataNodes();
+      for (int i = 0; i < dns.size(); i++) {
+        if (dns.get(i).getXferPort() == victim.getXferPort()) {
+          cluster.stopDataNode(i); // not marked dead: the NameNode may still choose it
+          break;
+        }
+      }
+      out.write(data, BLOCK, data.length - BLOCK);
+    }
+    assertEquals(0, fs.stockWriteFallbacks());
+    assertArrayEquals(data, readStock(p));
+    for (LocatedBlock lb : stock.getClient().getLocatedBlocks(p.toString(), 0).getLocatedBlocks().subList(1, 3)) {
+      assertTrue(lb.getLocations().length >= 4, lb.toString());
+    }
+  }
+
+  /**
+   * The DataNode a read is served from stops in the middle: the stream goes
+   * on from another replica over hrdma and the bytes are identical.
+   */
+  @Test
+  void aDataNodeStoppedMidReadIsReplacedByAnotherReplica() throws Exception {
+    start(new Configuration(false));
+    Path p = new Path("/fail/read");
+    byte[] data = PluginCluster.random(3 * BLOCK + 4321, 5);
+    try (FSDataOutputStream out = stock.create(p, (short) 3)) {
+      out.write(data);
+    }
+    byte[] got = new byte[data.length];
+    long before = fs.rdmaBytesRead();
+    try (FSDataInputStream in = fs.open(p)) {
+      int first = BLOCK + 5000;
+      in.readFully(got, 0, first);
+      DatanodeInfo serving = ((RdmaInputStream) in.getWrappedStream()).currentDataNode();
+      assertNotNull(serving, "the read is not served over hrdma");
+      kill(serving);
+      in.readFully(got, first, data.length - first);
+      assertEquals(-1, in.read());
+    }
+    assertArrayEquals(data, got);
+    assertEquals(data.length, fs.rdmaBytesRead() - before, "every byte over hrdma (other replicas)");
+    assertEquals(0, fs.stockBytesRead());
+  }
+}
