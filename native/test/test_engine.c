@@ -496,6 +496,13 @@ static void run(const char *config)
     hrdma_ctx_stats(ctx, &st);
     CHECK_EQ(st.workers, 0);
     CHECK_EQ(hrdma_ctx_destroy(ctx), HRDMA_OK);
+    /* and the process's totals: nothing left by this run (run() is the
+     * only user of contexts in this program) */
+    CHECK_EQ(hrdma_process_stats(&st), 0);
+    CHECK_EQ(st.endpoints, 0);
+    CHECK_EQ(st.regions, 0);
+    CHECK_EQ(st.bytes_registered, 0);
+    CHECK_EQ(st.workers, 0);
     free(heap);
     free(heap_dst);
     OK("teardown (an endpoint's close in flight too), counters back to zero");

@@ -125,6 +125,11 @@ typedef struct {
 
 void hrdma_ctx_stats(const hrdma_ctx_t *ctx, hrdma_ctx_stats_t *stats);
 
+/* The same counters summed over every context of the process (those
+ * destroyed included: what they left behind stays counted); returns the
+ * number of contexts not destroyed. A leak check for a whole test suite. */
+uint64_t hrdma_process_stats(hrdma_ctx_stats_t *stats);
+
 /* Writes the transports/devices UCX would use (ucp_context_print_info) into
  * buf, NUL-terminated, truncated to buf_len. */
 int hrdma_ctx_info(hrdma_ctx_t *ctx, char *buf, size_t buf_len);

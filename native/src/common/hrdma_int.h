@@ -17,13 +17,28 @@ void hrdma_log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 /* Maps a UCX status to an hrdma status. */
 int hrdma_status_from_ucs(ucs_status_t status);
 
-struct hrdma_ctx {
-    ucp_context_h    ucp_ctx;
+/* Resource counters: one set per context, one for the whole process. */
+typedef struct {
     atomic_uint_fast64_t bytes_registered;
     atomic_uint_fast64_t regions;
     atomic_uint_fast64_t endpoints;
     atomic_uint_fast64_t workers;
+} hrdma_counters_t;
+
+struct hrdma_ctx {
+    ucp_context_h    ucp_ctx;
+    hrdma_counters_t count;
 };
+
+/* The process's totals over every context (hrdma_process_stats). */
+extern hrdma_counters_t hrdma_process_count;
+
+/* Adds delta (may be negative) to a counter of ctx and of the process. */
+#define HRDMA_COUNT(ctx, field, delta) \
+    do { \
+        atomic_fetch_add(&(ctx)->count.field, (uint_fast64_t)(delta)); \
+        atomic_fetch_add(&hrdma_process_count.field, (uint_fast64_t)(delta)); \
+    } while (0)
 
 struct hrdma_mem {
     hrdma_ctx_t *ctx;

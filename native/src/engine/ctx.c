@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+hrdma_counters_t hrdma_process_count;
+static atomic_uint_fast64_t hrdma_process_contexts;
+
 void hrdma_restore_signal_handlers(void)
 {
     static const int signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE};
@@ -231,6 +234,7 @@ int hrdma_ctx_create(const char *ucx_config, hrdma_ctx_t **ctx_p)
             goto err_free;
         }
     }
+    atomic_fetch_add(&hrdma_process_contexts, 1);
     *ctx_p = ctx;
     return HRDMA_OK;
 
@@ -248,23 +252,34 @@ int hrdma_ctx_destroy(hrdma_ctx_t *ctx)
     }
     /* MEASURED.md: registrations (and workers with their rkeys) must go
      * before ucp_cleanup or UCX asserts. */
-    if ((atomic_load(&ctx->regions) != 0) ||
-        (atomic_load(&ctx->workers) != 0)) {
+    if ((atomic_load(&ctx->count.regions) != 0) ||
+        (atomic_load(&ctx->count.workers) != 0)) {
         return HRDMA_ERR_BUSY;
     }
     ucp_cleanup(ctx->ucp_ctx);
     free(ctx);
+    atomic_fetch_sub(&hrdma_process_contexts, 1);
     return HRDMA_OK;
 }
 
-void hrdma_ctx_stats(const hrdma_ctx_t *ctx, hrdma_ctx_stats_t *stats)
+static void hrdma_counters_read(hrdma_counters_t *c, hrdma_ctx_stats_t *stats)
 {
-    hrdma_ctx_t *c = (hrdma_ctx_t *)ctx; /* atomic_load wants non-const */
-
     stats->bytes_registered = atomic_load(&c->bytes_registered);
     stats->regions          = atomic_load(&c->regions);
     stats->endpoints        = atomic_load(&c->endpoints);
     stats->workers          = atomic_load(&c->workers);
+}
+
+void hrdma_ctx_stats(const hrdma_ctx_t *ctx, hrdma_ctx_stats_t *stats)
+{
+    /* atomic_load wants non-const */
+    hrdma_counters_read(&((hrdma_ctx_t *)ctx)->count, stats);
+}
+
+uint64_t hrdma_process_stats(hrdma_ctx_stats_t *stats)
+{
+    hrdma_counters_read(&hrdma_process_count, stats);
+    return atomic_load(&hrdma_process_contexts);
 }
 
 int hrdma_ctx_info(hrdma_ctx_t *ctx, char *buf, size_t buf_len)

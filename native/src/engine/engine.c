@@ -351,7 +351,7 @@ int hrdma_worker_create(hrdma_ctx_t *ctx, const hrdma_worker_callbacks_t *cb,
         }
     }
 
-    atomic_fetch_add(&ctx->workers, 1);
+    HRDMA_COUNT(ctx, workers, 1);
     *worker_p = worker;
     return HRDMA_OK;
 
@@ -375,7 +375,7 @@ int hrdma_worker_destroy(hrdma_worker_t *worker)
     }
     ucp_worker_destroy(worker->ucp_worker);
     kh_destroy(hrdma_ep_map, worker->ep_map);
-    atomic_fetch_sub(&worker->ctx->workers, 1);
+    HRDMA_COUNT(worker->ctx, workers, -1);
     free(worker);
     return HRDMA_OK;
 }
@@ -567,7 +567,7 @@ static int hrdma_ep_create_common(hrdma_worker_t *worker,
         goto err_close;
     }
     worker->num_eps++;
-    atomic_fetch_add(&worker->ctx->endpoints, 1);
+    HRDMA_COUNT(worker->ctx, endpoints, 1);
     *ep_p = ep;
     return HRDMA_OK;
 
@@ -859,6 +859,6 @@ void hrdma_ep_destroy(hrdma_ep_t *ep)
     }
     hrdma_worker_ep_remove(ep);
     worker->num_eps--;
-    atomic_fetch_sub(&worker->ctx->endpoints, 1);
+    HRDMA_COUNT(worker->ctx, endpoints, -1);
     free(ep);
 }

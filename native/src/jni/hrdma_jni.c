@@ -210,6 +210,21 @@ JNIEXPORT void JNICALL JNI_CLASS(ctxStats0)(JNIEnv *env, jclass cls,
     (*env)->SetLongArrayRegion(env, out, 0, 4, v);
 }
 
+JNIEXPORT void JNICALL JNI_CLASS(processStats0)(JNIEnv *env, jclass cls,
+                                                jlongArray out)
+{
+    hrdma_ctx_stats_t s;
+    jlong v[5];
+
+    (void)cls;
+    v[4] = (jlong)hrdma_process_stats(&s);
+    v[0] = (jlong)s.bytes_registered;
+    v[1] = (jlong)s.regions;
+    v[2] = (jlong)s.endpoints;
+    v[3] = (jlong)s.workers;
+    (*env)->SetLongArrayRegion(env, out, 0, 5, v);
+}
+
 JNIEXPORT jstring JNICALL JNI_CLASS(ctxInfo0)(JNIEnv *env, jclass cls,
                                               jlong ctx)
 {

@@ -49,8 +49,8 @@ int hrdma_mem_map(hrdma_ctx_t *ctx, size_t length, hrdma_mem_t **mem_p)
         goto err_unmap;
     }
 
-    atomic_fetch_add(&ctx->bytes_registered, mem->length);
-    atomic_fetch_add(&ctx->regions, 1);
+    HRDMA_COUNT(ctx, bytes_registered, mem->length);
+    HRDMA_COUNT(ctx, regions, 1);
     *mem_p = mem;
     return HRDMA_OK;
 
@@ -111,8 +111,8 @@ int hrdma_mem_unmap(hrdma_mem_t *mem)
         return hrdma_status_from_ucs(ucs);
     }
     munmap(mem->address, mem->length);
-    atomic_fetch_sub(&ctx->bytes_registered, mem->length);
-    atomic_fetch_sub(&ctx->regions, 1);
+    HRDMA_COUNT(ctx, bytes_registered, -(int64_t)mem->length);
+    HRDMA_COUNT(ctx, regions, -1);
     free(mem);
     return HRDMA_OK;
 }

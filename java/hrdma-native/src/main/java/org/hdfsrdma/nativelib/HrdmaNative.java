@@ -138,6 +138,27 @@ public final class HrdmaNative {
     return Jni.probe0();
   }
 
+  /**
+   * What the native core holds in this process, summed over every UCX
+   * context: live contexts, workers, endpoints, registered regions and bytes.
+   * All zero once every transport is closed; a suite-wide leak check.
+   */
+  public record ProcessStats(long contexts, long workers, long endpoints, long regions, long bytesRegistered) {
+    public boolean isEmpty() {
+      return contexts == 0 && workers == 0 && endpoints == 0 && regions == 0 && bytesRegistered == 0;
+    }
+  }
+
+  /** See {@link ProcessStats}; all zero when the library is not available (it holds nothing then). */
+  public static ProcessStats processStats() {
+    if (!isAvailable()) {
+      return new ProcessStats(0, 0, 0, 0, 0);
+    }
+    long[] v = new long[5];
+    Jni.processStats0(v);
+    return new ProcessStats(v[4], v[3], v[2], v[1], v[0]);
+  }
+
   public static String statusString(int status) {
     return isAvailable() ? Jni.statusString0(status) : "status " + status;
   }

@@ -32,6 +32,9 @@ public final class Jni {
   /** out: bytes registered, regions, endpoints, workers. */
   public static native void ctxStats0(long ctx, long[] out);
 
+  /** out: bytes registered, regions, endpoints, workers, contexts, summed over the process. */
+  public static native void processStats0(long[] out);
+
   public static native String ctxInfo0(long ctx) throws NativeException;
 
   public static native long memMap0(long ctx, long length) throws NativeException;

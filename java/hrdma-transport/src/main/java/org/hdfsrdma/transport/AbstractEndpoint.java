@@ -3,8 +3,10 @@ package org.hdfsrdma.transport;
 import java.net.InetSocketAddress;
 import java.util.ArrayDeque;
 import java.util.EnumSet;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -31,11 +33,20 @@ public abstract class AbstractEndpoint implements Endpoint {
   private volatile boolean closed;
   private boolean announced; // the hello finished: the handler knows this endpoint
 
+  /** Endpoints of every transport in this process not closed yet. */
+  private static final Set<AbstractEndpoint> OPEN = ConcurrentHashMap.newKeySet();
+
   private record PendingSend(RegisteredBuffer message, CompletableFuture<Void> done) {}
 
   protected AbstractEndpoint(InetSocketAddress remote, EndpointHandler handler) {
     this.remote = remote;
     this.handler = handler;
+    OPEN.add(this);
+  }
+
+  /** Endpoints created in this process and not closed yet, over every transport (a leak check). */
+  public static List<String> openEndpoints() {
+    return OPEN.stream().map(e -> e.getClass().getSimpleName() + "[" + e.remote + "]").sorted().toList();
   }
 
   /** True on this endpoint's I/O thread. */
@@ -176,6 +187,7 @@ public abstract class AbstractEndpoint implements Endpoint {
     if (closed && closeFuture.isDone()) {
       return;
     }
+    OPEN.remove(this);
     closed = true;
     writable = false;
     TransportException failure = cause instanceof TransportException te ? te

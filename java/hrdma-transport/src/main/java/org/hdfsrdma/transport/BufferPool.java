@@ -26,6 +26,8 @@ public final class BufferPool implements BufferAllocator, AutoCloseable {
   private final List<Slab> allSlabs = new ArrayList<>();
   private final AtomicLong registered = new AtomicLong();
   private final AtomicLong outstanding = new AtomicLong();
+  /** Buffers of every pool in this process not released yet. */
+  private static final AtomicLong PROCESS_OUTSTANDING = new AtomicLong();
   private volatile boolean closed;
 
   /**
@@ -63,6 +65,7 @@ public final class BufferPool implements BufferAllocator, AutoCloseable {
       b = classes[cls].take(size);
     }
     outstanding.incrementAndGet();
+    PROCESS_OUTSTANDING.incrementAndGet();
     return b;
   }
 
@@ -113,6 +116,11 @@ public final class BufferPool implements BufferAllocator, AutoCloseable {
   @Override
   public long buffersOutstanding() {
     return outstanding.get();
+  }
+
+  /** Buffers of every pool of this process not released yet (a leak check for a whole suite). */
+  public static long processBuffersOutstanding() {
+    return PROCESS_OUTSTANDING.get();
   }
 
   /**
@@ -216,6 +224,7 @@ public final class BufferPool implements BufferAllocator, AutoCloseable {
     @Override
     protected void recycle() {
       outstanding.decrementAndGet();
+      PROCESS_OUTSTANDING.decrementAndGet();
       if (recycler != null) {
         recycler.give(chunk);
       } else {

@@ -98,6 +98,13 @@ public final class TcpEndpoint extends AbstractEndpoint {
         .addLast("flush", new FlushConsolidationHandler(256, true))
         .addLast("frames", decoder)
         .addLast("endpoint", new Inbound());
+    // A channel that ends before the hello (a refused connect never becomes active, so
+    // channelInactive does not come) still ends this endpoint; no handler saw it.
+    channel.closeFuture().addListener(f -> {
+      if (!helloDone) {
+        closed(failure);
+      }
+    });
   }
 
   /** Linux SO_RCVLOWAT (SOL_SOCKET 1, option 18): the decoder raises it while a large frame arrives. */

@@ -275,4 +275,27 @@ class TcpBadInputTest {
     listener = server.listen(new InetSocketAddress("127.0.0.1", 0), echo());
     assertNotNull(listener);
   }
+
+  /**
+   * A connect the peer refuses never makes its channel active: the endpoint
+   * object created for it must still end (it used to stay counted as open).
+   */
+  @Test
+  void aRefusedConnectLeavesNoOpenEndpointBehind() throws Exception {
+    int port;
+    try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+      port = s.getLocalPort(); // closed again: nothing listens there
+    }
+    java.util.List<String> before = org.hdfsrdma.transport.AbstractEndpoint.openEndpoints();
+    var f = server.connect(new InetSocketAddress("127.0.0.1", port), echo());
+    java.util.concurrent.ExecutionException e = org.junit.jupiter.api.Assertions.assertThrows(
+        java.util.concurrent.ExecutionException.class, () -> f.get(WAIT_MS, TimeUnit.MILLISECONDS));
+    assertTrue(e.getCause() instanceof org.hdfsrdma.transport.TransportException.Unreachable, e.toString());
+    long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(WAIT_MS);
+    while (!org.hdfsrdma.transport.AbstractEndpoint.openEndpoints().equals(before)) {
+      assertTrue(System.nanoTime() < end, "still open: " + org.hdfsrdma.transport.AbstractEndpoint.openEndpoints()
+          + ", before: " + before);
+      Thread.sleep(10);
+    }
+  }
 }
