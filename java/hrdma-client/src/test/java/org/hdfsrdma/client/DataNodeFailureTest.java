@@ -23,6 +23,7 @@ import org.apache.hadoop.hdfs.client.HdfsClientConfigKeys;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.server.datanode.DataNode;
+import org.apache.hadoop.hdfs.server.datanode.DataNodeFaultInjector;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -241,6 +242,42 @@ class DataNodeFailureTest {
     for (LocatedBlock lb : stock.getClient().getLocatedBlocks(p.toString(), 0).getLocatedBlocks().subList(1, 3)) {
       assertTrue(lb.getLocations().length >= 4, lb.toString());
     }
+  }
+
+  /**
+   * The ack of the last packet fails at one DataNode after it finalized its
+   * replica (the stock fault-injection point there throws once): every data
+   * byte was acknowledged, so the writer recovers with
+   * PIPELINE_CLOSE_RECOVERY (the others finalize with a new generation
+   * stamp) and the file completes, identical, and ends up on three nodes.
+   */
+  @Test
+  void aFailureAckingTheLastPacketIsACloseRecovery() throws Exception {
+    start(new Configuration(false));
+    Path p = new Path("/fail/close");
+    byte[] data = PluginCluster.random(BLOCK / 2 + 3, 6);
+    java.util.concurrent.atomic.AtomicInteger thrown = new java.util.concurrent.atomic.AtomicInteger();
+    DataNodeFaultInjector old = DataNodeFaultInjector.get();
+    DataNodeFaultInjector.set(new DataNodeFaultInjector() {
+      @Override
+      public void delayAckLastPacket() throws IOException {
+        if (thrown.getAndIncrement() == 0) {
+          throw new IOException("injected: the ack of the last packet fails");
+        }
+      }
+    });
+    try (FSDataOutputStream out = fs.create(p, (short) 3)) {
+      out.write(data);
+    } finally {
+      DataNodeFaultInjector.set(old);
+    }
+    assertTrue(thrown.get() >= 1, "the injector never ran: our DataNodes did not call it");
+    assertEquals(1, fs.pipelineRecoveries());
+    assertArrayEquals(data, readStock(p));
+    LocatedBlock lb = stock.getClient().getLocatedBlocks(p.toString(), 0).get(0);
+    assertTrue(lb.getBlock().getGenerationStamp() > 1001, lb.toString());
+    awaitReplicated(p, 3, "none");
+    assertEquals(stock.getFileChecksum(p), fs.getFileChecksum(p));
   }
 
   /**

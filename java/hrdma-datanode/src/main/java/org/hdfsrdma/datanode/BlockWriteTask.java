@@ -572,6 +572,7 @@ final class BlockWriteTask {
         dn.finalizeBlock(fin, dn.syncOnClose());
         dn.blockReceived(fin, replica.storageUuid(), replica.onTransientStorage());
         LOG.info("hrdma datanode: received {} of {} bytes from {}", fin, fin.getNumBytes(), up.remoteAddress());
+        dn.lastPacketFinalized();
       }
     } catch (ChecksumException e) {
       LOG.warn("hrdma datanode: checksum error in {} from {} (seqno {}): {}", block, up.remoteAddress(), seqno,

@@ -247,6 +247,16 @@ public final class DataNodeAccess {
   }
 
   /**
+   * The stock fault-injection point between finalizing a received block and
+   * acking its last packet ({@code DataNodeFaultInjector#delayAckLastPacket},
+   * where the stock PacketResponder calls it): a no-op outside tests; a test
+   * injector may delay or throw, which fails that ack as on a real fault.
+   */
+  public void lastPacketFinalized() throws IOException {
+    org.apache.hadoop.hdfs.server.datanode.DataNodeFaultInjector.get().delayAckLastPacket();
+  }
+
+  /**
    * What the stock DataNode does once a received block is finalized
    * (DataNode#closeBlock, package-private in 3.5.0): count it and queue an
    * incremental block report to the NameNode.
