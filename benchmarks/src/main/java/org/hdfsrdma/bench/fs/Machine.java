@@ -8,10 +8,10 @@ import java.time.format.DateTimeFormatter;
 import java.util.concurrent.TimeUnit;
 
 /** What the figures were measured on, and where results go. */
-final class Machine {
+public final class Machine {
   private Machine() {}
 
-  static String describe() {
+  public static String describe() {
     return String.format("cores=%d memory=%s kernel=%s cpu=%s java=%s hadoop=%s", Runtime.getRuntime()
         .availableProcessors(), memTotal(), System.getProperty("os.version"), cpuModel(),
         System.getProperty("java.version"), org.apache.hadoop.util.VersionInfo.getVersion());
@@ -39,12 +39,12 @@ final class Machine {
   }
 
   /** ROOT/results/DATE-COMMIT, ROOT from hrdma.root (bin/hrdma sets it), else the working directory. */
-  static Path defaultResultsDir(LocalDateTime when) {
+  public static Path defaultResultsDir(LocalDateTime when) {
     Path root = Path.of(System.getProperty(LocalCluster.ROOT_PROPERTY, ".")).toAbsolutePath().normalize();
     return root.resolve("results").resolve(when.format(DateTimeFormatter.ISO_LOCAL_DATE) + "-" + commit(root));
   }
 
-  static String commit(Path root) {
+  public static String commit(Path root) {
     try {
       Process p = new ProcessBuilder("git", "-C", root.toString(), "rev-parse", "--short", "HEAD")
           .redirectErrorStream(true).start();
