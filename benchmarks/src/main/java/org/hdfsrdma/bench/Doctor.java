@@ -105,6 +105,30 @@ public final class Doctor {
     }
   }
 
+  /** One line for result files: each transport available or not, and the RDMA devices. */
+  public static String transportSummary() {
+    StringBuilder b = new StringBuilder();
+    for (TransportProvider p : Transports.providers()) {
+      String cause;
+      try {
+        cause = p.unavailabilityCause();
+      } catch (RuntimeException | LinkageError e) {
+        cause = e.toString();
+      }
+      b.append(b.length() == 0 ? "" : ",").append(p.name()).append(cause == null ? "" : "(unavailable)");
+    }
+    String dev = "unknown";
+    if (HrdmaNative.isAvailable()) {
+      try {
+        String d = HrdmaNative.probeDevices();
+        dev = d == null || d.isBlank() ? "none" : d.lines().findFirst().orElse("").trim();
+      } catch (Exception e) {
+        dev = "probe failed";
+      }
+    }
+    return "transports=" + (b.length() == 0 ? "none" : b) + " rdma-devices=" + dev;
+  }
+
   static void transports(PrintStream out) {
     out.println("== transports");
     for (TransportProvider p : Transports.providers()) {

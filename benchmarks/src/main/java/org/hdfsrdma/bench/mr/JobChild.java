@@ -47,7 +47,7 @@ public final class JobChild {
     }
     if (p.exitValue() != 0 || !Files.exists(result)) {
       throw new IOException("the client JVM (" + String.join(" ", prefix) + ") failed with exit " + p.exitValue()
-          + "; last lines of " + out + ":\n" + tail(Files.readString(out)));
+          + "; last lines of " + out + ":\n" + MrRunner.tail(Files.readString(out), 25));
     }
     return parse(Files.readString(result));
   }
@@ -124,10 +124,5 @@ public final class JobChild {
       throw new IOException("unreadable job-child result (" + e + "):\n" + text, e);
     }
     return out;
-  }
-
-  private static String tail(String s) {
-    String[] l = s.split("\n");
-    return String.join("\n", java.util.Arrays.asList(l).subList(Math.max(0, l.length - 25), l.length));
   }
 }

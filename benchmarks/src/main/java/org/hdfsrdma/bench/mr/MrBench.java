@@ -72,7 +72,7 @@ public final class MrBench {
     List<Summary.Tagged> samples = new ArrayList<>();
     String failure = null;
     int steps = points.size() * o.runs() * 2;
-    try (Progress progress = Progress.onStderr(steps)) {
+    try (Progress progress = new Progress(err, steps, err == System.err && System.console() != null)) {
       new Engine(o, log, progress, samples).run(points);
     } catch (Exception e) {
       failure = e.toString();

@@ -131,7 +131,7 @@ public final class MrRunner {
       Timed v = timed(s, "sortvalidate", new SortValidator(), conf, "-sortInput", in, "-sortOutput", sorted);
       if (!JobOutput.sortValidated(v.stdout)) {
         throw new IOException("SortValidator did not validate the sort of " + in + " (output in " + s.workDir()
-            + "):\n" + tail(v.stdout));
+            + "):\n" + tail(v.stdout, 20));
       }
       detail += "; SortValidator: SUCCESS";
     }
@@ -198,7 +198,7 @@ public final class MrRunner {
     }
     if (rc != 0) {
       throw new IOException(tool.getClass().getSimpleName() + " " + String.join(" ", args) + " exited with " + rc
-          + " (output in " + log + "):\n" + tail(t.stdout));
+          + " (output in " + log + "):\n" + tail(t.stdout, 20));
     }
     return t;
   }
@@ -215,8 +215,9 @@ public final class MrRunner {
     return sum;
   }
 
-  private static String tail(String s) {
+  /** The last {@code n} lines of {@code s}. */
+  static String tail(String s, int n) {
     String[] l = s.split("\n");
-    return String.join("\n", java.util.Arrays.asList(l).subList(Math.max(0, l.length - 20), l.length));
+    return String.join("\n", java.util.Arrays.asList(l).subList(Math.max(0, l.length - n), l.length));
   }
 }

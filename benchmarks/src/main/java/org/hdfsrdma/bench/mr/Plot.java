@@ -14,7 +14,8 @@ import org.knowm.xchart.style.markers.SeriesMarkers;
 
 /**
  * PNG plots of a sweep: median MB/s against the swept parameter, one line per path and
- * operation (ours solid, stock dashed), min..max as error bars.
+ * operation (one color per operation, ours solid with circles, stock dashed with squares),
+ * the larger distance from the median to min or max as error bars.
  */
 public final class Plot {
   private Plot() {}
@@ -25,7 +26,7 @@ public final class Plot {
         .xAxisTitle(axis(param)).yAxisTitle("MB/s (10^6 bytes), median of runs").build();
     c.getStyler().setLegendPosition(org.knowm.xchart.style.Styler.LegendPosition.OutsideS);
     c.getStyler().setLegendLayout(org.knowm.xchart.style.Styler.LegendLayout.Horizontal);
-    c.getStyler().setXAxisLogarithmic(param.equals("block-size"));
+    c.getStyler().setXAxisLogarithmic(param.equals("block-size") || param.equals("net"));
     c.getStyler().setYAxisMin(0.0);
     c.getStyler().setxAxisTickLabelsFormattingFunction(x -> tick(param, x));
     Map<String, List<Summary>> lines = new LinkedHashMap<>();
@@ -34,7 +35,9 @@ public final class Plot {
         lines.computeIfAbsent(s.job() + " " + s.op(), k -> new ArrayList<>()).add(s);
       }
     }
+    int line = 0;
     for (Map.Entry<String, List<Summary>> e : lines.entrySet()) {
+      java.awt.Color color = COLORS[line++ % COLORS.length];
       for (String path : List.of("ours", "stock")) {
         List<Double> xs = new ArrayList<>();
         List<Double> ys = new ArrayList<>();
@@ -52,6 +55,8 @@ public final class Plot {
         }
         XYSeries ser = c.addSeries(path + " " + e.getKey(), xs, ys, err);
         ser.setMarker(path.equals("ours") ? SeriesMarkers.CIRCLE : SeriesMarkers.SQUARE);
+        ser.setLineColor(color);
+        ser.setMarkerColor(color);
         if (path.equals("stock")) {
           ser.setLineStyle(new java.awt.BasicStroke(2f, java.awt.BasicStroke.CAP_BUTT,
               java.awt.BasicStroke.JOIN_MITER, 10f, new float[] {6f, 4f}, 0f));
@@ -65,6 +70,10 @@ public final class Plot {
   static double plotX(String param, double x) {
     return param.equals("net") && x < 0 ? 100 : x;
   }
+
+  /** One color per operation; ours solid, stock dashed. */
+  private static final java.awt.Color[] COLORS = {new java.awt.Color(0x1f77b4), new java.awt.Color(0xd62728),
+      new java.awt.Color(0x2ca02c), new java.awt.Color(0x9467bd)};
 
   private static String title(String param, List<Summary> sums) {
     String job = sums.isEmpty() ? "" : sums.get(0).job();

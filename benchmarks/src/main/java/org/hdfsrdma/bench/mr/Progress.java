@@ -36,11 +36,6 @@ public final class Progress implements AutoCloseable {
     this.ticker.start();
   }
 
-  /** A Progress on stderr, redrawn in place when this JVM has a terminal. */
-  public static Progress onStderr(int total) {
-    return new Progress(System.err, total, System.console() != null);
-  }
-
   /** A new phase of the current step (e.g. "dfsio ours run 2/3: write"). */
   public synchronized void phase(String p) {
     phase = p;

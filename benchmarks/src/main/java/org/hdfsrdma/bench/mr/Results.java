@@ -15,7 +15,6 @@ import org.hdfsrdma.bench.Json;
 import org.hdfsrdma.bench.Sizes;
 import org.hdfsrdma.bench.fs.FsTable;
 import org.hdfsrdma.bench.fs.Machine;
-import org.hdfsrdma.bench.fs.Stats;
 
 /**
  * What a {@link MrBench} run shows and keeps: the table, JSON lines, CSV (samples and
@@ -248,9 +247,5 @@ public final class Results {
   Summary find(String label, String op, String metric) {
     return sums.stream().filter(s -> s.point().label().equals(label) && s.op().equals(op)
         && s.metric().equals(metric)).findFirst().orElse(null);
-  }
-
-  static Stats statsOf(double... v) {
-    return Stats.of(v);
   }
 }
