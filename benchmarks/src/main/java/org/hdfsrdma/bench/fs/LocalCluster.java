@@ -124,9 +124,14 @@ public final class LocalCluster implements AutoCloseable {
 
   /** client-site.xml with {@code fs.hdfs.impl} our client ({@code ours}) or the stock one. */
   public Configuration clientConf(boolean ours) {
+    return clientConf(dir.resolve("client-site.xml"), extraConf, ours);
+  }
+
+  /** The client settings in {@code site} and {@code extra}, {@code fs.hdfs.impl} ours or stock. */
+  public static Configuration clientConf(Path site, Map<String, String> extra, boolean ours) {
     Configuration c = new Configuration();
-    c.addResource(new org.apache.hadoop.fs.Path(dir.resolve("client-site.xml").toUri()));
-    extraConf.forEach(c::set);
+    c.addResource(new org.apache.hadoop.fs.Path(site.toUri()));
+    extra.forEach(c::set);
     c.set("fs.hdfs.impl", (ours ? RdmaDistributedFileSystem.class : DistributedFileSystem.class).getName());
     return c;
   }

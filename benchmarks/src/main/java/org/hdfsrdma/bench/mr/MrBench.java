@@ -116,7 +116,7 @@ public final class MrBench {
           int clients = e.getKey().equals("clients") ? (int) v : o.clients();
           int repl = e.getKey().equals("replication") ? (int) v : Math.min(o.replication(), dn);
           String shown = e.getKey().equals("block-size") ? Sizes.format(v) : Long.toString(v);
-          pts.add(new Point(e.getKey(), shown, v, dn, gbit, block, clients, repl));
+          pts.add(new Point(e.getKey(), shown, dn, gbit, block, clients, repl));
         }
       }
       // one cluster start per DataNode count: the datanodes points last, the rest share the first cluster
@@ -124,10 +124,10 @@ public final class MrBench {
       return pts;
     }
     if (o.nets().isEmpty()) {
-      pts.add(new Point("", "", 0, o.dataNodes(), -1, o.blockBytes(), o.clients(), o.replication()));
+      pts.add(new Point("", "", o.dataNodes(), -1, o.blockBytes(), o.clients(), o.replication()));
     }
     for (double g : o.nets()) {
-      pts.add(new Point("net", NetLab.rateText(g), g > 0 ? g : -1, o.dataNodes(), g, o.blockBytes(), o.clients(),
+      pts.add(new Point("net", NetLab.rateText(g), o.dataNodes(), g, o.blockBytes(), o.clients(),
           o.replication()));
     }
     return pts;
@@ -157,8 +157,8 @@ public final class MrBench {
               env.close();
               env = null;
             }
-            progress.phase("starting a NameNode and " + p.dataNodes() + " DataNodes"
-                + (p.gbit() >= 0 ? " in network namespaces, links " + NetLab.rateText(p.gbit()) : ""));
+            progress.phase(o.cluster() != null ? "connecting" : "starting a NameNode and " + p.dataNodes()
+                + " DataNodes" + (p.gbit() >= 0 ? " in network namespaces, links " + NetLab.rateText(p.gbit()) : ""));
             env = Env.start(o, p, log);
             progress.restartStepClock();
           }
@@ -191,12 +191,15 @@ public final class MrBench {
 
   /** A running cluster (and emulated network) and how jobs reach it. */
   static final class Env implements AutoCloseable {
+    /** The cluster started here; null with --cluster. */
     final LocalCluster cluster;
     final NetLab lab;
     final Path workDir;
     private final boolean tempWork;
+    private final MrOptions o;
 
-    private Env(LocalCluster cluster, NetLab lab, Path workDir, boolean tempWork) {
+    private Env(MrOptions o, LocalCluster cluster, NetLab lab, Path workDir, boolean tempWork) {
+      this.o = o;
       this.cluster = cluster;
       this.lab = lab;
       this.workDir = workDir;
@@ -204,6 +207,10 @@ public final class MrBench {
     }
 
     static Env start(MrOptions o, Point p, PrintStream log) throws Exception {
+      if (o.cluster() != null) {
+        log.println("bench: using the running cluster of " + o.cluster() + " (DataNode CPU is not measured)");
+        return new Env(o, null, null, Files.createTempDirectory("hrdma-mr-"), true);
+      }
       Map<String, String> conf = new LinkedHashMap<>(o.clusterConf());
       NetLab lab = null;
       Map<String, String> hosts = Map.of();
@@ -225,7 +232,7 @@ public final class MrBench {
         // with --dir the programs' output and logs stay (DIR/.../jobs); else a temporary directory
         Path work = clusterDir != null ? Files.createDirectories(clusterDir.resolve("jobs"))
             : Files.createTempDirectory("hrdma-mr-");
-        return new Env(c, lab, work, clusterDir == null);
+        return new Env(o, c, lab, work, clusterDir == null);
       } catch (Exception e) {
         if (lab != null) {
           lab.close();
@@ -234,12 +241,17 @@ public final class MrBench {
       }
     }
 
+    private Configuration clientConf(boolean ours) {
+      return cluster != null ? cluster.clientConf(ours) : LocalCluster.clientConf(o.cluster(), o.clusterConf(), ours);
+    }
+
     List<MrSample> run(JobSpec s) throws Exception {
+      List<Long> pids = cluster != null ? cluster.dataNodePids() : List.of();
       if (lab == null) {
-        return new MrRunner(cluster.clientConf(s.ours()), cluster.dataNodePids()).run(s);
+        return new MrRunner(clientConf(s.ours()), pids).run(s);
       }
       Path conf = workDir.resolve("client-" + s.path() + ".xml");
-      Configuration c = cluster.clientConf(s.ours());
+      Configuration c = clientConf(s.ours());
       try (OutputStream os = Files.newOutputStream(conf)) {
         c.writeXml(os);
       }
@@ -249,7 +261,9 @@ public final class MrBench {
     @Override
     public void close() {
       try {
-        cluster.close();
+        if (cluster != null) {
+          cluster.close();
+        }
       } finally {
         if (lab != null) {
           lab.close();

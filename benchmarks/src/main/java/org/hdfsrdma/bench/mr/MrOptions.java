@@ -33,11 +33,13 @@ import org.hdfsrdma.bench.UsageException;
  *                    Gbit/s, 0 = unshaped; empty: no namespaces (everything on 127.0.0.1)
  * @param sweep       sweep only: parameter name -> values (--sweep NAME=V1,V2,...; default all four)
  * @param conf        --conf KEY=VALUE: daemons and client
+ * @param cluster     --cluster FILE: a running cluster's client configuration (fs.defaultFS ...);
+ *                    null: start one here
  */
 public record MrOptions(String command, String job, int files, long fileBytes, long blockBytes, int dataNodes,
     int clients, int replication, String transport, int runs, boolean quick, boolean validate, boolean json,
     Path dir, Path resultsDir, String yarnRm, List<Double> nets, Map<String, List<Long>> sweep,
-    Map<String, String> conf) {
+    Map<String, String> conf, Path cluster) {
 
   public static final List<String> COMMANDS = List.of("dfsio", "randomwriter", "sort", "sweep");
   public static final List<String> JOBS = List.of("dfsio", "randomwriter", "sort");
@@ -65,6 +67,8 @@ public record MrOptions(String command, String job, int files, long fileBytes, l
                                namespace on a bridge, veth links shaped with tc; RATES in Gbit/s, comma
                                separated, 0 = unshaped, e.g. 1,10,40,0 (needs root)
           --yarn HOST:PORT     submit the jobs to this ResourceManager instead of the local job runner
+          --cluster FILE       use a running cluster (its DataNodes with the plugin) instead of starting
+                               one: FILE is a client configuration (core-site.xml / hdfs-site.xml)
           --no-validate        sort: skip SortValidator
           --dir DIR            the cluster's directory [a temporary one, removed afterwards]
           --results DIR        where CSV, JSON, PNG and summary.md go [results/DATE-COMMIT]
@@ -109,14 +113,11 @@ public record MrOptions(String command, String job, int files, long fileBytes, l
     List<Double> nets = List.of();
     Map<String, List<Long>> sweep = new LinkedHashMap<>();
     Map<String, String> conf = new LinkedHashMap<>();
+    Path cluster = null;
     for (int i = 0; i < args.length; i++) {
-      String a = args[i];
-      String v = null;
-      int eq = a.indexOf('=');
-      if (a.startsWith("--") && eq > 0) {
-        v = a.substring(eq + 1);
-        a = a.substring(0, eq);
-      }
+      String[] av = org.hdfsrdma.bench.fs.FsOptions.splitOption(args[i]);
+      String a = av[0];
+      String v = av[1];
       if (!a.startsWith("--")) {
         throw new UsageException("unexpected argument '" + a + "'");
       }
@@ -134,7 +135,7 @@ public record MrOptions(String command, String job, int files, long fileBytes, l
           continue;
         }
         case "--files", "--size", "--block-size", "--datanodes", "--clients", "--replication", "--transport",
-            "--runs", "--net", "--yarn", "--dir", "--results", "--conf", "--job", "--sweep" -> {
+            "--runs", "--net", "--yarn", "--dir", "--results", "--conf", "--job", "--sweep", "--cluster" -> {
           // takes a value
         }
         default -> throw new UsageException("unknown option " + a);
@@ -161,6 +162,12 @@ public record MrOptions(String command, String job, int files, long fileBytes, l
         case "--yarn" -> yarn = hostPort(v);
         case "--dir" -> dir = Path.of(nonBlank(a, v)).toAbsolutePath();
         case "--results" -> results = Path.of(nonBlank(a, v)).toAbsolutePath();
+        case "--cluster" -> {
+          cluster = Path.of(nonBlank(a, v)).toAbsolutePath();
+          if (!java.nio.file.Files.isReadable(cluster)) {
+            throw new UsageException("--cluster: cannot read " + cluster);
+          }
+        }
         case "--job" -> {
           if (!JOBS.contains(v)) {
             throw new UsageException("--job must be one of " + String.join(", ", JOBS) + ", not '" + v + "'");
@@ -179,13 +186,7 @@ public record MrOptions(String command, String job, int files, long fileBytes, l
           }
           sweep.put(name, e < 0 ? defaultSweep(name, false) : sweepValues(name, v.substring(e + 1)));
         }
-        case "--conf" -> {
-          int e = v.indexOf('=');
-          if (e <= 0) {
-            throw new UsageException("--conf takes KEY=VALUE, not '" + v + "'");
-          }
-          conf.put(v.substring(0, e).trim(), v.substring(e + 1).trim());
-        }
+        case "--conf" -> org.hdfsrdma.bench.fs.FsOptions.putConf(conf, v);
         default -> throw new AssertionError(a);
       }
     }
@@ -196,13 +197,21 @@ public record MrOptions(String command, String job, int files, long fileBytes, l
       throw new UsageException("--replication " + repl + " needs at least " + repl + " DataNodes (--datanodes "
           + dataNodes + ")");
     }
+    if (cluster != null && (!nets.isEmpty() || dir != null)) {
+      throw new UsageException("--cluster uses a running cluster: --net and --dir start one here");
+    }
+    if (cluster != null && command.equals("sweep") && sweep.containsKey("datanodes")) {
+      throw new UsageException("--cluster: a running cluster's DataNodes cannot be swept");
+    }
     if (yarn != null && !nets.isEmpty()) {
       throw new UsageException("--yarn and --net exclude each other (--net emulates the cluster on this machine)");
     }
     if (command.equals("sweep")) {
       if (sweep.isEmpty()) {
         for (String p : SWEEP_PARAMS) {
-          sweep.put(p, defaultSweep(p, quick));
+          if (cluster == null || !p.equals("datanodes")) {
+            sweep.put(p, defaultSweep(p, quick));
+          }
         }
       }
       if (sweep.containsKey("replication")) {
@@ -216,7 +225,7 @@ public record MrOptions(String command, String job, int files, long fileBytes, l
     return new MrOptions(command, job, files != null ? files : quick ? 2 : 4,
         size != null ? size : quick ? 16L << 20 : 256L << 20, block != null ? block : quick ? 16L << 20 : 128L << 20,
         dataNodes, clients, repl, transport, runs != null ? runs : quick ? 2 : 3, quick, validate, json, dir, results,
-        yarn, nets, sweep, conf);
+        yarn, nets, sweep, conf, cluster);
   }
 
   /** Seed 003's ranges; --quick: three points each, small. */

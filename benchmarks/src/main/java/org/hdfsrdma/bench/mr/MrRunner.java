@@ -203,16 +203,9 @@ public final class MrRunner {
     return t;
   }
 
+  /** The DataNodes' CPU seconds so far; NaN when they do not run on this machine (--cluster). */
   private double dataNodeCpu() throws IOException {
-    double sum = 0;
-    for (long pid : dataNodePids) {
-      double c = ProcStat.cpuSeconds(pid);
-      if (c < 0) {
-        throw new IOException("DataNode pid " + pid + " is gone");
-      }
-      sum += c;
-    }
-    return sum;
+    return dataNodePids.isEmpty() ? Double.NaN : ProcStat.cpuSeconds(dataNodePids);
   }
 
   /** The last {@code n} lines of {@code s}. */

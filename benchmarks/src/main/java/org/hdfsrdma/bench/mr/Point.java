@@ -6,14 +6,13 @@ package org.hdfsrdma.bench.mr;
  *
  * @param param       the swept parameter (block-size, datanodes, clients, replication, net), "" for none
  * @param value       its value as shown ("64M", "4", "10 Gbit/s")
- * @param x           its value as a number, for plots (bytes, count, Gbit/s; unshaped net: -1)
  * @param dataNodes   DataNodes of the cluster
  * @param gbit        the emulated interconnect in Gbit/s; 0 unshaped namespaces; -1 no namespaces
  * @param blockBytes  dfs.blocksize
  * @param clients     concurrent tasks
  * @param replication dfs.replication
  */
-public record Point(String param, String value, double x, int dataNodes, double gbit, long blockBytes, int clients,
+public record Point(String param, String value, int dataNodes, double gbit, long blockBytes, int clients,
     int replication) {
 
   /** Points with the same cluster share one cluster start. */

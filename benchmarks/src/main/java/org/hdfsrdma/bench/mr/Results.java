@@ -56,10 +56,11 @@ public final class Results {
 
   String title() {
     return String.format(Locale.ROOT, "# hrdma bench %s  job=%s files=%d size=%s block=%s datanodes=%d clients=%d "
-        + "replication=%d runs=%d%s%s  (order: ours, stock / stock, ours alternating; MB = 10^6 bytes; medians)",
+        + "replication=%d runs=%d%s%s%s  (order: ours, stock / stock, ours alternating; MB = 10^6 bytes; medians)",
         o.command(), o.job(), o.files(), Sizes.format(o.fileBytes()), Sizes.format(o.blockBytes()), o.dataNodes(),
         o.clients(), o.replication(), o.runs(), o.transport() == null ? "" : " transport=" + o.transport(),
-        o.yarnRm() == null ? " runner=local" : " runner=yarn:" + o.yarnRm());
+        o.yarnRm() == null ? " runner=local" : " runner=yarn:" + o.yarnRm(),
+        o.cluster() == null ? "" : " cluster=" + o.cluster());
   }
 
   /** The table, the largest differences, and notes. */
