@@ -160,6 +160,7 @@ public final class MrBench {
             progress.phase(o.cluster() != null ? "connecting" : "starting a NameNode and " + p.dataNodes()
                 + " DataNodes" + (p.gbit() >= 0 ? " in network namespaces, links " + NetLab.rateText(p.gbit()) : ""));
             env = Env.start(o, p, log);
+            warmUp(env, p);
             progress.restartStepClock();
           }
           current = p;
@@ -169,6 +170,18 @@ public final class MrBench {
         if (env != null) {
           env.close();
         }
+      }
+    }
+
+    /**
+     * One small untimed TestDFSIO per path on a new cluster: the first timed run of a
+     * path would otherwise also pay for the JIT and the first connections.
+     */
+    private void warmUp(Env env, Point p) throws Exception {
+      progress.phase("warm-up: an untimed TestDFSIO of 1 MiB per path");
+      for (boolean ours : List.of(true, false)) {
+        env.run(new JobSpec("dfsio", ours, 0, 1, 1L << 20, p.blockBytes(), 1, p.replication(), false,
+            env.workDir.toString(), o.yarnRm()));
       }
     }
 
