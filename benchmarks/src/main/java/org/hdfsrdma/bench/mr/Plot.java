@@ -34,6 +34,7 @@ public final class Plot {
     CategoryChart c = new CategoryChartBuilder().width(900).height(560).title(title(param, sums))
         .xAxisTitle(axis(param)).yAxisTitle("MB/s (10^6 bytes), median of runs").build();
     c.getStyler().setDefaultSeriesRenderStyle(CategorySeriesRenderStyle.Line);
+    c.getStyler().setOverlapped(true); // every line's point of a category at the category, not side by side
     c.getStyler().setLegendPosition(Styler.LegendPosition.OutsideS);
     c.getStyler().setLegendLayout(Styler.LegendLayout.Horizontal);
     c.getStyler().setYAxisMin(0.0);
