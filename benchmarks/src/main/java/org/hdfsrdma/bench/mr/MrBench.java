@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
+import org.hdfsrdma.bench.Progress;
 import org.hdfsrdma.bench.Sizes;
 import org.hdfsrdma.bench.UsageException;
 import org.hdfsrdma.bench.fs.LocalCluster;

@@ -1,4 +1,4 @@
-package org.hdfsrdma.bench.mr;
+package org.hdfsrdma.bench;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;

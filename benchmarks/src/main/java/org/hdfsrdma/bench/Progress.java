@@ -1,4 +1,4 @@
-package org.hdfsrdma.bench.mr;
+package org.hdfsrdma.bench;
 
 import java.io.PrintStream;
 import java.util.Locale;
@@ -72,7 +72,7 @@ public final class Progress implements AutoCloseable {
         "-".repeat(BAR - filled), done, total, phase, clock(elapsed), eta);
   }
 
-  static String clock(double seconds) {
+  public static String clock(double seconds) {
     long s = Math.round(seconds);
     return s >= 3600 ? String.format(Locale.ROOT, "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60)
         : String.format(Locale.ROOT, "%d:%02d", s / 60, s % 60);
