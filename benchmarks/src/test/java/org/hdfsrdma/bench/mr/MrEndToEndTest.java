@@ -96,7 +96,6 @@ class MrEndToEndTest {
   @Test
   @Timeout(value = 300, unit = TimeUnit.SECONDS)
   void dfsioAcrossNamespacesOnAShapedLink() throws Exception {
-    List<String> before = NetLab.ourNamespaces();
     Path dir = tmp.resolve("c");
     Run r = bench("dfsio", "--quick", "--runs", "1", "--files", "1", "--size", "8M", "--net", "10", "--results",
         tmp.resolve("results").toString(), "--dir", dir.toString());
@@ -112,6 +111,9 @@ class MrEndToEndTest {
     String dnLog = Files.readString(clusterDir.resolve("logs").resolve("dn1.log"));
     assertTrue(dnLog.matches("(?s).*Opened streaming server at /10\\.213\\.\\d+\\.11:.*"), dnLog);
     assertTrue(files(tmp.resolve("results")).stream().anyMatch(x -> x.endsWith("-net.png")));
-    assertEquals(before, NetLab.ourNamespaces(), "namespaces left behind");
+    // the run's namespaces and links (its tag names the cluster directory, net-TAG) are gone
+    String tag = clusterDir.getFileName().toString().substring("net-".length());
+    assertEquals(List.of(), NetLab.ourNamespaces().stream().filter(n -> n.contains(tag)).toList());
+    assertEquals(List.of(), NetLab.ourLinks().stream().filter(n -> n.contains(tag)).toList());
   }
 }
