@@ -105,15 +105,38 @@ public final class Doctor {
     }
   }
 
+  /** Why {@code p} cannot be used here, or null when it can. */
+  private static String unavailability(TransportProvider p) {
+    try {
+      return p.unavailabilityCause();
+    } catch (RuntimeException | LinkageError e) {
+      return e.toString();
+    }
+  }
+
+  /** One line for result files: each transport available or not, and the RDMA devices. */
+  public static String transportSummary() {
+    StringBuilder b = new StringBuilder();
+    for (TransportProvider p : Transports.providers()) {
+      String cause = unavailability(p);
+      b.append(b.length() == 0 ? "" : ",").append(p.name()).append(cause == null ? "" : "(unavailable)");
+    }
+    String dev = "unknown";
+    if (HrdmaNative.isAvailable()) {
+      try {
+        String d = HrdmaNative.probeDevices();
+        dev = d == null || d.isBlank() ? "none" : d.lines().findFirst().orElse("").trim();
+      } catch (Exception e) {
+        dev = "probe failed";
+      }
+    }
+    return "transports=" + (b.length() == 0 ? "none" : b) + " rdma-devices=" + dev;
+  }
+
   static void transports(PrintStream out) {
     out.println("== transports");
     for (TransportProvider p : Transports.providers()) {
-      String cause;
-      try {
-        cause = p.unavailabilityCause();
-      } catch (RuntimeException | LinkageError e) {
-        cause = e.toString();
-      }
+      String cause = unavailability(p);
       out.printf("  %-8s %s%n", p.name(), cause == null ? "available" : "unavailable: " + cause);
     }
     if (Transports.providers().isEmpty()) {

@@ -2,7 +2,7 @@ package org.hdfsrdma.bench;
 
 import java.util.Arrays;
 
-/** Dispatches the Java side of bin/hrdma: perf, doctor, serve, demo, bench fs. */
+/** Dispatches the Java side of bin/hrdma: perf, doctor, serve, demo, bench fs|dfsio|randomwriter|sort|sweep|netns. */
 public final class Main {
   private Main() {}
 
@@ -18,11 +18,19 @@ public final class Main {
       case "serve" -> Serve.main(rest);
       case "demo" -> org.hdfsrdma.bench.fs.Demo.main(rest);
       case "bench" -> {
-        if (rest.length == 0 || !rest[0].equals("fs")) {
-          System.err.println("usage: bench fs [options]   ('bench fs --help' lists them)");
-          System.exit(2);
+        String what = rest.length == 0 ? "" : rest[0];
+        String[] more = rest.length == 0 ? rest : Arrays.copyOfRange(rest, 1, rest.length);
+        switch (what) {
+          case "fs" -> org.hdfsrdma.bench.fs.FsBench.main(more);
+          case "netns" -> System.exit(org.hdfsrdma.bench.net.NetnsMain.run(more, System.out, System.err));
+          case "job-child" -> System.exit(org.hdfsrdma.bench.mr.JobChild.main(more));
+          case "dfsio", "randomwriter", "sort", "sweep" -> org.hdfsrdma.bench.mr.MrBench.main(what, more);
+          default -> {
+            System.err.println("usage: bench fs|dfsio|randomwriter|sort|sweep|netns [options]   ('bench X --help' "
+                + "lists them)");
+            System.exit(2);
+          }
         }
-        org.hdfsrdma.bench.fs.FsBench.main(Arrays.copyOfRange(rest, 1, rest.length));
       }
       default -> {
         System.err.println("unknown command '" + args[0] + "'");

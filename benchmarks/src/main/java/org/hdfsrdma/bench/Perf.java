@@ -1,9 +1,7 @@
 package org.hdfsrdma.bench;
 
-import java.io.File;
 import java.io.IOException;
 import java.io.PrintStream;
-import java.lang.management.ManagementFactory;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -265,17 +263,7 @@ public final class Perf {
 
     /** The child's command line: this JVM's java, classpath and -D/-X options. */
     static List<String> serveCommand(PerfOptions o, String name, String ucxTls, int port) {
-      List<String> cmd = new ArrayList<>();
-      cmd.add(System.getProperty("java.home") + File.separator + "bin" + File.separator + "java");
-      for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
-        // Memory and property settings carry over; debugger and agents do not (their ports).
-        if ((a.startsWith("-D") || a.startsWith("-X")) && !a.startsWith("-Xdebug")
-            && !a.startsWith("-Xrunjdwp")) {
-          cmd.add(a);
-        }
-      }
-      cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName(),
-          "serve", "--port", Integer.toString(port), "--transport", name));
+      List<String> cmd = ChildJvm.command(List.of("serve", "--port", Integer.toString(port), "--transport", name));
       if (ucxTls != null) {
         cmd.addAll(List.of("--ucx-tls", ucxTls));
       }

@@ -45,9 +45,13 @@ public final class FsBench {
     List<Sample> samples = new ArrayList<>();
     List<String> failures = new ArrayList<>();
     LocalDateTime started = LocalDateTime.now();
-    try (LocalCluster c = LocalCluster.start(o.dir(), o.conf(), log);
+    // a step: one write (or read) by each client
+    try (org.hdfsrdma.bench.Progress progress = new org.hdfsrdma.bench.Progress(err,
+        2 * o.runs() * o.replications().size(), err == System.err && System.console() != null);
+        LocalCluster c = LocalCluster.start(o.dir(), o.conf(), log);
         FileSystem ours = c.newClient(true);
         FileSystem stock = c.newClient(false)) {
+      progress.restartStepClock();
       Measure m = new Measure(c.dataNodePids());
       for (int repl : o.replications()) {
         Path d = new Path(DIR, "r" + repl);
@@ -55,9 +59,10 @@ public final class FsBench {
         Path byStock = new Path(d, "by-stock");
         long crc = -1;
         for (int run = 1; run <= o.runs(); run++) {
-          log.printf("bench fs: replication %d, write run %d/%d%n", repl, run, o.runs());
+          progress.phase(String.format("bench fs: replication %d, write run %d/%d", repl, run, o.runs()));
           Sample a = m.write("ours", ours, byOurs, o.size(), repl);
           Sample b = m.write("stock", stock, byStock, o.size(), repl);
+          progress.stepDone();
           samples.add(a);
           samples.add(b);
           crc = b.crc();
@@ -66,9 +71,10 @@ public final class FsBench {
         m.warm(stock, byStock);
         m.warm(ours, byOurs);
         for (int run = 1; run <= o.runs(); run++) {
-          log.printf("bench fs: replication %d, read run %d/%d%n", repl, run, o.runs());
+          progress.phase(String.format("bench fs: replication %d, read run %d/%d", repl, run, o.runs()));
           Sample a = m.read("ours", ours, byStock, "stock", repl);
           Sample b = m.read("stock", stock, byStock, "stock", repl);
+          progress.stepDone();
           for (Sample x : List.of(a, b)) {
             samples.add(x);
             if (x.crc() != crc || x.bytes() != o.size()) {

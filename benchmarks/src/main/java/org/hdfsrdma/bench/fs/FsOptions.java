@@ -71,13 +71,9 @@ public record FsOptions(long size, Path dir, int runs, List<Integer> replication
     Path results = null;
     Map<String, String> conf = new LinkedHashMap<>();
     for (int i = 0; i < args.length; i++) {
-      String a = args[i];
-      String v = null;
-      int eq = a.indexOf('=');
-      if (a.startsWith("--") && eq > 0) {
-        v = a.substring(eq + 1);
-        a = a.substring(0, eq);
-      }
+      String[] av = splitOption(args[i]);
+      String a = av[0];
+      String v = av[1];
       if (a.equals("--json") && bench) {
         if (v != null) {
           throw new UsageException("--json takes no value");
@@ -137,17 +133,27 @@ public record FsOptions(long size, Path dir, int runs, List<Integer> replication
           repl = r;
         }
         case "--results" -> results = Path.of(v).toAbsolutePath();
-        case "--conf" -> {
-          int e = v.indexOf('=');
-          if (e <= 0) {
-            throw new UsageException("--conf takes KEY=VALUE, not '" + v + "'");
-          }
-          conf.put(v.substring(0, e).trim(), v.substring(e + 1).trim());
-        }
+        case "--conf" -> putConf(conf, v);
         default -> throw new AssertionError(a);
       }
     }
     return new FsOptions(size, dir, runs, repl, json, results, conf);
+  }
+
+  /** {@code --key=value} as {"--key", "value"}; anything else as {arg, null}. */
+  public static String[] splitOption(String arg) {
+    int eq = arg.indexOf('=');
+    return arg.startsWith("--") && eq > 0 ? new String[] {arg.substring(0, eq), arg.substring(eq + 1)}
+        : new String[] {arg, null};
+  }
+
+  /** One {@code --conf KEY=VALUE} into {@code conf}. */
+  public static void putConf(Map<String, String> conf, String v) {
+    int e = v.indexOf('=');
+    if (e <= 0) {
+      throw new UsageException("--conf takes KEY=VALUE, not '" + v + "'");
+    }
+    conf.put(v.substring(0, e).trim(), v.substring(e + 1).trim());
   }
 
   private static int positive(String name, String v) {

@@ -27,7 +27,7 @@ import org.hdfsrdma.cluster.StartOptions;
  * shutdown hook (Ctrl-C, an uncaught error). A temporary directory is deleted at close.
  * Not thread-safe, except that close may race the hook (it runs once).
  */
-final class LocalCluster implements AutoCloseable {
+public final class LocalCluster implements AutoCloseable {
   /** System property: the daemons' classpath (bin/hrdma sets it to hrdma-cluster's). */
   static final String CLASSPATH_PROPERTY = "hrdma.cluster.classpath";
   /** System property: the repository root, to find hrdma-cluster's classpath when the above is unset. */
@@ -59,12 +59,23 @@ final class LocalCluster implements AutoCloseable {
   /** Starts a cluster in {@code dir} (null: a new temporary directory, deleted at close). */
   static LocalCluster start(Path dir, Map<String, String> conf, PrintStream log)
       throws IOException, ClusterException, InterruptedException {
+    return start(dir, DATANODES, conf, Map.of(), Map.of(), log);
+  }
+
+  /**
+   * Starts a NameNode and {@code dataNodes} DataNodes in {@code dir} (null: a temporary
+   * directory, deleted at close); {@code hosts} and {@code launchPrefix} place daemons
+   * elsewhere than 127.0.0.1 (see StartOptions), empty for the local cluster.
+   */
+  public static LocalCluster start(Path dir, int dataNodes, Map<String, String> conf, Map<String, String> hosts,
+      Map<String, List<String>> launchPrefix, PrintStream log)
+      throws IOException, ClusterException, InterruptedException {
     boolean temp = dir == null;
     Path d = temp ? Files.createTempDirectory("hrdma-demo-") : dir;
     try {
       ClusterManager m = new ClusterManager(d, log);
-      StartOptions o = new StartOptions(DATANODES, null, null, 0, null, conf, StartOptions.DEFAULT_TIMEOUT_MS,
-          daemonClasspath());
+      StartOptions o = new StartOptions(dataNodes, null, null, 0, null, conf, StartOptions.DEFAULT_TIMEOUT_MS,
+          daemonClasspath(), hosts, launchPrefix);
       ClusterState st = m.start(o);
       return new LocalCluster(m, st, d, temp, conf, log);
     } catch (IOException | ClusterException | InterruptedException | RuntimeException e) {
@@ -98,30 +109,35 @@ final class LocalCluster implements AutoCloseable {
     return jar + java.io.File.pathSeparator + Files.readString(cpFile).trim();
   }
 
-  Path dir() {
+  public Path dir() {
     return dir;
   }
 
-  String fsDefaultFs() {
+  public String fsDefaultFs() {
     return state.fsDefaultFs();
   }
 
   /** The DataNodes' pids, from cluster.properties. */
-  List<Long> dataNodePids() {
+  public List<Long> dataNodePids() {
     return state.dataNodes().stream().map(DaemonState::pid).toList();
   }
 
   /** client-site.xml with {@code fs.hdfs.impl} our client ({@code ours}) or the stock one. */
-  Configuration clientConf(boolean ours) {
+  public Configuration clientConf(boolean ours) {
+    return clientConf(dir.resolve("client-site.xml"), extraConf, ours);
+  }
+
+  /** The client settings in {@code site} and {@code extra}, {@code fs.hdfs.impl} ours or stock. */
+  public static Configuration clientConf(Path site, Map<String, String> extra, boolean ours) {
     Configuration c = new Configuration();
-    c.addResource(new org.apache.hadoop.fs.Path(dir.resolve("client-site.xml").toUri()));
-    extraConf.forEach(c::set);
+    c.addResource(new org.apache.hadoop.fs.Path(site.toUri()));
+    extra.forEach(c::set);
     c.set("fs.hdfs.impl", (ours ? RdmaDistributedFileSystem.class : DistributedFileSystem.class).getName());
     return c;
   }
 
   /** A new (uncached) client: ours or the stock DistributedFileSystem. */
-  FileSystem newClient(boolean ours) throws IOException {
+  public FileSystem newClient(boolean ours) throws IOException {
     FileSystem fs = FileSystem.newInstance(URI.create(state.fsDefaultFs()), clientConf(ours));
     Class<?> want = ours ? RdmaDistributedFileSystem.class : DistributedFileSystem.class;
     if (fs.getClass() != want) {
@@ -157,7 +173,7 @@ final class LocalCluster implements AutoCloseable {
     }
   }
 
-  static void deleteTree(Path root) {
+  public static void deleteTree(Path root) {
     if (!Files.exists(root)) {
       return;
     }

@@ -93,15 +93,7 @@ final class Measure {
   }
 
   private double dataNodeCpu() throws IOException {
-    double s = 0;
-    for (long pid : dataNodePids) {
-      double c = ProcStat.cpuSeconds(pid);
-      if (c < 0) {
-        throw new IOException("DataNode pid " + pid + " is gone");
-      }
-      s += c;
-    }
-    return s;
+    return ProcStat.cpuSeconds(dataNodePids);
   }
 
   /**

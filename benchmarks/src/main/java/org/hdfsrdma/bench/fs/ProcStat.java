@@ -48,6 +48,19 @@ public final class ProcStat {
     }
   }
 
+  /** Summed CPU seconds of {@code pids} (the DataNodes); an IOException when one is gone. */
+  public static double cpuSeconds(java.util.List<Long> pids) throws IOException {
+    double sum = 0;
+    for (long pid : pids) {
+      double c = cpuSeconds(pid);
+      if (c < 0) {
+        throw new IOException("DataNode pid " + pid + " is gone");
+      }
+      sum += c;
+    }
+    return sum;
+  }
+
   private static String abbreviate(String s) {
     return s.length() > 80 ? s.substring(0, 80) + "..." : s;
   }

@@ -9,7 +9,8 @@ import java.util.Map;
 
 /**
  * Generates each daemon's core-site.xml / hdfs-site.xml / log4j.properties and the
- * client's configuration from a {@link ClusterState}. Everything binds {@link #HOST}.
+ * client's configuration from a {@link ClusterState}. Each daemon binds and advertises its
+ * host in the state: {@link #HOST} unless placed elsewhere (network namespaces).
  *
  * <p>Besides addresses and directories the daemons get settings for a single-host
  * test cluster: replication min(3, N), no safe-mode extension, 1 s heartbeats and a
@@ -33,7 +34,11 @@ public final class ClusterConfig {
   }
 
   public static String fsDefaultFs(int rpcPort) {
-    return "hdfs://" + HOST + ":" + rpcPort;
+    return fsDefaultFs(HOST, rpcPort);
+  }
+
+  public static String fsDefaultFs(String host, int rpcPort) {
+    return "hdfs://" + host + ":" + rpcPort;
   }
 
   private int replication() {
@@ -52,9 +57,10 @@ public final class ClusterConfig {
     Map<String, String> m = new LinkedHashMap<>();
     m.put("dfs.replication", Integer.toString(replication()));
     m.put("dfs.http.policy", "HTTP_ONLY");
-    m.put("dfs.namenode.rpc-address", HOST + ":" + state.nameNode().rpcPort());
-    m.put("dfs.namenode.http-address", HOST + ":" + state.nameNode().httpPort());
-    m.put("dfs.namenode.secondary.http-address", HOST + ":0");
+    String nn = state.host(ClusterLayout.NAMENODE);
+    m.put("dfs.namenode.rpc-address", nn + ":" + state.nameNode().rpcPort());
+    m.put("dfs.namenode.http-address", nn + ":" + state.nameNode().httpPort());
+    m.put("dfs.namenode.secondary.http-address", nn + ":0");
     m.put("dfs.heartbeat.interval", "1");
     m.put("dfs.namenode.heartbeat.recheck-interval", "5000");
     m.put(PORT_OFFSET_KEY, Integer.toString(state.portOffset()));
@@ -77,12 +83,13 @@ public final class ClusterConfig {
   /** hdfs-site.xml of DataNode {@code i} (1-based). */
   public Map<String, String> dataNodeHdfsSite(int i) {
     DaemonState d = state.dataNodes().get(i - 1);
+    String host = state.host(d.name());
     Map<String, String> m = commonHdfs();
     m.put("dfs.datanode.data.dir", layout.dataDir(i).toUri().toString());
-    m.put("dfs.datanode.address", HOST + ":" + d.xferPort());
-    m.put("dfs.datanode.ipc.address", HOST + ":" + d.ipcPort());
-    m.put("dfs.datanode.http.address", HOST + ":" + d.httpPort());
-    m.put("dfs.datanode.hostname", HOST);
+    m.put("dfs.datanode.address", host + ":" + d.xferPort());
+    m.put("dfs.datanode.ipc.address", host + ":" + d.ipcPort());
+    m.put("dfs.datanode.http.address", host + ":" + d.httpPort());
+    m.put("dfs.datanode.hostname", host);
     m.put("dfs.datanode.plugins", PLUGIN_CLASS);
     m.putAll(state.extraConf());
     return m;

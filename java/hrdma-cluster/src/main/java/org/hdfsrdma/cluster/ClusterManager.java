@@ -135,8 +135,9 @@ public final class ClusterManager {
       int dnHttp = ports.reuseOrPick(p != null ? p.httpPort() : 0);
       dns.add(DaemonState.dataNode(i, xfer, ipc, dnHttp, xfer + offset));
     }
-    return new ClusterState(ClusterState.STARTING, ClusterConfig.fsDefaultFs(rpc), offset, order, jvmOpts, conf, nn,
-        dns);
+    return new ClusterState(ClusterState.STARTING, ClusterConfig.fsDefaultFs(
+        o.hosts().getOrDefault(ClusterLayout.NAMENODE, ClusterConfig.HOST), rpc), offset, order, jvmOpts, conf, nn,
+        dns, o.hosts());
   }
 
   private ClusterState launch(ClusterState planned, StartOptions o)
@@ -273,7 +274,8 @@ public final class ClusterManager {
   }
 
   private DaemonState start(DaemonState d, ClusterState state, StartOptions o, Launched launched) throws IOException {
-    List<String> cmd = Daemons.command(layout, d.name(), d.name(), d.mainClass(), o.classpath(), state.jvmOpts());
+    List<String> cmd = new ArrayList<>(o.launchPrefix().getOrDefault(d.name(), List.of()));
+    cmd.addAll(Daemons.command(layout, d.name(), d.name(), d.mainClass(), o.classpath(), state.jvmOpts()));
     Process p = Daemons.launch(cmd, layout.log(d.name()), layout.dir(), true);
     launched.add(d.name(), p);
     return d.withProcess(p.pid(), Daemons.startMillis(p.toHandle()));
@@ -294,7 +296,7 @@ public final class ClusterManager {
         String nnError = null;
         Set<Integer> live = Set.of();
         Boolean safeMode = null;
-        if (dfs == null && canConnect(state.nameNode().rpcPort(), 500)) {
+        if (dfs == null && canConnect(state.host(ClusterLayout.NAMENODE), state.nameNode().rpcPort(), 500)) {
           dfs = (DistributedFileSystem) FileSystem.newInstance(URI.create(state.fsDefaultFs()), conf);
         }
         if (dfs != null) {
@@ -307,7 +309,7 @@ public final class ClusterManager {
         }
         List<String> notServing = new ArrayList<>();
         for (DaemonState d : state.dataNodes()) {
-          if (!canConnect(d.pluginPort(), 500)) {
+          if (!canConnect(state.host(d.name()), d.pluginPort(), 500)) {
             notServing.add(d.name());
             String failure = pluginFailure(d);
             if (failure != null) {
@@ -398,7 +400,8 @@ public final class ClusterManager {
     for (Map.Entry<String, String> e : cfg.clientSite().entrySet()) {
       out.println("  " + e.getKey() + "=" + e.getValue());
     }
-    out.println("NameNode web UI: http://" + ClusterConfig.HOST + ":" + state.nameNode().httpPort() + "/");
+    out.println("NameNode web UI: http://" + state.host(ClusterLayout.NAMENODE) + ":" + state.nameNode().httpPort()
+        + "/");
     for (DaemonState d : state.daemons()) {
       out.println("  " + d.name() + " pid " + d.pid() + ": " + d.describePorts() + ", log " + layout.log(d.name()));
     }
@@ -478,7 +481,8 @@ public final class ClusterManager {
     String nnView = "down";
     String safeMode = StatusReport.UNKNOWN;
     Map<Integer, String> dnViews = new TreeMap<>();
-    if (alive.get(ClusterLayout.NAMENODE) && canConnect(st.nameNode().rpcPort(), 1000)) {
+    if (alive.get(ClusterLayout.NAMENODE) && canConnect(st.host(ClusterLayout.NAMENODE), st.nameNode().rpcPort(),
+        1000)) {
       try (DistributedFileSystem dfs = (DistributedFileSystem) FileSystem.newInstance(
           URI.create(st.fsDefaultFs()), clientConf(layout))) {
         for (int p : liveXferPorts(dfs)) {
@@ -501,7 +505,7 @@ public final class ClusterManager {
       } else {
         String view = StatusReport.UP.equals(nnView) ? dnViews.getOrDefault(d.xferPort(), StatusReport.UNREGISTERED)
             : StatusReport.UNKNOWN;
-        rows.add(new StatusReport.DaemonStatus(d, a, view, canConnect(d.pluginPort(), 1000)));
+        rows.add(new StatusReport.DaemonStatus(d, a, view, canConnect(st.host(d.name()), d.pluginPort(), 1000)));
       }
     }
     return new StatusReport(layout.dir().toString(), st.phase(), st.fsDefaultFs(), safeMode, rows);
@@ -529,9 +533,9 @@ public final class ClusterManager {
     return c;
   }
 
-  static boolean canConnect(int port, int timeoutMs) {
+  static boolean canConnect(String host, int port, int timeoutMs) {
     try (Socket s = new Socket()) {
-      s.connect(new InetSocketAddress(ClusterConfig.HOST, port), timeoutMs);
+      s.connect(new InetSocketAddress(host, port), timeoutMs);
       return true;
     } catch (IOException e) {
       return false;

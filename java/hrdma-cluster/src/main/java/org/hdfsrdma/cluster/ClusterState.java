@@ -20,9 +20,11 @@ import java.util.TreeMap;
  *
  * @param phase    starting (a start is in progress or was interrupted), running, stopped
  * @param extraConf the {@code --conf KEY=VALUE} settings, stored as {@code conf.KEY}
+ * @param hosts    the address of each daemon not on {@link ClusterConfig#HOST}, stored as {@code NAME.host}
  */
 public record ClusterState(String phase, String fsDefaultFs, int portOffset, String transportOrder,
-    String jvmOpts, Map<String, String> extraConf, DaemonState nameNode, List<DaemonState> dataNodes) {
+    String jvmOpts, Map<String, String> extraConf, DaemonState nameNode, List<DaemonState> dataNodes,
+    Map<String, String> hosts) {
 
   public static final String STARTING = "starting";
   public static final String RUNNING = "running";
@@ -31,6 +33,18 @@ public record ClusterState(String phase, String fsDefaultFs, int portOffset, Str
   public ClusterState {
     extraConf = Map.copyOf(extraConf);
     dataNodes = List.copyOf(dataNodes);
+    hosts = Map.copyOf(hosts);
+  }
+
+  /** Every daemon on {@link ClusterConfig#HOST}. */
+  public ClusterState(String phase, String fsDefaultFs, int portOffset, String transportOrder, String jvmOpts,
+      Map<String, String> extraConf, DaemonState nameNode, List<DaemonState> dataNodes) {
+    this(phase, fsDefaultFs, portOffset, transportOrder, jvmOpts, extraConf, nameNode, dataNodes, Map.of());
+  }
+
+  /** The address daemon {@code name} binds and advertises. */
+  public String host(String name) {
+    return hosts.getOrDefault(name, ClusterConfig.HOST);
   }
 
   public List<DaemonState> daemons() {
@@ -41,11 +55,12 @@ public record ClusterState(String phase, String fsDefaultFs, int portOffset, Str
   }
 
   public ClusterState withPhase(String p) {
-    return new ClusterState(p, fsDefaultFs, portOffset, transportOrder, jvmOpts, extraConf, nameNode, dataNodes);
+    return new ClusterState(p, fsDefaultFs, portOffset, transportOrder, jvmOpts, extraConf, nameNode, dataNodes,
+        hosts);
   }
 
   public ClusterState withDaemons(DaemonState nn, List<DaemonState> dns) {
-    return new ClusterState(phase, fsDefaultFs, portOffset, transportOrder, jvmOpts, extraConf, nn, dns);
+    return new ClusterState(phase, fsDefaultFs, portOffset, transportOrder, jvmOpts, extraConf, nn, dns, hosts);
   }
 
   /** Every daemon without pid: what stop leaves behind. */
@@ -71,6 +86,9 @@ public record ClusterState(String phase, String fsDefaultFs, int portOffset, Str
       String n = d.name();
       b.append(n).append(".pid=").append(d.pid()).append('\n');
       b.append(n).append(".start-millis=").append(d.startMillis()).append('\n');
+      if (hosts.containsKey(n)) {
+        b.append(n).append(".host=").append(escape(hosts.get(n))).append('\n');
+      }
       if (d.isNameNode()) {
         b.append(n).append(".rpc.port=").append(d.rpcPort()).append('\n');
         b.append(n).append(".http.port=").append(d.httpPort()).append('\n');
@@ -129,8 +147,21 @@ public record ClusterState(String phase, String fsDefaultFs, int portOffset, Str
           intOf(p, d + ".http.port"), intOf(p, d + ".xfer.port"), intOf(p, d + ".ipc.port"),
           intOf(p, d + ".plugin.port")));
     }
+    Map<String, String> hosts = new TreeMap<>();
+    for (DaemonState d : dnsWith(nn, dns)) {
+      String h = p.getProperty(d.name() + ".host");
+      if (h != null && !h.isBlank()) {
+        hosts.put(d.name(), h.trim());
+      }
+    }
     return new ClusterState(phase, required(p, "fs.defaultFS"), intOf(p, "port-offset"),
-        p.getProperty("transport-order", ""), p.getProperty("jvm-opts", ""), extra, nn, dns);
+        p.getProperty("transport-order", ""), p.getProperty("jvm-opts", ""), extra, nn, dns, hosts);
+  }
+
+  private static List<DaemonState> dnsWith(DaemonState nn, List<DaemonState> dns) {
+    List<DaemonState> all = new ArrayList<>(dns);
+    all.add(0, nn);
+    return all;
   }
 
   private static String required(Properties p, String key) throws IOException {

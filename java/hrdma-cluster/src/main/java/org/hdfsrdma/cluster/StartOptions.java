@@ -1,5 +1,6 @@
 package org.hdfsrdma.cluster;
 
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -14,14 +15,28 @@ import java.util.Map;
  * @param conf           --conf KEY=VALUE, added to every daemon's and the client's settings
  * @param timeoutMs      --timeout: how long start waits for a healthy cluster
  * @param classpath      Hadoop + hrdma jars for the daemons
+ * @param hosts          the address each daemon binds and advertises, by daemon name ({@code nn},
+ *                       {@code dn1}...); a daemon not listed binds {@link ClusterConfig#HOST}
+ * @param launchPrefix   a command each daemon's java runs under, by daemon name (e.g.
+ *                       {@code ip netns exec NS}); must exec java in the same process
  */
 public record StartOptions(int dataNodes, String transportOrder, Integer portOffset, int nameNodePort,
-    String jvmOpts, Map<String, String> conf, long timeoutMs, String classpath) {
+    String jvmOpts, Map<String, String> conf, long timeoutMs, String classpath, Map<String, String> hosts,
+    Map<String, List<String>> launchPrefix) {
   public static final int DEFAULT_DATANODES = 3;
   public static final String DEFAULT_JVM_OPTS = "-Xmx1g";
   public static final long DEFAULT_TIMEOUT_MS = 180_000;
 
   public StartOptions {
     conf = Map.copyOf(conf);
+    hosts = Map.copyOf(hosts);
+    launchPrefix = Map.copyOf(launchPrefix);
+  }
+
+  /** Every daemon on {@link ClusterConfig#HOST}, started directly (the local cluster). */
+  public StartOptions(int dataNodes, String transportOrder, Integer portOffset, int nameNodePort, String jvmOpts,
+      Map<String, String> conf, long timeoutMs, String classpath) {
+    this(dataNodes, transportOrder, portOffset, nameNodePort, jvmOpts, conf, timeoutMs, classpath, Map.of(),
+        Map.of());
   }
 }

@@ -32,6 +32,28 @@ class ClusterConfigTest {
   }
 
   @Test
+  void placedDaemonsBindAndAdvertiseTheirHosts(@TempDir Path dir) throws IOException {
+    ClusterLayout layout = new ClusterLayout(dir);
+    ClusterState local = state(2, "", Map.of());
+    ClusterState placed = new ClusterState(local.phase(), ClusterConfig.fsDefaultFs("10.213.7.2", 20001),
+        local.portOffset(), "", local.jvmOpts(), Map.of("hrdma.ucx.config", "TLS=tcp;NET_DEVICES=hr0"),
+        local.nameNode(), local.dataNodes(), Map.of("nn", "10.213.7.2", "dn1", "10.213.7.11", "dn2", "10.213.7.12"));
+    new ClusterConfig(layout, placed).writeAll();
+    Configuration nn = read(layout.confDir("nn").resolve("hdfs-site.xml"));
+    assertEquals("10.213.7.2:20001", nn.get("dfs.namenode.rpc-address"));
+    assertEquals("10.213.7.2:20002", nn.get("dfs.namenode.http-address"));
+    for (int i = 1; i <= 2; i++) {
+      Configuration dn = read(layout.confDir("dn" + i).resolve("hdfs-site.xml"));
+      assertEquals("10.213.7.1" + i + ":" + (20000 + 10 * i), dn.get("dfs.datanode.address"));
+      assertEquals("10.213.7.1" + i + ":" + (20001 + 10 * i), dn.get("dfs.datanode.ipc.address"));
+      assertEquals("10.213.7.1" + i, dn.get("dfs.datanode.hostname"));
+      assertEquals("10.213.7.2:20001", dn.get("dfs.namenode.rpc-address"));
+      assertEquals("TLS=tcp;NET_DEVICES=hr0", dn.get("hrdma.ucx.config"));
+    }
+    assertEquals("hdfs://10.213.7.2:20001", read(layout.clientSite()).get("fs.defaultFS"));
+  }
+
+  @Test
   void writesEveryDaemonsFilesParsableByHadoop(@TempDir Path dir) throws IOException {
     ClusterLayout layout = new ClusterLayout(dir);
     new ClusterConfig(layout, state(3, "ucx,tcp", Map.of())).writeAll();

@@ -34,6 +34,19 @@ class ClusterStateTest {
   }
 
   @Test
+  void hostsOfPlacedDaemonsRoundTrip() throws IOException {
+    ClusterState s = sample();
+    ClusterState placed = new ClusterState(s.phase(), "hdfs://10.213.5.2:20001", s.portOffset(), s.transportOrder(),
+        s.jvmOpts(), s.extraConf(), s.nameNode(), s.dataNodes(), Map.of("nn", "10.213.5.2", "dn2", "10.213.5.12"));
+    ClusterState back = ClusterState.parse(placed.toText());
+    assertEquals(placed, back);
+    assertEquals("10.213.5.12", back.host("dn2"));
+    assertEquals(ClusterConfig.HOST, back.host("dn1"));
+    // a local cluster's text has no host lines (the format of earlier starts)
+    assertTrue(!s.toText().contains(".host="), s.toText());
+  }
+
+  @Test
   void storesAtomicallyAndLoads(@TempDir Path dir) throws IOException {
     Path f = dir.resolve("cluster.properties");
     assertNull(ClusterState.load(f));

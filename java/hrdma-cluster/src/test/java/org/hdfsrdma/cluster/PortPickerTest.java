@@ -11,6 +11,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
@@ -104,5 +105,20 @@ class PortPickerTest {
     }
     assertThrows(ClusterException.class, () -> ClusterManager.plan(null,
         new StartOptions(1, null, 0, 0, null, Map.of(), 1000, ""), new PortPicker(20000, 22000, port -> true, 3)));
+  }
+
+  @Test
+  void planPlacesDaemonsOnTheirHosts() throws Exception {
+    StartOptions o = new StartOptions(2, null, null, 0, null, Map.of(), 1000, "",
+        Map.of("nn", "10.213.9.2", "dn1", "10.213.9.11", "dn2", "10.213.9.12"),
+        Map.of("dn1", List.of("ip", "netns", "exec", "hrdma-0000-dn1")));
+    ClusterState s = ClusterManager.plan(null, o, new PortPicker(20000, 22000, port -> true, 3));
+    assertTrue(s.fsDefaultFs().startsWith("hdfs://10.213.9.2:"), s.fsDefaultFs());
+    assertEquals("10.213.9.12", s.host("dn2"));
+    // without hosts: the local cluster, as before
+    ClusterState local = ClusterManager.plan(null, new StartOptions(1, null, null, 0, null, Map.of(), 1000, ""),
+        new PortPicker(20000, 22000, port -> true, 3));
+    assertTrue(local.fsDefaultFs().startsWith("hdfs://127.0.0.1:"), local.fsDefaultFs());
+    assertEquals(Map.of(), local.hosts());
   }
 }
