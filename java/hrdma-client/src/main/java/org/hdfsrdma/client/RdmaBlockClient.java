@@ -9,8 +9,18 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.apache.hadoop.hdfs.protocol.proto.ClientDatanodeProtocolProtos.GetBlockLocalPathInfoResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
+import org.apache.hadoop.hdfs.protocolPB.PBHelperClient;
+import org.apache.hadoop.hdfs.security.token.block.InvalidBlockTokenException;
+import org.hdfsrdma.protocol.BlockOps;
 import org.hdfsrdma.protocol.HadoopTransportConf;
+import org.hdfsrdma.protocol.Message;
+import org.hdfsrdma.protocol.MessageCodec;
+import org.hdfsrdma.protocol.MessageKind;
 import org.hdfsrdma.protocol.RdmaPorts;
 import org.hdfsrdma.transport.Transport;
 import org.hdfsrdma.transport.select.HrdmaConnector;
@@ -44,6 +54,13 @@ public final class RdmaBlockClient implements Closeable {
   /** Connections kept; beyond this the least recently used idle one is closed. */
   public static final String MAX_CONNECTIONS_KEY = "hrdma.client.max-connections";
   public static final int MAX_CONNECTIONS_DEFAULT = 64;
+  /**
+   * Short-circuit reads: a finalized replica on this host is read from its
+   * files (paths from the DataNode's plugin after the token check) instead of
+   * over a connection. Needs read permission on the DataNode's block files.
+   */
+  public static final String LOCAL_READS_KEY = "hrdma.client.read.local";
+  public static final boolean LOCAL_READS_DEFAULT = false;
 
   private final Configuration conf;
   private final HrdmaConnector connector;
@@ -52,6 +69,7 @@ public final class RdmaBlockClient implements Closeable {
   private final int requestsInFlight;
   private final long timeoutMs;
   private final int maxConnections;
+  private final boolean localReads;
   /** By DataNode (uuid and plugin address). */
   private final ConcurrentHashMap<String, DataNodeConnection> cache = new ConcurrentHashMap<>();
   private final Object connectLock = new Object();
@@ -68,6 +86,7 @@ public final class RdmaBlockClient implements Closeable {
     this.requestsInFlight = conf.getInt(REQUESTS_IN_FLIGHT_KEY, REQUESTS_IN_FLIGHT_DEFAULT);
     this.timeoutMs = conf.getLong(TIMEOUT_KEY, TIMEOUT_DEFAULT);
     this.maxConnections = conf.getInt(MAX_CONNECTIONS_KEY, MAX_CONNECTIONS_DEFAULT);
+    this.localReads = conf.getBoolean(LOCAL_READS_KEY, LOCAL_READS_DEFAULT);
     if (requestBytes < 1 || requestsInFlight < 1 || timeoutMs < 1 || maxConnections < 1) {
       throw new IllegalArgumentException("bad hrdma.client.read settings: request-bytes " + requestBytes
           + ", requests-in-flight " + requestsInFlight + ", timeout-ms " + timeoutMs + ", max-connections "
@@ -92,6 +111,61 @@ public final class RdmaBlockClient implements Closeable {
     DataNodeConnection c = connection(datanode);
     return new RdmaBlockReader(this, c, block.getBlock(), block.getBlockToken(), datanode, offsetInBlock,
         length);
+  }
+
+  /** The DataNode does not give its files to this client at all (local reads off there, another host). */
+  static final class LocalReadsRefused extends IOException {
+    private static final long serialVersionUID = 1L;
+
+    LocalReadsRefused(String message) {
+      super(message);
+    }
+  }
+
+  /** Whether short-circuit reads are on ({@value #LOCAL_READS_KEY}). */
+  public boolean localReads() {
+    return localReads;
+  }
+
+  /**
+   * A short-circuit reader of {@code [offsetInBlock, offsetInBlock + length)}
+   * of {@code block}'s replica on {@code datanode}, which runs on this host:
+   * asks its plugin for the replica's files (LOCAL_PATH_REQUEST, with the
+   * block token) and opens them.
+   *
+   * @throws org.apache.hadoop.hdfs.security.token.block.InvalidBlockTokenException the token was refused
+   * @throws IOException the DataNode refused (not finalized, local reads off) or the files cannot be opened
+   */
+  BlockReader openLocal(LocatedBlock block, DatanodeInfo datanode, long offsetInBlock, long length)
+      throws IOException {
+    DataNodeConnection c = connection(datanode);
+    PendingRead p = c.register();
+    GetBlockLocalPathInfoResponseProto reply;
+    try {
+      c.send(MessageCodec.encode(c.endpoint().transport().allocator(), MessageKind.LOCAL_PATH_REQUEST, p.id(),
+          BlockOps.readBlock(block.getBlock(), block.getBlockToken(), clientName, offsetInBlock, length), null), p);
+      Message m = p.take(timeoutMs);
+      try {
+        if (m.kind() == MessageKind.ERROR) {
+          BlockOpResponseProto e = m.error();
+          if (e.getStatus() == Status.ERROR_ACCESS_TOKEN) {
+            throw new InvalidBlockTokenException(e.getMessage());
+          }
+          if (e.getStatus() == Status.ERROR_UNSUPPORTED) {
+            throw new LocalReadsRefused(e.getMessage());
+          }
+          throw new IOException(e.getStatus() + ": " + e.getMessage());
+        }
+        reply = m.localPathReply();
+      } finally {
+        m.release();
+      }
+    } finally {
+      p.close();
+    }
+    ExtendedBlock b = PBHelperClient.convert(reply.getBlock());
+    return new LocalBlockReader(b, reply.getLocalPath(), reply.getLocalMetaPath(), b.getNumBytes(), offsetInBlock,
+        length, (int) Math.min(requestBytes, 4 << 20));
   }
 
   /** Reads all of {@code [offsetInBlock, offsetInBlock + length)} into {@code buf} at {@code off}. */

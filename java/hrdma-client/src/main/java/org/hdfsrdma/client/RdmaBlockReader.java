@@ -1,6 +1,5 @@
 package org.hdfsrdma.client;
 
-import java.io.Closeable;
 import java.io.EOFException;
 import java.io.IOException;
 import java.net.ProtocolException;
@@ -49,7 +48,7 @@ import org.hdfsrdma.transport.TransportException;
  *
  * <p>Not thread-safe: one reading thread.
  */
-public final class RdmaBlockReader implements Closeable {
+public final class RdmaBlockReader implements BlockReader {
   private final RdmaBlockClient client;
   private final DataNodeConnection conn;
   private final ExtendedBlock block;

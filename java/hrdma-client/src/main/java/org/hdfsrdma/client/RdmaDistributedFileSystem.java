@@ -78,6 +78,8 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
   private final AtomicLong stockFallbacks = new AtomicLong();
   private final AtomicLong rdmaBytes = new AtomicLong();
   private final AtomicLong stockBytes = new AtomicLong();
+  private final AtomicLong localBytes = new AtomicLong();
+  private final java.util.Set<String> noLocal = ConcurrentHashMap.newKeySet();
   private final AtomicLong checksumErrors = new AtomicLong();
   private final AtomicLong badReplicasReported = new AtomicLong();
   private final AtomicLong stockWriteFallbacks = new AtomicLong();
@@ -284,6 +286,32 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
 
   void countRdmaBytes(long n) {
     rdmaBytes.addAndGet(n);
+  }
+
+  void countLocalBytes(long n) {
+    localBytes.addAndGet(n);
+  }
+
+  /** Bytes read by short-circuit from replica files on this host ({@value RdmaBlockClient#LOCAL_READS_KEY}). */
+  public long localBytesRead() {
+    return localBytes.get();
+  }
+
+  /** Whether to try a short-circuit read of {@code dn}'s replicas: on, and {@code dn} on this host and not refused. */
+  boolean tryLocal(DatanodeInfo dn) throws IOException {
+    return blockClient().localReads() && isLocal(dn) && !noLocal.contains(dn.getDatanodeUuid());
+  }
+
+  /**
+   * A short-circuit read of {@code dn} failed for a reason that holds for all
+   * its replicas (local reads off there, no permission on its files): read it
+   * over hrdma from now on (logged once).
+   */
+  void noLocalReads(DatanodeInfo dn, IOException why) {
+    if (noLocal.add(dn.getDatanodeUuid())) {
+      LOG.warn("hrdma: no short-circuit reads from DataNode {} ({}): {}", dn.getXferAddr(), dn.getDatanodeUuid(),
+          why.toString());
+    }
   }
 
   void countStockBytes(long n) {

@@ -76,11 +76,11 @@ final class RdmaInputStream extends FSInputStream
   private static final class Source {
     final LocatedBlock block;
     final DatanodeInfo dn;
-    final RdmaBlockReader reader;
+    final BlockReader reader;
     final long from;   // file offset the reader starts at
     long consumed;
 
-    Source(LocatedBlock block, DatanodeInfo dn, RdmaBlockReader reader, long from) {
+    Source(LocatedBlock block, DatanodeInfo dn, BlockReader reader, long from) {
       this.block = block;
       this.dn = dn;
       this.reader = reader;
@@ -105,7 +105,7 @@ final class RdmaInputStream extends FSInputStream
 
   /** Where read bytes go: a byte[] range or a ByteBuffer. */
   private interface Sink {
-    int fromReader(RdmaBlockReader r, int max) throws IOException;
+    int fromReader(BlockReader r, int max) throws IOException;
 
     int fromStock(FSDataInputStream s, long position, int max) throws IOException;
   }
@@ -187,6 +187,19 @@ final class RdmaInputStream extends FSInputStream
         if (fs.onStockPath(dn)) {
           continue;
         }
+        if (fs.tryLocal(dn)) {
+          try {
+            return new Source(lb, dn, fs.blockClient().openLocal(lb, dn, offset - lb.getStartOffset(), len),
+                offset);
+          } catch (InvalidBlockTokenException e) {
+            tokenProblem = e;
+            continue;
+          } catch (java.nio.file.AccessDeniedException | RdmaBlockClient.LocalReadsRefused e) {
+            fs.noLocalReads(dn, e); // its files are not ours to open, or it does not give them
+          } catch (IOException e) {
+            // this replica only (not finalized yet, moved): this block over hrdma
+          }
+        }
         try {
           RdmaBlockReader r = fs.blockClient().open(lb, dn, offset - lb.getStartOffset(), len);
           return new Source(lb, dn, r, offset);
@@ -216,6 +229,14 @@ final class RdmaInputStream extends FSInputStream
         throw tokenProblem;
       }
       return new Source(lb, null, null, offset); // stock path
+    }
+  }
+
+  private void count(Source s, int n) {
+    if (s.reader instanceof LocalBlockReader) {
+      fs.countLocalBytes(n);
+    } else {
+      fs.countRdmaBytes(n);
     }
   }
 
@@ -321,7 +342,7 @@ final class RdmaInputStream extends FSInputStream
           continue;
         }
         if (n > 0) {
-          fs.countRdmaBytes(n);
+          count(cur, n);
           if (statistics != null) {
             statistics.incrementBytesRead(n);
           }
@@ -397,7 +418,7 @@ final class RdmaInputStream extends FSInputStream
   private static Sink arraySink(byte[] b, int off) {
     return new Sink() {
       @Override
-      public int fromReader(RdmaBlockReader r, int max) throws IOException {
+      public int fromReader(BlockReader r, int max) throws IOException {
         return r.read(b, off, max);
       }
 
@@ -414,7 +435,7 @@ final class RdmaInputStream extends FSInputStream
   private static Sink bufferSink(ByteBuffer buf) {
     return new Sink() {
       @Override
-      public int fromReader(RdmaBlockReader r, int max) throws IOException {
+      public int fromReader(BlockReader r, int max) throws IOException {
         ByteBuffer d = buf.duplicate();
         d.limit(d.position() + max);
         int n = r.read(d);
@@ -469,7 +490,7 @@ final class RdmaInputStream extends FSInputStream
         } finally {
           s.reader.close();
         }
-        fs.countRdmaBytes(n);
+        count(s, n);
         if (statistics != null) {
           statistics.incrementBytesRead(n);
         }
@@ -482,7 +503,7 @@ final class RdmaInputStream extends FSInputStream
 
   /** Where positional reads put bytes: the {@code done}-th byte onwards of the caller's target. */
   private interface PositionalSink {
-    void fromReader(RdmaBlockReader r, int done, int n) throws IOException;
+    void fromReader(BlockReader r, int done, int n) throws IOException;
 
     void fromStock(FSDataInputStream s, long position, int done, int n) throws IOException;
   }
@@ -500,7 +521,7 @@ final class RdmaInputStream extends FSInputStream
     int n = (int) Math.min(len, fileLength - position);
     readFullyAt(position, n, new PositionalSink() {
       @Override
-      public void fromReader(RdmaBlockReader r, int done, int k) throws IOException {
+      public void fromReader(BlockReader r, int done, int k) throws IOException {
         r.readFully(b, off + done, k);
       }
 
@@ -541,7 +562,7 @@ final class RdmaInputStream extends FSInputStream
     int start = buf.position();
     readFullyAt(position, n, new PositionalSink() {
       @Override
-      public void fromReader(RdmaBlockReader r, int done, int k) throws IOException {
+      public void fromReader(BlockReader r, int done, int k) throws IOException {
         ByteBuffer d = buf.duplicate();
         d.position(start + done).limit(start + done + k);
         while (d.hasRemaining()) {

@@ -52,6 +52,8 @@ class DataNodeFailureTest {
     Configuration conf = PluginCluster.baseConf();
     conf.setInt(DFSConfigKeys.DFS_HEARTBEAT_INTERVAL_KEY, 1);
     conf.setInt(DFSConfigKeys.DFS_NAMENODE_REDUNDANCY_INTERVAL_SECONDS_KEY, 1);
+    // a re-replication aimed at a node that still holds a stale replica fails; retry soon
+    conf.setInt(DFSConfigKeys.DFS_NAMENODE_RECONSTRUCTION_PENDING_TIMEOUT_SEC_KEY, 3);
     for (var e : extra) {
       conf.set(e.getKey(), e.getValue());
     }

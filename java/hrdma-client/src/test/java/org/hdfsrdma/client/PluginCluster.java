@@ -36,8 +36,48 @@ final class PluginCluster {
     File base = new File("target/test-dir/" + owner.getSimpleName());
     MiniDFSCluster cluster = new MiniDFSCluster.Builder(conf, base).numDataNodes(dataNodes).build();
     cluster.waitActive();
+    restartWherePortTaken(cluster);
     awaitPluginsServing(cluster);
     return cluster;
+  }
+
+  /**
+   * A plugin listens on its DataNode's (ephemeral) xfer port + the port
+   * offset, which another socket of this machine may hold already: such a
+   * plugin fails to start (by design it logs once and leaves the DataNode on
+   * the stock path). For the tests, that DataNode is restarted on new ports.
+   */
+  private static void restartWherePortTaken(MiniDFSCluster cluster) throws Exception {
+    for (int attempt = 0; attempt < 3; attempt++) {
+      long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+      int failed = -1;
+      boolean allSettled = false;
+      while (!allSettled && failed < 0 && System.nanoTime() < end) {
+        allSettled = true;
+        for (int i = 0; i < cluster.getDataNodes().size(); i++) {
+          String uuid = cluster.getDataNodes().get(i).getDatanodeUuid();
+          RdmaDataNodePlugin.State st = RdmaDataNodePlugin.running().stream()
+              .filter(p -> uuid != null && uuid.equals(p.datanodeUuid())).map(RdmaDataNodePlugin::state)
+              .findFirst().orElse(null);
+          if (st == RdmaDataNodePlugin.State.FAILED && String.valueOf(failure(uuid)).contains("cannot listen")) {
+            failed = i;
+          } else if (st != RdmaDataNodePlugin.State.SERVING) {
+            allSettled = false;
+          }
+        }
+        Thread.sleep(20);
+      }
+      if (failed < 0) {
+        return;
+      }
+      cluster.restartDataNode(failed, false); // new ephemeral ports
+      cluster.waitActive();
+    }
+  }
+
+  private static String failure(String uuid) {
+    return RdmaDataNodePlugin.running().stream().filter(p -> uuid.equals(p.datanodeUuid()))
+        .map(RdmaDataNodePlugin::failure).findFirst().orElse(null);
   }
 
   /**

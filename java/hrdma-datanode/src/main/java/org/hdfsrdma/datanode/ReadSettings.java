@@ -3,7 +3,8 @@ package org.hdfsrdma.datanode;
 import org.apache.hadoop.conf.Configuration;
 
 /** The read path's settings, from the DataNode configuration. */
-record ReadSettings(int threads, int packetBytes, int packetsInFlight, int maxQueuedPerConnection) {
+record ReadSettings(int threads, int packetBytes, int packetsInFlight, int maxQueuedPerConnection,
+    boolean localReads) {
   /** Threads that read blocks from disk and feed the transports (per plugin). */
   static final String THREADS_KEY = "hrdma.datanode.read.threads";
   static final int THREADS_DEFAULT = 4;
@@ -16,6 +17,13 @@ record ReadSettings(int threads, int packetBytes, int packetsInFlight, int maxQu
   /** Read requests a connection may have waiting behind the one being served. */
   static final String MAX_QUEUED_KEY = "hrdma.datanode.read.max-queued-requests";
   static final int MAX_QUEUED_DEFAULT = 16;
+  /**
+   * Answer LOCAL_PATH_REQUESTs from clients on this host: the paths of a
+   * finalized replica's files, which the client then reads itself (it needs
+   * read permission on them, as the stock legacy short-circuit reader).
+   */
+  static final String LOCAL_READS_KEY = "hrdma.datanode.local-reads";
+  static final boolean LOCAL_READS_DEFAULT = true;
   /** Largest packet: the transport's messages must hold it. */
   static final int MAX_PACKET_BYTES = 8 << 20;
 
@@ -33,6 +41,7 @@ record ReadSettings(int threads, int packetBytes, int packetsInFlight, int maxQu
         conf.getInt(THREADS_KEY, THREADS_DEFAULT),
         conf.getInt(PACKET_BYTES_KEY, PACKET_BYTES_DEFAULT),
         conf.getInt(PACKETS_IN_FLIGHT_KEY, PACKETS_IN_FLIGHT_DEFAULT),
-        conf.getInt(MAX_QUEUED_KEY, MAX_QUEUED_DEFAULT));
+        conf.getInt(MAX_QUEUED_KEY, MAX_QUEUED_DEFAULT),
+        conf.getBoolean(LOCAL_READS_KEY, LOCAL_READS_DEFAULT));
   }
 }

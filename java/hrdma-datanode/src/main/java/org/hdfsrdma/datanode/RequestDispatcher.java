@@ -1,14 +1,23 @@
 package org.hdfsrdma.datanode;
 
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.NetworkInterface;
 import java.net.ProtocolException;
+import java.net.SocketException;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.Iterator;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.RejectedExecutionException;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpReadBlockProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier.AccessMode;
+import org.apache.hadoop.security.token.SecretManager.InvalidToken;
 import org.hdfsrdma.datanode.compat.DataNodeAccess;
 import org.hdfsrdma.protocol.BlockOps;
 import org.hdfsrdma.protocol.InfoReply;
@@ -111,6 +120,14 @@ final class RequestDispatcher implements EndpointHandler {
         }
       }
       case READ_REQUEST -> conn(ep).submit(new BlockReadTask(this, ep, m));
+      case LOCAL_PATH_REQUEST -> {
+        try {
+          executor.execute(() -> answerLocalPath(ep, m));
+        } catch (RejectedExecutionException e) {
+          m.release();
+          sendError(ep, m.requestId(), Status.ERROR, "DataNode " + dn.datanodeUuid() + " is stopping");
+        }
+      }
       case WRITE_REQUEST -> conn(ep).startWrite(new BlockWriteTask(this, ep, m));
       case DATA_PACKET -> {
         BlockWriteTask w = conn(ep).write(m.requestId());
@@ -138,6 +155,59 @@ final class RequestDispatcher implements EndpointHandler {
         sendError(ep, m.requestId(), Status.ERROR_UNSUPPORTED, "DataNode " + dn.datanodeUuid()
             + " does not accept " + m.kind() + " messages");
       }
+    }
+  }
+
+  /**
+   * LOCAL_PATH_REQUEST (read executor): the files of a finalized replica, for
+   * a client on this host with a valid READ token; else an ERROR saying why,
+   * after which the client reads the block over the connection.
+   */
+  private void answerLocalPath(Endpoint ep, Message m) {
+    long id = m.requestId();
+    try {
+      OpReadBlockProto op = m.localPathRequest();
+      ExtendedBlock block = BlockOps.block(op);
+      if (!settings.localReads()) {
+        sendError(ep, id, Status.ERROR_UNSUPPORTED, "local reads are off on DataNode " + dn.datanodeUuid()
+            + " (" + ReadSettings.LOCAL_READS_KEY + ")");
+        return;
+      }
+      if (!onThisHost(ep.remoteAddress())) {
+        sendError(ep, id, Status.ERROR_UNSUPPORTED, "local reads are for clients on DataNode " + dn.datanodeUuid()
+            + "'s host, not " + ep.remoteAddress());
+        return;
+      }
+      try {
+        dn.checkBlockToken(BlockOps.token(op), block, AccessMode.READ);
+      } catch (InvalidToken e) {
+        sendError(ep, id, Status.ERROR_ACCESS_TOKEN, "Block token verification failed: op=LOCAL_PATH, remoteAddress="
+            + ep.remoteAddress() + ", message=" + e.getMessage());
+        return;
+      }
+      DataNodeAccess.LocalPaths p = dn.localPaths(block);
+      ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.LOCAL_PATH_REPLY, id,
+          BlockOps.localPathReply(p.block(), p.data(), p.meta()), null));
+    } catch (IOException e) {
+      sendError(ep, id, Status.ERROR, "DataNode " + dn.datanodeUuid() + ": " + e.getMessage());
+    } catch (RuntimeException e) {
+      LOG.warn("hrdma datanode: local path request from {} failed", ep.remoteAddress(), e);
+      sendError(ep, id, Status.ERROR, "DataNode " + dn.datanodeUuid() + ": " + e);
+    } finally {
+      m.release();
+    }
+  }
+
+  /** Whether {@code a} is an address of this host (loopback or one of its interfaces). */
+  private static boolean onThisHost(InetSocketAddress a) {
+    if (a == null || a.getAddress() == null) {
+      return false;
+    }
+    InetAddress ip = a.getAddress();
+    try {
+      return ip.isLoopbackAddress() || ip.isAnyLocalAddress() || NetworkInterface.getByInetAddress(ip) != null;
+    } catch (SocketException e) {
+      return false;
     }
   }
 

@@ -17,6 +17,14 @@ public enum MessageKind {
   DATA_PACKET(0x12, true),
   /** Header: {@code ClientReadStatusProto}. */
   READ_STATUS(0x13, true),
+  /**
+   * A client on the DataNode's own host asks where a finalized replica's
+   * files are, to read them itself (short-circuit local read, as the stock
+   * legacy local reader's getBlockLocalPathInfo). Header: {@code OpReadBlockProto}.
+   */
+  LOCAL_PATH_REQUEST(0x14, true),
+  /** Header: {@code GetBlockLocalPathInfoResponseProto} (block with its visible length, data and .meta paths). */
+  LOCAL_PATH_REPLY(0x15, true),
   /** Header: {@code BlockOpResponseProto}, status not SUCCESS, with a message. */
   ERROR(0x7f, true),
   /**

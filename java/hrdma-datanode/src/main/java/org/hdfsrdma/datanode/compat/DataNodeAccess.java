@@ -147,6 +147,27 @@ public final class DataNodeAccess {
     return dataset().getReplicaVisibleLength(block);
   }
 
+  /** Where a finalized replica's files are; {@code block}'s length is its visible length. */
+  public record LocalPaths(ExtendedBlock block, String data, String meta) {}
+
+  /**
+   * The files of a finalized replica, for a reader on this host
+   * ({@code FsDatasetSpi#getBlockLocalPathInfo}, as the stock
+   * getBlockLocalPathInfo RPC answers it).
+   *
+   * @throws IOException no finalized replica of {@code block} here
+   */
+  public LocalPaths localPaths(ExtendedBlock block) throws IOException {
+    FsDatasetSpi<?> d = dataset();
+    if (!d.isValidBlock(block)) {
+      throw new IOException(block + " has no finalized replica on " + dn.getDisplayName());
+    }
+    org.apache.hadoop.hdfs.protocol.BlockLocalPathInfo info = d.getBlockLocalPathInfo(block);
+    ExtendedBlock b = new ExtendedBlock(info.getBlock());
+    b.setNumBytes(d.getReplicaVisibleLength(block));
+    return new LocalPaths(b, info.getBlockPath(), info.getMetaPath());
+  }
+
   /** The replica's block file from {@code offset}; the caller closes it. */
   public InputStream blockInputStream(ExtendedBlock block, long offset) throws IOException {
     return dataset().getBlockInputStream(block, offset);
