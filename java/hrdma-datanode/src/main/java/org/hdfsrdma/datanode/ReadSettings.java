@@ -10,10 +10,10 @@ record ReadSettings(int threads, int packetBytes, int packetsInFlight, int maxQu
   static final int THREADS_DEFAULT = 4;
   /** Data bytes per DATA_PACKET (rounded down to whole checksum chunks). */
   static final String PACKET_BYTES_KEY = "hrdma.datanode.read.packet-bytes";
-  static final int PACKET_BYTES_DEFAULT = 64 << 10;
+  static final int PACKET_BYTES_DEFAULT = 1 << 20;
   /** DATA_PACKETs of one request sent and not yet completed by the transport. */
   static final String PACKETS_IN_FLIGHT_KEY = "hrdma.datanode.read.packets-in-flight";
-  static final int PACKETS_IN_FLIGHT_DEFAULT = 8;
+  static final int PACKETS_IN_FLIGHT_DEFAULT = 4;
   /** Read requests a connection may have waiting behind the one being served. */
   static final String MAX_QUEUED_KEY = "hrdma.datanode.read.max-queued-requests";
   static final int MAX_QUEUED_DEFAULT = 16;
