@@ -68,12 +68,7 @@ class DataNodeFailureTest {
 
   @AfterEach
   void stop() throws IOException {
-    if (fs != null) {
-      fs.close();
-    }
-    if (cluster != null) {
-      cluster.shutdown();
-    }
+    PluginCluster.shutdown(fs, cluster);
   }
 
   /** Stops the DataNode {@code node} names and marks it dead at the NameNode; returns its xfer address. */

@@ -53,12 +53,7 @@ class LocalReadTest {
 
   @AfterAll
   void stop() throws IOException {
-    if (fs != null) {
-      fs.close();
-    }
-    if (cluster != null) {
-      cluster.shutdown();
-    }
+    PluginCluster.shutdown(fs, cluster);
   }
 
   private Path writeStock(String name, byte[] data) throws IOException {

@@ -94,6 +94,19 @@ final class PluginCluster {
     }
   }
 
+  /** Closes {@code fs} and shuts {@code cluster} down; either may be null (a setup that failed). */
+  static void shutdown(org.apache.hadoop.fs.FileSystem fs, MiniDFSCluster cluster) throws java.io.IOException {
+    try {
+      if (fs != null) {
+        fs.close();
+      }
+    } finally {
+      if (cluster != null) {
+        cluster.shutdown();
+      }
+    }
+  }
+
   /** {@code n} reproducible random bytes. */
   static byte[] random(int n, long seed) {
     byte[] b = new byte[n];

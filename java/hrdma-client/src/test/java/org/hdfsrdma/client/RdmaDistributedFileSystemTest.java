@@ -72,12 +72,7 @@ class RdmaDistributedFileSystemTest {
 
   @AfterAll
   void stop() throws IOException {
-    if (fs != null) {
-      fs.close();
-    }
-    if (cluster != null) {
-      cluster.shutdown();
-    }
+    PluginCluster.shutdown(fs, cluster);
   }
 
   private byte[] write(String name, byte[] data, int replication) throws Exception {

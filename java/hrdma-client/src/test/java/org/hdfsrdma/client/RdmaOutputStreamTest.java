@@ -62,12 +62,7 @@ class RdmaOutputStreamTest {
 
   @AfterAll
   void stop() throws IOException {
-    if (fs != null) {
-      fs.close();
-    }
-    if (cluster != null) {
-      cluster.shutdown();
-    }
+    PluginCluster.shutdown(fs, cluster);
   }
 
   private static byte[] readAll(FileSystem f, Path p) throws IOException {

@@ -1,8 +1,7 @@
 package org.hdfsrdma.datanode;
 
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.assertNull;
 
-import java.util.concurrent.TimeUnit;
 import org.hdfsrdma.transport.ProcessResources;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
@@ -18,11 +17,8 @@ import org.junit.jupiter.api.Test;
 class SuiteLeakCheckTest {
   @Test
   void nothingIsLeftAfterTheSuite() throws InterruptedException {
-    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-    while (!(RdmaDataNodePlugin.running().isEmpty() && ProcessResources.snapshot().isEmpty())) {
-      assertTrue(System.nanoTime() < end, "left after the suite: plugins " + RdmaDataNodePlugin.running() + ", "
-          + ProcessResources.snapshot());
-      Thread.sleep(50);
-    }
+    String left = ProcessResources.awaitNothingLeft(20_000, () -> RdmaDataNodePlugin.running().isEmpty(),
+        () -> "plugins " + RdmaDataNodePlugin.running());
+    assertNull(left, "left after the suite: " + left);
   }
 }

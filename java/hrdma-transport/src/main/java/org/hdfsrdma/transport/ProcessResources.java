@@ -16,6 +16,23 @@ public record ProcessResources(List<String> openEndpoints, long buffersOutstandi
         HrdmaNative.processStats());
   }
 
+  /**
+   * Waits up to {@code timeoutMs} until nothing is left and {@code alsoDone}
+   * holds (a component's own check, described by {@code alsoWhat}); returns
+   * null then, else what is still there.
+   */
+  public static String awaitNothingLeft(long timeoutMs, java.util.function.BooleanSupplier alsoDone,
+      java.util.function.Supplier<String> alsoWhat) throws InterruptedException {
+    long end = System.nanoTime() + timeoutMs * 1_000_000L;
+    while (!(alsoDone.getAsBoolean() && snapshot().isEmpty())) {
+      if (System.nanoTime() > end) {
+        return alsoWhat.get() + ", " + snapshot();
+      }
+      Thread.sleep(50);
+    }
+    return null;
+  }
+
   public boolean isEmpty() {
     return openEndpoints.isEmpty() && buffersOutstanding == 0 && nativeStats.isEmpty();
   }
