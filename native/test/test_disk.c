@@ -63,6 +63,7 @@ int main(void)
         CHECK_EQ(pwrite(a, chunk, sizeof(chunk), (off_t)off), (ssize_t)sizeof(chunk));
         CHECK_EQ(pwrite(b, chunk, sizeof(chunk), (off_t)off), (ssize_t)sizeof(chunk));
     }
+    CHECK_EQ(hrdma_disk_writeback(a, 0, 4 * MB), HRDMA_OK);
     CHECK_EQ(hrdma_disk_drop_cache(a, 0, 8 * MB, 1), HRDMA_OK);
     CHECK_EQ(hrdma_disk_drop_cache(b, 0, 8 * MB, 1), HRDMA_OK);
     CHECK_EQ(hrdma_disk_trim(a), HRDMA_OK);

@@ -258,6 +258,9 @@ int hrdma_disk_trim(int fd);
  * with written != 0 first writes it back and waits (sync_file_range), since
  * dirty pages cannot be dropped. */
 int hrdma_disk_drop_cache(int fd, uint64_t offset, uint64_t len, int written);
+/* Starts writing [offset, offset+len) back without waiting
+ * (sync_file_range WRITE), so a later hrdma_disk_drop_cache finds it clean. */
+int hrdma_disk_writeback(int fd, uint64_t offset, uint64_t len);
 /* Extents of the whole file (FIEMAP). */
 int hrdma_disk_extent_count(int fd, uint32_t *count_p);
 /* The alignment O_DIRECT needs on this file (offset, length, address). */

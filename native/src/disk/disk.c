@@ -111,6 +111,17 @@ int hrdma_disk_drop_cache(int fd, uint64_t offset, uint64_t len, int written)
     return hrdma_disk_status(err); /* returns the error, not errno */
 }
 
+int hrdma_disk_writeback(int fd, uint64_t offset, uint64_t len)
+{
+    if (offset > INT64_MAX || len > INT64_MAX - offset) {
+        return HRDMA_ERR_INVALID;
+    }
+    if (sync_file_range(fd, (off_t)offset, (off_t)len, SYNC_FILE_RANGE_WRITE) != 0) {
+        return hrdma_disk_status(errno);
+    }
+    return HRDMA_OK;
+}
+
 int hrdma_disk_extent_count(int fd, uint32_t *count_p)
 {
     struct fiemap fm;

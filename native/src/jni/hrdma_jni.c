@@ -814,6 +814,16 @@ JNIEXPORT jint JNICALL JNI_CLASS(diskDropCache0)(JNIEnv *env, jclass cls,
     return hrdma_disk_drop_cache(fd, (uint64_t)off, (uint64_t)len, written);
 }
 
+JNIEXPORT jint JNICALL JNI_CLASS(diskWriteback0)(JNIEnv *env, jclass cls,
+                                                 jint fd, jlong off, jlong len)
+{
+    (void)env; (void)cls;
+    if (off < 0 || len < 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    return hrdma_disk_writeback(fd, (uint64_t)off, (uint64_t)len);
+}
+
 /* >= 0: extents; < 0: status. */
 JNIEXPORT jlong JNICALL JNI_CLASS(diskExtentCount0)(JNIEnv *env, jclass cls,
                                                     jint fd)

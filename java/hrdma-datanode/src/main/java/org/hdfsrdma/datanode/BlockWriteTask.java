@@ -26,6 +26,7 @@ import org.apache.hadoop.security.token.SecretManager.InvalidToken;
 import org.apache.hadoop.util.DataChecksum;
 import org.hdfsrdma.datanode.compat.DataNodeAccess;
 import org.hdfsrdma.datanode.compat.RbwReplica;
+import org.hdfsrdma.datanode.disk.DiskIo;
 import org.hdfsrdma.protocol.BlockOps;
 import org.hdfsrdma.protocol.Message;
 import org.hdfsrdma.protocol.MessageCodec;
@@ -84,6 +85,7 @@ final class BlockWriteTask {
   // set during setup (before `ready`), read afterwards
   private ExtendedBlock block;
   private RbwReplica replica;
+  private DiskIo.WriteStream disk; // hrdma disk: this block's I/O on its volume's scheduler
   private DataChecksum checksum;
   private int bytesPerChecksum;
   private int checksumSize;
@@ -362,6 +364,7 @@ final class BlockWriteTask {
       replica = dn.createRbw(BlockOps.storageType(op), BlockOps.storageId(op), reserve, false);
       replica.clearWriter();
       replica.openStreams(checksum);
+      disk = owner.disk().openWrite(replica, reserve.getNumBytes()); // hrdma disk: preallocate, volume scheduler
     } catch (IOException | RuntimeException e) {
       return refuse(Status.ERROR, "DataNode " + dn.datanodeUuid() + " cannot create " + block + ": " + e);
     }
@@ -450,16 +453,27 @@ final class BlockWriteTask {
         sums.get(sumBuf, 0, sumLen);
         byte[] lastSum = new byte[checksumSize];
         System.arraycopy(sumBuf, sumLen - checksumSize, lastSum, 0, checksumSize);
-        if (overlap > 0) {
-          replica.rewindLastChecksum(checksumSize);
-        }
-        replica.writePacket(dataBuf, (int) overlap, dataLen - (int) overlap, sumBuf, 0, sumLen, end, lastSum);
+        int skip = (int) overlap;
+        disk.write(h.getOffsetInBlock() + skip, dataLen - skip, () -> { // hrdma disk: on the volume's scheduler
+          if (skip > 0) {
+            replica.rewindLastChecksum(checksumSize);
+          }
+          replica.writePacket(dataBuf, skip, dataLen - skip, sumBuf, 0, sumLen, end, lastSum);
+          return null;
+        });
       }
       if (h.getSyncBlock() && !last) {
-        replica.sync(); // hsync: on disk before the ack
+        disk.write(end, 0, () -> { // hsync: on disk before the ack
+          replica.sync();
+          return null;
+        });
       }
       if (last) {
-        replica.closeStreams(dn.syncOnClose());
+        disk.write(end, 0, () -> { // hrdma disk: then trim the preallocated tail, count extents
+          replica.closeStreams(dn.syncOnClose());
+          disk.finish();
+          return null;
+        });
         ExtendedBlock fin = new ExtendedBlock(block);
         fin.setNumBytes(replica.numBytes());
         dn.finalizeBlock(fin, dn.syncOnClose());
@@ -501,6 +515,9 @@ final class BlockWriteTask {
     Downstream d = down;
     if (d != null && d.ep != null) {
       d.ep.close();
+    }
+    if (disk != null) {
+      disk.close(); // hrdma disk
     }
     if (replica != null) {
       try {

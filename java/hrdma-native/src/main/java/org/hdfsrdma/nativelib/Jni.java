@@ -118,6 +118,8 @@ public final class Jni {
 
   public static native int diskDropCache0(int fd, long offset, long len, boolean written);
 
+  public static native int diskWriteback0(int fd, long offset, long len);
+
   /** >= 0: extents; < 0: status. */
   public static native long diskExtentCount0(int fd);
 

@@ -64,6 +64,11 @@ public final class NativeDisk {
       check(Jni.diskDropCache0(fd, offset, len, written), "fadvise " + path);
     }
 
+    /** Starts writing a range back, without waiting (so dropping it later finds it clean). */
+    public void writeback(long offset, long len) throws NativeException {
+      check(Jni.diskWriteback0(fd, offset, len), "sync_file_range " + path);
+    }
+
     /** The file's extents (FIEMAP). */
     public int extentCount() throws NativeException {
       long n = Jni.diskExtentCount0(fd);

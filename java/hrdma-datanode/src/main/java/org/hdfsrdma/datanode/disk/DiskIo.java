@@ -1,0 +1,315 @@
+package org.hdfsrdma.datanode.disk;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.hdfsrdma.datanode.compat.DataNodeAccess;
+import org.hdfsrdma.datanode.compat.DataNodeAccess.Volume;
+import org.hdfsrdma.datanode.compat.RbwReplica;
+import org.hdfsrdma.nativelib.HrdmaNative;
+import org.hdfsrdma.nativelib.NativeDisk;
+import org.hdfsrdma.nativelib.NativeException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The plugin's disk I/O: one {@link VolumeScheduler} per DataNode volume
+ * (made when the volume is first used, with the policy its storage type or
+ * directory asks for), and the block-file work around it: preallocation
+ * when a block is created, write-back and page-cache dropping behind a
+ * stream, trim and an extent count at finalize.
+ *
+ * <p>What the filesystem cannot do (fallocate, FIEMAP, sync_file_range,
+ * fadvise) is given up per volume once, with a log line and a
+ * {@link VolumeStats#fallback()} count; the write goes on without it.
+ *
+ * <p>Thread-safe.
+ */
+public final class DiskIo implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(DiskIo.class);
+
+  private final DiskSettings settings;
+  private final boolean nativeOk;
+  private final ConcurrentHashMap<String, VolumeScheduler> schedulers = new ConcurrentHashMap<>();
+  private final Set<String> noPreallocate = ConcurrentHashMap.newKeySet();
+  private final Set<String> noDrop = ConcurrentHashMap.newKeySet();
+  private final Set<String> noExtents = ConcurrentHashMap.newKeySet();
+  private volatile boolean closed;
+
+  public DiskIo(DiskSettings settings, List<Volume> volumes) {
+    this.settings = settings;
+    this.nativeOk = HrdmaNative.isAvailable();
+    if (!nativeOk && (settings.preallocate() || settings.dropBehindWrites() || settings.dropBehindReads())) {
+      LOG.warn("hrdma disk: libhrdma is unavailable ({}); no preallocation, trim or page-cache dropping",
+          HrdmaNative.unavailabilityCause().toString());
+    }
+    for (Volume v : volumes) {
+      scheduler(v);
+    }
+  }
+
+  public DiskSettings settings() {
+    return settings;
+  }
+
+  /** The volume's scheduler, made on first use. */
+  public VolumeScheduler scheduler(Volume v) {
+    VolumeScheduler s = schedulers.computeIfAbsent(v.storageId(), id -> {
+      Policy p = settings.policyFor(v.storageType(), v.baseDir());
+      LOG.info("hrdma disk: volume {} ({} {}): {} policy", id, v.storageType(), v.baseDir(), p.name());
+      return new VolumeScheduler(id, p, settings.maxQueued(), settings.maxQueuedPerStream(),
+          settings.maxWaitNanos(), settings.queueTimeoutNanos());
+    });
+    if (closed) {
+      s.close();
+    }
+    return s;
+  }
+
+  /** The schedulers by storage id, sorted. */
+  public Map<String, VolumeScheduler> schedulers() {
+    return new TreeMap<>(schedulers);
+  }
+
+  /**
+   * Starts writing a new replica's block file: preallocates it to
+   * {@code reserveBytes} (its length stays what it is).
+   */
+  public WriteStream openWrite(RbwReplica replica, long reserveBytes) {
+    return openWrite(replica.volume(), replica.blockFile(), reserveBytes);
+  }
+
+  /** Starts reading a replica this DataNode holds. */
+  public ReadStream openRead(DataNodeAccess dn, ExtendedBlock block) throws IOException {
+    Volume v = dn.volumeOf(block);
+    if (v == null) {
+      throw new IOException("no volume holds " + block);
+    }
+    return openRead(v, settings.dropBehindReads() ? dn.blockPath(block) : null);
+  }
+
+  WriteStream openWrite(Volume v, Path blockFile, long reserveBytes) {
+    VolumeScheduler s = scheduler(v);
+    NativeDisk.File f = null;
+    if (nativeOk && (settings.preallocate() || settings.dropBehindWrites())) {
+      f = open(v, s, blockFile, NativeDisk.WRITE);
+    }
+    WriteStream w = new WriteStream(v, s, f);
+    if (f != null && settings.preallocate() && !noPreallocate.contains(v.storageId())) {
+      NativeDisk.File file = f;
+      try {
+        // through the scheduler like any disk work, and one at a time per volume: concurrent
+        // fallocates interleave their allocations and split each other's extents
+        s.call(w, true, 0, 0, () -> {
+          synchronized (s) {
+            file.preallocate(0, reserveBytes);
+          }
+          return null;
+        });
+        s.stats().preallocated();
+      } catch (NativeException e) {
+        giveUp(noPreallocate, v, s, "fallocate", e);
+      } catch (IOException e) {
+        LOG.warn("hrdma disk: preallocating {} failed: {}", blockFile, e.toString());
+      }
+    }
+    return w;
+  }
+
+  /** Starts reading a block file on {@code v} (blockPath: for dropping it from the cache behind the reader). */
+  ReadStream openRead(Volume v, String blockPath) {
+    VolumeScheduler s = scheduler(v);
+    NativeDisk.File f = null;
+    if (nativeOk && settings.dropBehindReads() && blockPath != null && !noDrop.contains(v.storageId())) {
+      f = open(v, s, Paths.get(blockPath), 0);
+    }
+    return new ReadStream(v, s, f);
+  }
+
+  private NativeDisk.File open(Volume v, VolumeScheduler s, Path p, int flags) {
+    try {
+      return NativeDisk.File.open(p, flags);
+    } catch (NativeException e) {
+      LOG.warn("hrdma disk: cannot open {} on volume {}: {}", p, v.storageId(), e.getMessage());
+      s.stats().fallback();
+      return null;
+    }
+  }
+
+  private void giveUp(Set<String> off, Volume v, VolumeScheduler s, String what, NativeException e) {
+    if (off.add(v.storageId())) {
+      s.stats().fallback();
+      LOG.warn("hrdma disk: {} fails on volume {} ({}): {}; going on without it", what, v.storageId(),
+          v.baseDir(), e.getMessage());
+    }
+  }
+
+  @Override
+  public void close() {
+    closed = true;
+    for (VolumeScheduler s : schedulers.values()) {
+      s.close();
+    }
+  }
+
+  /**
+   * One block being written: its writes go through the volume's scheduler;
+   * behind it, written ranges are written back and dropped from the page
+   * cache. Used by one writer thread at a time.
+   */
+  public final class WriteStream implements AutoCloseable {
+    private final Volume volume;
+    private final VolumeScheduler sched;
+    private NativeDisk.File file;
+    private long writtenBack; // write-back started up to here
+    private long dropped;     // dropped from the cache up to here
+
+    WriteStream(Volume volume, VolumeScheduler sched, NativeDisk.File file) {
+      this.volume = volume;
+      this.sched = sched;
+      this.file = file;
+    }
+
+    public VolumeScheduler scheduler() {
+      return sched;
+    }
+
+    /** Runs {@code write} (the bytes [offset, offset + len) of the block) on the volume's device. */
+    public void write(long offset, int len, VolumeScheduler.IoAction<?> write) throws IOException {
+      sched.call(this, true, offset, len, () -> {
+        write.run();
+        behind(offset + len);
+        return null;
+      });
+    }
+
+    private void behind(long end) {
+      long w = settings.dropBytes();
+      if (file == null || !settings.dropBehindWrites() || noDrop.contains(volume.storageId())) {
+        return;
+      }
+      try {
+        while (end - writtenBack >= w) {
+          file.writeback(writtenBack, w);
+          writtenBack += w;
+        }
+        // one window behind the write-back: by now it is (mostly) on disk
+        while (writtenBack - dropped >= 2 * w) {
+          file.dropCache(dropped, w, true);
+          dropped += w;
+        }
+      } catch (NativeException e) {
+        giveUp(noDrop, volume, sched, "sync_file_range/fadvise", e);
+      }
+    }
+
+    /**
+     * The block is complete and its streams closed: release the
+     * preallocated tail and count the file's extents. Call before the
+     * replica is finalized.
+     */
+    public void finish() {
+      if (file == null) {
+        return;
+      }
+      try {
+        file.trim();
+        sched.stats().trimmed();
+      } catch (NativeException e) {
+        giveUp(noPreallocate, volume, sched, "trim", e);
+      }
+      if (!noExtents.contains(volume.storageId())) {
+        try {
+          sched.stats().finalizedBlock(file.extentCount());
+        } catch (NativeException e) {
+          giveUp(noExtents, volume, sched, "FIEMAP", e);
+        }
+      }
+    }
+
+    /** Idempotent. */
+    @Override
+    public void close() {
+      sched.close(this);
+      if (file != null) {
+        try {
+          file.close();
+        } catch (NativeException e) {
+          LOG.warn("hrdma disk: {}", e.getMessage());
+        }
+        file = null;
+      }
+    }
+
+    @Override
+    public String toString() {
+      return "write@" + Integer.toHexString(System.identityHashCode(this));
+    }
+  }
+
+  /** One block being read: reads go through the volume's scheduler; read ranges are dropped behind. */
+  public final class ReadStream implements AutoCloseable {
+    private final Volume volume;
+    private final VolumeScheduler sched;
+    private NativeDisk.File file;
+    private long dropFrom = -1;
+
+    ReadStream(Volume volume, VolumeScheduler sched, NativeDisk.File file) {
+      this.volume = volume;
+      this.sched = sched;
+      this.file = file;
+    }
+
+    /** Runs {@code read} (the bytes [offset, offset + len) of the block) on the volume's device. */
+    public void read(long offset, int len, VolumeScheduler.IoAction<?> read) throws IOException {
+      sched.call(this, false, offset, len, () -> {
+        read.run();
+        behind(offset, offset + len);
+        return null;
+      });
+    }
+
+    private void behind(long start, long end) {
+      if (file == null || noDrop.contains(volume.storageId())) {
+        return;
+      }
+      if (dropFrom < 0) {
+        dropFrom = start;
+      }
+      long w = settings.dropBytes();
+      try {
+        while (end - dropFrom >= w) {
+          file.dropCache(dropFrom, w, false);
+          dropFrom += w;
+        }
+      } catch (NativeException e) {
+        giveUp(noDrop, volume, sched, "fadvise", e);
+      }
+    }
+
+    /** Idempotent. */
+    @Override
+    public void close() {
+      sched.close(this);
+      if (file != null) {
+        try {
+          file.close();
+        } catch (NativeException e) {
+          LOG.warn("hrdma disk: {}", e.getMessage());
+        }
+        file = null;
+      }
+    }
+
+    @Override
+    public String toString() {
+      return "read@" + Integer.toHexString(System.identityHashCode(this));
+    }
+  }
+}
