@@ -183,8 +183,9 @@ public record DiskSettings(boolean schedulerEnabled, Map<StorageType, String> po
     long v;
     try {
       v = conf.getLongBytes(key, def);
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException(key + ": not a number: \"" + conf.get(key) + "\"");
+    } catch (IllegalArgumentException e) { // NumberFormatException, or a bad size suffix
+      throw new IllegalArgumentException(key + ": not a size or number: \"" + conf.get(key) + "\" ("
+          + e.getMessage() + ")");
     }
     if (v < min || v > max) {
       throw new IllegalArgumentException(key + " = " + v + " is out of range [" + min + ", " + max + "]");

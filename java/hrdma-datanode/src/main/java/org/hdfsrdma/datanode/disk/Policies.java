@@ -136,7 +136,7 @@ public final class Policies {
 
     @Override
     public String name() {
-      return inline ? "ram" : "fifo";
+      return inline ? "inline" : "fifo";
     }
 
     @Override
