@@ -21,6 +21,7 @@ import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.hdfsrdma.datanode.RdmaDataNodePlugin;
+import org.hdfsrdma.datanode.disk.DiskStatus;
 import org.hdfsrdma.datanode.disk.VolumeScheduler;
 import org.hdfsrdma.datanode.disk.VolumeStats;
 import org.hdfsrdma.nativelib.NativeDisk;
@@ -155,6 +156,15 @@ class DiskPathTest {
     assertTrue(finalized >= STREAMS && prealloc >= STREAMS && trimmed >= STREAMS, vs.toString());
     assertTrue(maxExtents >= 1 && maxExtents <= 2, vs.toString());
     assertTrue(written >= STREAMS * BLOCK, vs.toString());
+
+    // the same figures through metrics2 / JMX, as hrdma cluster status reads them
+    org.apache.hadoop.hdfs.server.datanode.DataNode dn = cluster.getDataNodes().get(0);
+    List<DiskStatus.Volume> jmx = DiskStatus.fetch("127.0.0.1", dn.getInfoPort(), dn.getXferPort(), 5000);
+    System.out.println(DiskStatus.header());
+    jmx.forEach(v -> System.out.println(DiskStatus.format(v)));
+    assertEquals(vs.size(), jmx.size(), "one JMX record per volume: " + jmx);
+    assertTrue(jmx.stream().allMatch(v -> "rotational".equals(v.policy()) && v.extentsPerBlock() <= 2), "" + jmx);
+    assertTrue(jmx.stream().mapToLong(DiskStatus.Volume::requests).sum() >= STREAMS * BLOCK / (1 << 20), "" + jmx);
   }
 
   @Test
