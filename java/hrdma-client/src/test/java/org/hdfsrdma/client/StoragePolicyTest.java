@@ -1,0 +1,127 @@
+package org.hdfsrdma.client;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.StorageType;
+import org.apache.hadoop.hdfs.DFSConfigKeys;
+import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.hdfs.protocol.DatanodeInfoWithStorage;
+import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.apache.hadoop.hdfs.server.datanode.DataNode;
+import org.hdfsrdma.datanode.RdmaDataNodePlugin;
+import org.hdfsrdma.datanode.disk.VolumeScheduler;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * DataNodes with an SSD and a DISK volume each; HDFS storage policies set
+ * through the stock NameNode; files written through our write path land on
+ * the storage type and storage id the NameNode assigned, on the volume's
+ * scheduler with the type's policy.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(180)
+class StoragePolicyTest {
+  private MiniDFSCluster cluster;
+  private DistributedFileSystem stock;
+  private FileSystem fs;
+
+  @BeforeAll
+  void start() throws Exception {
+    Configuration conf = PluginCluster.baseConf();
+    File base = new File("target/test-dir/" + getClass().getSimpleName());
+    cluster = new MiniDFSCluster.Builder(conf, base).numDataNodes(3).storagesPerDatanode(2)
+        .storageTypes(new StorageType[] {StorageType.SSD, StorageType.DISK}).build();
+    cluster.waitActive();
+    PluginCluster.awaitPluginsServing(cluster);
+    stock = cluster.getFileSystem();
+    fs = FileSystem.get(cluster.getURI(), PluginCluster.rdmaClientConf(cluster));
+  }
+
+  @AfterAll
+  void stop() throws IOException {
+    if (fs != null) {
+      fs.close();
+    }
+    if (cluster != null) {
+      cluster.shutdown();
+    }
+  }
+
+  private RdmaDataNodePlugin plugin(DataNode dn) {
+    return RdmaDataNodePlugin.running().stream().filter(p -> dn.getDatanodeUuid().equals(p.datanodeUuid()))
+        .findFirst().orElseThrow();
+  }
+
+  /** Bytes each storage id's scheduler has written so far, over all DataNodes. */
+  private Map<String, Long> writtenByStorage() {
+    Map<String, Long> m = new TreeMap<>();
+    for (DataNode dn : cluster.getDataNodes()) {
+      for (Map.Entry<String, VolumeScheduler> e : plugin(dn).disk().schedulers().entrySet()) {
+        m.put(e.getKey(), e.getValue().stats().snapshot().bytesWritten());
+      }
+    }
+    return m;
+  }
+
+  @ParameterizedTest
+  @CsvSource({"ALL_SSD, SSD SSD SSD", "ONE_SSD, SSD DISK DISK", "HOT, DISK DISK DISK"})
+  void policiesChosenAtTheNameNodeAreWhereOurWritesGo(String policy, String types) throws Exception {
+    Path dir = new Path("/policy/" + policy);
+    stock.mkdirs(dir);
+    stock.setStoragePolicy(dir, policy);
+    Path p = new Path(dir, "f");
+    byte[] data = PluginCluster.random(3 * PluginCluster.BLOCK / 2, policy.hashCode());
+    Map<String, Long> before = writtenByStorage();
+    try (OutputStream out = fs.create(p)) {
+      out.write(data);
+    }
+    Map<String, Long> after = writtenByStorage();
+    List<String> want = Arrays.asList(types.split(" "));
+    for (LocatedBlock b : stock.getClient().getLocatedBlocks(p.toString(), 0).getLocatedBlocks()) {
+      List<String> got = new ArrayList<>();
+      for (StorageType t : b.getStorageTypes()) {
+        got.add(t.name());
+      }
+      got.sort(null);
+      List<String> w = new ArrayList<>(want);
+      w.sort(null);
+      assertEquals(w, got, policy + ": storage types of " + b.getBlock());
+      for (DatanodeInfoWithStorage loc : b.getLocations()) {
+        DataNode dn = cluster.getDataNode(loc.getIpcPort());
+        // the replica is on the very volume the NameNode assigned
+        String onDisk = dn.getFSDataset().getVolume(b.getBlock()).getStorageID();
+        assertEquals(loc.getStorageID(), onDisk, policy + ": " + b.getBlock() + " on " + dn.getDisplayName());
+        assertEquals(loc.getStorageType(), dn.getFSDataset().getVolume(b.getBlock()).getStorageType());
+        // and it went through that volume's scheduler, with the policy of its type
+        VolumeScheduler s = plugin(dn).disk().schedulers().get(onDisk);
+        assertEquals(loc.getStorageType() == StorageType.SSD ? "adaptive" : "rotational", s.policy().name());
+        assertTrue(after.get(onDisk) > before.getOrDefault(onDisk, 0L), policy + ": nothing written via " + onDisk);
+      }
+    }
+    byte[] got = new byte[data.length];
+    try (InputStream in = stock.open(p)) {
+      org.apache.hadoop.io.IOUtils.readFully(in, got, 0, got.length);
+    }
+    assertArrayEquals(data, got);
+  }
+}
