@@ -123,5 +123,38 @@ class StoragePolicyTest {
       org.apache.hadoop.io.IOUtils.readFully(in, got, 0, got.length);
     }
     assertArrayEquals(data, got);
+
+    // our read path: on SSD volumes O_DIRECT through io_uring, elsewhere buffered
+    long directBefore = directBytes();
+    byte[] ours = new byte[data.length];
+    try (InputStream in = fs.open(p)) {
+      org.apache.hadoop.io.IOUtils.readFully(in, ours, 0, ours.length);
+      assertEquals(-1, in.read());
+    }
+    assertArrayEquals(data, ours);
+    // unaligned positional reads (O_DIRECT reads whole aligned pages around them)
+    try (org.apache.hadoop.fs.FSDataInputStream in = fs.open(p)) {
+      for (int off : new int[] {12_345, PluginCluster.BLOCK - 700, data.length - 3000}) {
+        byte[] part = new byte[Math.min(100_000, data.length - off)];
+        in.readFully(off, part);
+        assertArrayEquals(Arrays.copyOfRange(data, off, off + part.length), part, policy + " at " + off);
+      }
+    }
+    long direct = directBytes() - directBefore;
+    if (types.startsWith("SSD SSD")) {
+      assertTrue(direct >= data.length, policy + ": read directly " + direct + " of " + data.length);
+    } else if (!types.contains("SSD")) {
+      assertEquals(0, direct, policy + ": no direct reads on DISK");
+    }
+  }
+
+  private long directBytes() {
+    long n = 0;
+    for (DataNode dn : cluster.getDataNodes()) {
+      for (VolumeScheduler s : plugin(dn).disk().schedulers().values()) {
+        n += s.stats().snapshot().directBytes();
+      }
+    }
+    return n;
   }
 }

@@ -1,6 +1,7 @@
 package org.hdfsrdma.datanode.disk;
 
 import java.io.IOException;
+import java.nio.channels.ReadableByteChannel;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.List;
@@ -40,6 +41,12 @@ public final class DiskIo implements AutoCloseable {
   private final Set<String> noPreallocate = ConcurrentHashMap.newKeySet();
   private final Set<String> noDrop = ConcurrentHashMap.newKeySet();
   private final Set<String> noExtents = ConcurrentHashMap.newKeySet();
+  private final Set<String> noDirect = ConcurrentHashMap.newKeySet();
+  /** Each I/O worker's io_uring for direct reads (made on first use, closed with this). */
+  private final ThreadLocal<NativeDisk.Ring> rings = new ThreadLocal<>();
+  private final java.util.Queue<NativeDisk.Ring> allRings = new java.util.concurrent.ConcurrentLinkedQueue<>();
+  private final boolean uringOk;
+  private static final int RING_DEPTH = 64;
   private volatile boolean closed;
 
   public DiskIo(DiskSettings settings, List<Volume> volumes) {
@@ -49,9 +56,34 @@ public final class DiskIo implements AutoCloseable {
       LOG.warn("hrdma disk: libhrdma is unavailable ({}); no preallocation, trim or page-cache dropping",
           HrdmaNative.unavailabilityCause().toString());
     }
+    this.uringOk = nativeOk && settings.directReads() && probeUring();
     for (Volume v : volumes) {
       scheduler(v);
     }
+  }
+
+  /** Whether an io_uring can be made here (seccomp or an old kernel may forbid it); logged once. */
+  private static boolean probeUring() {
+    try (NativeDisk.Ring r = new NativeDisk.Ring(1)) {
+      return true;
+    } catch (NativeException | RuntimeException e) {
+      LOG.warn("hrdma disk: no io_uring ({}); reads stay buffered", e.getMessage());
+      return false;
+    }
+  }
+
+  private NativeDisk.Ring ring() {
+    NativeDisk.Ring r = rings.get();
+    if (r == null) {
+      try {
+        r = new NativeDisk.Ring(RING_DEPTH);
+      } catch (NativeException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+      rings.set(r);
+      allRings.add(r);
+    }
+    return r;
   }
 
   public DiskSettings settings() {
@@ -91,7 +123,13 @@ public final class DiskIo implements AutoCloseable {
     if (v == null) {
       throw new IOException("no volume holds " + block);
     }
-    return openRead(v, settings.dropBehindReads() ? dn.blockPath(block) : null);
+    boolean direct = uringOk && isSsdPolicy(v) && !noDirect.contains(v.storageId());
+    return openRead(v, settings.dropBehindReads() || direct ? dn.blockPath(block) : null, direct);
+  }
+
+  private boolean isSsdPolicy(Volume v) {
+    String p = scheduler(v).policy().name();
+    return p.equals("ssd") || p.equals("adaptive");
   }
 
   WriteStream openWrite(Volume v, Path blockFile, long reserveBytes) {
@@ -123,13 +161,14 @@ public final class DiskIo implements AutoCloseable {
   }
 
   /** Starts reading a block file on {@code v} (blockPath: for dropping it from the cache behind the reader). */
-  ReadStream openRead(Volume v, String blockPath) {
+  ReadStream openRead(Volume v, String blockPath, boolean direct) {
     VolumeScheduler s = scheduler(v);
     NativeDisk.File f = null;
-    if (nativeOk && settings.dropBehindReads() && blockPath != null && !noDrop.contains(v.storageId())) {
+    if (nativeOk && settings.dropBehindReads() && !direct && blockPath != null
+        && !noDrop.contains(v.storageId())) {
       f = open(v, s, Paths.get(blockPath), 0);
     }
-    return new ReadStream(v, s, f);
+    return new ReadStream(v, s, f, direct ? blockPath : null);
   }
 
   private NativeDisk.File open(Volume v, VolumeScheduler s, Path p, int flags) {
@@ -154,7 +193,15 @@ public final class DiskIo implements AutoCloseable {
   public void close() {
     closed = true;
     for (VolumeScheduler s : schedulers.values()) {
-      s.close();
+      s.close(); // joins the workers: no ring is in use after this
+    }
+    NativeDisk.Ring r;
+    while ((r = allRings.poll()) != null) {
+      try {
+        r.close();
+      } catch (NativeException e) {
+        LOG.warn("hrdma disk: {}", e.getMessage());
+      }
     }
   }
 
@@ -259,11 +306,45 @@ public final class DiskIo implements AutoCloseable {
     private final VolumeScheduler sched;
     private NativeDisk.File file;
     private long dropFrom = -1;
+    private final String directPath;
 
-    ReadStream(Volume volume, VolumeScheduler sched, NativeDisk.File file) {
+    ReadStream(Volume volume, VolumeScheduler sched, NativeDisk.File file, String directPath) {
       this.volume = volume;
       this.sched = sched;
       this.file = file;
+      this.directPath = directPath;
+    }
+
+    /**
+     * The channel to read the block data from, starting at {@code start}:
+     * on ssd/adaptive volumes an O_DIRECT io_uring reader that takes its
+     * depth and request size from the volume's policy (closing it closes
+     * {@code ch}), else {@code ch} itself. Where O_DIRECT is refused, the
+     * volume falls back to {@code ch} from then on.
+     */
+    public ReadableByteChannel direct(ReadableByteChannel ch, long start) {
+      if (directPath == null || noDirect.contains(volume.storageId())) {
+        return ch;
+      }
+      NativeDisk.File f;
+      try {
+        f = NativeDisk.File.open(Paths.get(directPath), NativeDisk.DIRECT);
+      } catch (NativeException e) {
+        giveUp(noDirect, volume, sched, "O_DIRECT", e);
+        return ch;
+      }
+      try {
+        return new DirectReadChannel(f, ch, start, settings.readAheadBytes(), DiskIo.this::ring,
+            () -> new int[] {sched.policy().depth(), sched.requestBytes()}, sched.stats());
+      } catch (NativeException e) {
+        try {
+          f.close();
+        } catch (NativeException ignored) {
+          // already failing
+        }
+        giveUp(noDirect, volume, sched, "O_DIRECT", e);
+        return ch;
+      }
     }
 
     /** Runs {@code read} (the bytes [offset, offset + len) of the block) on the volume's device. */

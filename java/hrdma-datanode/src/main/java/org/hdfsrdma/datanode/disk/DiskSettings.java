@@ -17,7 +17,7 @@ public record DiskSettings(boolean schedulerEnabled, Map<StorageType, String> po
     int adaptiveMinDepth, int adaptiveMaxDepth, int adaptiveMinBytes, int adaptiveMaxBytes, int adaptiveWindow,
     double adaptiveDrop, double adaptiveGain, int adaptiveCalmWindows, int fifoDepth, int maxQueued,
     int maxQueuedPerStream, long maxWaitNanos, long queueTimeoutNanos, boolean preallocate,
-    boolean dropBehindWrites, boolean dropBehindReads, long dropBytes) {
+    boolean dropBehindWrites, boolean dropBehindReads, long dropBytes, boolean directReads, int readAheadBytes) {
 
   public static final String PREFIX = "hrdma.datanode.disk.";
   /** false: every volume's I/O runs on the caller's thread, unscheduled (for comparisons). */
@@ -73,6 +73,16 @@ public record DiskSettings(boolean schedulerEnabled, Map<StorageType, String> po
   public static final String DROP_BYTES_KEY = PREFIX + "drop-cache-bytes";
   public static final long DROP_BYTES_DEFAULT = 8L << 20;
 
+  /**
+   * Reads on volumes with the ssd or adaptive policy: O_DIRECT through an io_uring, several
+   * requests in flight per refill of a read-ahead window.
+   */
+  public static final String DIRECT_READS_KEY = PREFIX + "direct-reads";
+  public static final boolean DIRECT_READS_DEFAULT = true;
+  /** The read-ahead window of one direct read stream (depth x request size is capped by it). */
+  public static final String READ_AHEAD_BYTES_KEY = PREFIX + "read-ahead-bytes";
+  public static final int READ_AHEAD_BYTES_DEFAULT = 8 << 20;
+
   /** The policy names {@link #policyFor} knows. */
   public static final java.util.List<String> POLICIES = java.util.List.of("rotational", "ssd", "adaptive",
       "fifo", "inline");
@@ -125,7 +135,9 @@ public record DiskSettings(boolean schedulerEnabled, Map<StorageType, String> po
         conf.getBoolean(PREALLOCATE_KEY, PREALLOCATE_DEFAULT),
         conf.getBoolean(DROP_BEHIND_WRITES_KEY, DROP_BEHIND_WRITES_DEFAULT),
         conf.getBoolean(DROP_BEHIND_READS_KEY, DROP_BEHIND_READS_DEFAULT),
-        positiveLong(conf, DROP_BYTES_KEY, DROP_BYTES_DEFAULT, 64L << 10, 1L << 30));
+        positiveLong(conf, DROP_BYTES_KEY, DROP_BYTES_DEFAULT, 64L << 10, 1L << 30),
+        conf.getBoolean(DIRECT_READS_KEY, DIRECT_READS_DEFAULT),
+        positiveInt(conf, READ_AHEAD_BYTES_KEY, READ_AHEAD_BYTES_DEFAULT, 64 << 10, 256 << 20));
   }
 
   public DiskSettings {

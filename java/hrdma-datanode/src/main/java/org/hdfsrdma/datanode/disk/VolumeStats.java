@@ -33,6 +33,8 @@ public final class VolumeStats {
   private final LongAdder fallbacks = new LongAdder();
   private final LongAdder preallocated = new LongAdder();
   private final LongAdder trimmed = new LongAdder();
+  private final LongAdder directBytes = new LongAdder();
+  private final LongAdder directRequests = new LongAdder();
   private final AtomicLong depth = new AtomicLong();
   private final AtomicLong requestBytes = new AtomicLong();
   private final SampleQuantiles latencyUs = new SampleQuantiles(QUANTILES);
@@ -102,6 +104,12 @@ public final class VolumeStats {
     trimmed.increment();
   }
 
+  /** A direct (O_DIRECT, io_uring) refill of {@code requests} requests brought {@code bytes}. */
+  void direct(int requests, long bytes) {
+    directRequests.add(requests);
+    directBytes.add(bytes);
+  }
+
   /** A consistent-enough copy of the counters. */
   public Snapshot snapshot() {
     Map<Quantile, Long> q = latencyUs.snapshot();
@@ -116,17 +124,19 @@ public final class VolumeStats {
         bytesWritten.sum(), busy == 0 ? 0 : bytes * 1e9 / busy, p50, p90, p99,
         r == 0 ? 0 : (double) runBytes.sum() / r, fb, fb == 0 ? 0 : (double) finalizedExtents.sum() / fb,
         maxExtents.get(), raises.sum(), lowers.sum(), starvationGuards.sum(), fallbacks.sum(),
-        preallocated.sum(), trimmed.sum(), (int) depth.get(), (int) requestBytes.get());
+        preallocated.sum(), trimmed.sum(), (int) depth.get(), (int) requestBytes.get(), directRequests.sum(),
+        directBytes.sum());
   }
 
   /**
    * The counters at one moment. {@code busyBytesPerSec}: bytes moved per
    * second of time with at least one request in flight (the device's
    * throughput while it worked). Latencies: queue plus device, microseconds.
+   * {@code directRequests}/{@code directBytes}: O_DIRECT io_uring reads under the read-ahead.
    */
   public record Snapshot(long queued, long inFlight, long maxQueued, long requests, long bytesRead,
       long bytesWritten, double busyBytesPerSec, long latencyP50Us, long latencyP90Us, long latencyP99Us,
       double avgRunBytes, long finalizedBlocks, double avgExtentsPerBlock, long maxExtentsPerBlock,
       long depthRaises, long depthLowers, long starvationGuards, long fallbacks, long preallocated,
-      long trimmed, int depth, int requestBytes) {}
+      long trimmed, int depth, int requestBytes, long directRequests, long directBytes) {}
 }
