@@ -2,7 +2,7 @@ package org.hdfsrdma.bench;
 
 import java.util.Arrays;
 
-/** Dispatches the Java side of bin/hrdma: perf, doctor, serve, demo, bench fs. */
+/** Dispatches the Java side of bin/hrdma: perf, doctor, serve, demo, bench fs, bench disk. */
 public final class Main {
   private Main() {}
 
@@ -18,8 +18,11 @@ public final class Main {
       case "serve" -> Serve.main(rest);
       case "demo" -> org.hdfsrdma.bench.fs.Demo.main(rest);
       case "bench" -> {
+        if (rest.length > 0 && rest[0].equals("disk")) {
+          org.hdfsrdma.bench.fs.DiskBench.main(Arrays.copyOfRange(rest, 1, rest.length));
+        }
         if (rest.length == 0 || !rest[0].equals("fs")) {
-          System.err.println("usage: bench fs [options]   ('bench fs --help' lists them)");
+          System.err.println("usage: bench fs|disk [options]   ('bench fs --help', 'bench disk --help' list them)");
           System.exit(2);
         }
         org.hdfsrdma.bench.fs.FsBench.main(Arrays.copyOfRange(rest, 1, rest.length));

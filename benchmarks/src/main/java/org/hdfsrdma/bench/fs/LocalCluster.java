@@ -59,11 +59,17 @@ final class LocalCluster implements AutoCloseable {
   /** Starts a cluster in {@code dir} (null: a new temporary directory, deleted at close). */
   static LocalCluster start(Path dir, Map<String, String> conf, PrintStream log)
       throws IOException, ClusterException, InterruptedException {
+    return start(dir, DATANODES, conf, log);
+  }
+
+  /** As {@link #start(Path, Map, PrintStream)} with {@code dataNodes} DataNodes. */
+  static LocalCluster start(Path dir, int dataNodes, Map<String, String> conf, PrintStream log)
+      throws IOException, ClusterException, InterruptedException {
     boolean temp = dir == null;
     Path d = temp ? Files.createTempDirectory("hrdma-demo-") : dir;
     try {
       ClusterManager m = new ClusterManager(d, log);
-      StartOptions o = new StartOptions(DATANODES, null, null, 0, null, conf, StartOptions.DEFAULT_TIMEOUT_MS,
+      StartOptions o = new StartOptions(dataNodes, null, null, 0, null, conf, StartOptions.DEFAULT_TIMEOUT_MS,
           daemonClasspath());
       ClusterState st = m.start(o);
       return new LocalCluster(m, st, d, temp, conf, log);
@@ -118,6 +124,13 @@ final class LocalCluster implements AutoCloseable {
     extraConf.forEach(c::set);
     c.set("fs.hdfs.impl", (ours ? RdmaDistributedFileSystem.class : DistributedFileSystem.class).getName());
     return c;
+  }
+
+  /** The first DataNode's per-volume disk scheduler figures (its JMX). */
+  List<org.hdfsrdma.datanode.disk.DiskStatus.Volume> dataNodeDiskStatus() throws IOException {
+    DaemonState d = state.dataNodes().get(0);
+    return org.hdfsrdma.datanode.disk.DiskStatus.fetch(org.hdfsrdma.cluster.ClusterConfig.HOST, d.httpPort(),
+        d.xferPort(), 5000);
   }
 
   /** A new (uncached) client: ours or the stock DistributedFileSystem. */

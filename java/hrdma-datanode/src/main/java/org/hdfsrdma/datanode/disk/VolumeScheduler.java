@@ -186,6 +186,7 @@ public final class VolumeScheduler implements AutoCloseable {
           long now = System.nanoTime();
           r = core.poll(now);
           if (r != null) {
+            space.signalAll(); // a dispatch frees room in the queue too
             break;
           }
           long wake = core.wakeNanos();
