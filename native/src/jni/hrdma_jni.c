@@ -871,32 +871,22 @@ JNIEXPORT jint JNICALL JNI_CLASS(diskRingDestroy0)(JNIEnv *env, jclass cls,
     return hrdma_disk_ring_destroy((hrdma_disk_ring_t *)(uintptr_t)ring);
 }
 
-JNIEXPORT jint JNICALL JNI_CLASS(diskRingRead0)(JNIEnv *env, jclass cls,
-                                                jlong ring, jint fd, jlong addr,
-                                                jlong len, jlong off,
-                                                jlong cookie)
+/* A read (write == 0) or a write of [off, off+len) at addr, queued and submitted. */
+JNIEXPORT jint JNICALL JNI_CLASS(diskRingSubmit0)(JNIEnv *env, jclass cls,
+                                                  jlong ring, jboolean write,
+                                                  jint fd, jlong addr, jlong len,
+                                                  jlong off, jlong cookie)
 {
-    (void)env; (void)cls;
-    if (len <= 0 || off < 0) {
-        return HRDMA_ERR_INVALID;
-    }
-    return hrdma_disk_ring_read((hrdma_disk_ring_t *)(uintptr_t)ring, fd,
-                                PTR(addr), (size_t)len, (uint64_t)off,
-                                (uint64_t)cookie);
-}
+    hrdma_disk_ring_t *r = (hrdma_disk_ring_t *)(uintptr_t)ring;
 
-JNIEXPORT jint JNICALL JNI_CLASS(diskRingWrite0)(JNIEnv *env, jclass cls,
-                                                 jlong ring, jint fd, jlong addr,
-                                                 jlong len, jlong off,
-                                                 jlong cookie)
-{
     (void)env; (void)cls;
     if (len <= 0 || off < 0) {
         return HRDMA_ERR_INVALID;
     }
-    return hrdma_disk_ring_write((hrdma_disk_ring_t *)(uintptr_t)ring, fd,
-                                 PTR(addr), (size_t)len, (uint64_t)off,
-                                 (uint64_t)cookie);
+    return write ? hrdma_disk_ring_write(r, fd, PTR(addr), (size_t)len,
+                                         (uint64_t)off, (uint64_t)cookie)
+                 : hrdma_disk_ring_read(r, fd, PTR(addr), (size_t)len,
+                                        (uint64_t)off, (uint64_t)cookie);
 }
 
 /* Completions go to out (max pairs of u64 cookie, i64 result); returns how

@@ -151,7 +151,9 @@ public final class DiskBench {
         try (LocalCluster c = LocalCluster.start(base.resolve("ssd-qd" + qd), 1, ssd, out);
             FileSystem ours = c.newClient(true);
             DistributedFileSystem stock = (DistributedFileSystem) c.newClient(false)) {
-          Path f = new Path("/bench-disk/ssd");
+          Path f = new Path("/bench-disk/ssd/f");
+          stock.mkdirs(f.getParent());
+          stock.setStoragePolicy(f.getParent(), "ALL_SSD"); // the only volume is [SSD]
           write(ours, f, o.size());
           List<java.nio.file.Path> blocks = blockFiles(c, stock, f);
           sync(blocks);
@@ -197,6 +199,7 @@ public final class DiskBench {
           files.add(new Path(dir, "f" + i));
         }
         log.printf("bench disk: %s, %d writer(s)%n", name, n);
+        long[] r0 = runs(c);
         long t0 = System.nanoTime();
         parallel(files, f -> {
           write(fs, f, o.size());
@@ -215,18 +218,19 @@ public final class DiskBench {
           }
         }
         extents /= blocks.size();
-        String run = runMb(c);
+        String run = ours ? runMb(r0, runs(c)) : "";
         rows.add(new String[] {name, "write", "" + n, String.format("%.0f", w), String.format("%.2f", extents), run});
         agg.put(name + "/write/" + n, w);
         dropCache(blocks);
         log.printf("bench disk: %s, %d reader(s)%n", name, n);
+        r0 = runs(c);
         t0 = System.nanoTime();
         parallel(files, f -> {
           read(fs, f);
           return null;
         });
         double r = n * o.size() / 1e6 / ((System.nanoTime() - t0) / 1e9);
-        rows.add(new String[] {name, "read", "" + n, String.format("%.0f", r), "", ours ? runMb(c) : ""});
+        rows.add(new String[] {name, "read", "" + n, String.format("%.0f", r), "", ours ? runMb(r0, runs(c)) : ""});
         agg.put(name + "/read/" + n, r);
       }
     }
@@ -307,13 +311,22 @@ public final class DiskBench {
     }
   }
 
-  private static String runMb(LocalCluster c) {
+  /** The DataNode volume's sequential-run counters now: {runs, bytes}; null when unknown. */
+  private static long[] runs(LocalCluster c) {
     try {
       List<DiskStatus.Volume> v = c.dataNodeDiskStatus();
-      return v.isEmpty() ? "" : String.format("%.2f", v.get(0).avgRunBytes() / (1 << 20));
+      return v.isEmpty() ? null : new long[] {v.get(0).runs(), v.get(0).runBytes()};
     } catch (IOException e) {
-      return "?";
+      return null;
     }
+  }
+
+  /** Average run (MB) between two {@link #runs} readings; empty when not measured. */
+  private static String runMb(long[] before, long[] after) {
+    if (before == null || after == null || after[0] == before[0]) {
+      return "";
+    }
+    return String.format("%.2f", (after[1] - before[1]) / (double) (after[0] - before[0]) / (1 << 20));
   }
 
   /** fio reading the block files at depth qd, O_DIRECT through io_uring; MB/s (10^6). */

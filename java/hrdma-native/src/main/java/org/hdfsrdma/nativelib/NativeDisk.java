@@ -122,11 +122,11 @@ public final class NativeDisk {
 
     /** Queues and submits a read of {@code len} bytes at {@code offset} into native memory at {@code addr}. */
     public void read(File f, long addr, long len, long offset, long cookie) throws NativeException {
-      check(Jni.diskRingRead0(ring, f.fd, addr, len, offset, cookie), "io_uring read " + f);
+      check(Jni.diskRingSubmit0(ring, false, f.fd, addr, len, offset, cookie), "io_uring read " + f);
     }
 
     public void write(File f, long addr, long len, long offset, long cookie) throws NativeException {
-      check(Jni.diskRingWrite0(ring, f.fd, addr, len, offset, cookie), "io_uring write " + f);
+      check(Jni.diskRingSubmit0(ring, true, f.fd, addr, len, offset, cookie), "io_uring write " + f);
     }
 
     /**

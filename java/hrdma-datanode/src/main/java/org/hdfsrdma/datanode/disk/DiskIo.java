@@ -205,19 +205,13 @@ public final class DiskIo implements AutoCloseable {
     }
   }
 
-  /**
-   * One block being written: its writes go through the volume's scheduler;
-   * behind it, written ranges are written back and dropped from the page
-   * cache. Used by one writer thread at a time.
-   */
-  public final class WriteStream implements AutoCloseable {
-    private final Volume volume;
-    private final VolumeScheduler sched;
-    private NativeDisk.File file;
-    private long writtenBack; // write-back started up to here
-    private long dropped;     // dropped from the cache up to here
+  /** What a block's read or write stream holds: its volume, scheduler and native file (may be null). */
+  private abstract static class BlockStream implements AutoCloseable {
+    final Volume volume;
+    final VolumeScheduler sched;
+    NativeDisk.File file;
 
-    WriteStream(Volume volume, VolumeScheduler sched, NativeDisk.File file) {
+    BlockStream(Volume volume, VolumeScheduler sched, NativeDisk.File file) {
       this.volume = volume;
       this.sched = sched;
       this.file = file;
@@ -225,6 +219,34 @@ public final class DiskIo implements AutoCloseable {
 
     public VolumeScheduler scheduler() {
       return sched;
+    }
+
+    /** Leaves the scheduler, closes the native file. Idempotent. */
+    @Override
+    public void close() {
+      sched.close(this);
+      if (file != null) {
+        try {
+          file.close();
+        } catch (NativeException e) {
+          LOG.warn("hrdma disk: {}", e.getMessage());
+        }
+        file = null;
+      }
+    }
+  }
+
+  /**
+   * One block being written: its writes go through the volume's scheduler;
+   * behind it, written ranges are written back and dropped from the page
+   * cache. Used by one writer thread at a time.
+   */
+  public final class WriteStream extends BlockStream {
+    private long writtenBack; // write-back started up to here
+    private long dropped;     // dropped from the cache up to here
+
+    WriteStream(Volume volume, VolumeScheduler sched, NativeDisk.File file) {
+      super(volume, sched, file);
     }
 
     /** Runs {@code write} (the bytes [offset, offset + len) of the block) on the volume's device. */
@@ -280,20 +302,6 @@ public final class DiskIo implements AutoCloseable {
       }
     }
 
-    /** Idempotent. */
-    @Override
-    public void close() {
-      sched.close(this);
-      if (file != null) {
-        try {
-          file.close();
-        } catch (NativeException e) {
-          LOG.warn("hrdma disk: {}", e.getMessage());
-        }
-        file = null;
-      }
-    }
-
     @Override
     public String toString() {
       return "write@" + Integer.toHexString(System.identityHashCode(this));
@@ -301,17 +309,12 @@ public final class DiskIo implements AutoCloseable {
   }
 
   /** One block being read: reads go through the volume's scheduler; read ranges are dropped behind. */
-  public final class ReadStream implements AutoCloseable {
-    private final Volume volume;
-    private final VolumeScheduler sched;
-    private NativeDisk.File file;
+  public final class ReadStream extends BlockStream {
     private long dropFrom = -1;
     private final String directPath;
 
     ReadStream(Volume volume, VolumeScheduler sched, NativeDisk.File file, String directPath) {
-      this.volume = volume;
-      this.sched = sched;
-      this.file = file;
+      super(volume, sched, file);
       this.directPath = directPath;
     }
 
@@ -371,20 +374,6 @@ public final class DiskIo implements AutoCloseable {
         }
       } catch (NativeException e) {
         giveUp(noDrop, volume, sched, "fadvise", e);
-      }
-    }
-
-    /** Idempotent. */
-    @Override
-    public void close() {
-      sched.close(this);
-      if (file != null) {
-        try {
-          file.close();
-        } catch (NativeException e) {
-          LOG.warn("hrdma disk: {}", e.getMessage());
-        }
-        file = null;
       }
     }
 

@@ -75,6 +75,8 @@ public final class DiskMetrics implements MetricsSource {
           .addGauge(info("LatencyP99Us", "request latency, 99th percentile, us"), s.latencyP99Us())
           .addGauge(info("BusyThroughput", "bytes per second while busy"), s.busyBytesPerSec())
           .addGauge(info("AvgSequentialRunBytes", "average sequential run"), s.avgRunBytes())
+          .addCounter(info("SequentialRuns", "sequential runs ended"), s.runs())
+          .addCounter(info("SequentialRunBytes", "bytes in the sequential runs ended"), s.runBytes())
           .addCounter(info("FinalizedBlocks", "blocks finalized"), s.finalizedBlocks())
           .addGauge(info("ExtentsPerBlock", "average extents per finalized block"), s.avgExtentsPerBlock())
           .addGauge(info("MaxExtentsPerBlock", "most extents of a finalized block"), s.maxExtentsPerBlock())

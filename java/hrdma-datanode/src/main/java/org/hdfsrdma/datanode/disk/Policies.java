@@ -75,13 +75,13 @@ public final class Policies {
     }
   }
 
-  /** SSDs at a fixed depth: up to {@code depth} requests in flight, streams served round-robin. */
-  public static final class RoundRobin implements Policy {
+  /** A policy whose depth and request size never change. */
+  private abstract static class FixedShape implements Policy {
     private final String name;
     private final int depth;
     private final int requestBytes;
 
-    public RoundRobin(String name, int depth, int requestBytes) {
+    FixedShape(String name, int depth, int requestBytes) {
       if (depth < 1 || requestBytes < 1) {
         throw new IllegalArgumentException("bad " + name + " policy: depth " + depth + ", request " + requestBytes
             + " bytes");
@@ -110,6 +110,13 @@ public final class Policies {
     public int requestBytes() {
       return requestBytes;
     }
+  }
+
+  /** SSDs at a fixed depth: up to {@code depth} requests in flight, streams served round-robin. */
+  public static final class RoundRobin extends FixedShape {
+    public RoundRobin(String name, int depth, int requestBytes) {
+      super(name, depth, requestBytes);
+    }
 
     @Override
     public Choice pick(SchedulerCore core, long now) {
@@ -119,39 +126,12 @@ public final class Policies {
   }
 
   /** The scheduler off: arrival order, up to {@code depth} in flight (what a plain thread pool does). */
-  public static final class Fifo implements Policy {
-    private final int depth;
-    private final int requestBytes;
+  public static final class Fifo extends FixedShape {
     private final boolean inline;
 
     public Fifo(int depth, int requestBytes, boolean inline) {
-      if (depth < 1 || requestBytes < 1) {
-        throw new IllegalArgumentException("bad fifo policy: depth " + depth + ", request " + requestBytes
-            + " bytes");
-      }
-      this.depth = depth;
-      this.requestBytes = requestBytes;
+      super(inline ? "inline" : "fifo", depth, requestBytes);
       this.inline = inline;
-    }
-
-    @Override
-    public String name() {
-      return inline ? "inline" : "fifo";
-    }
-
-    @Override
-    public int depth() {
-      return depth;
-    }
-
-    @Override
-    public int maxDepth() {
-      return depth;
-    }
-
-    @Override
-    public int requestBytes() {
-      return requestBytes;
     }
 
     @Override

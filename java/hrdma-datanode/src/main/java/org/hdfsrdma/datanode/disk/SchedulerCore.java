@@ -69,7 +69,8 @@ public final class SchedulerCore {
   private final List<Stream> ring = new ArrayList<>(); // streams with queued or in-flight work, in turn order
   private final VolumeStats stats;
   private Stream current;   // the stream whose turn it is (last dispatched)
-  private Stream lastDispatched;
+  private Object runKey;    // the stream of the current sequential run
+  private long runEnd = -1; // where it continues
   private long runBytes;
   private int queued;
   private int inFlight;
@@ -144,15 +145,7 @@ public final class SchedulerCore {
     s.inFlight++;
     inFlight++;
     r.startedNanos = now;
-    if (lastDispatched == s && r.offset == s.nextOffset) {
-      runBytes += r.length;
-    } else {
-      if (runBytes > 0) {
-        stats.run(runBytes);
-      }
-      runBytes = r.length;
-    }
-    lastDispatched = s;
+    noteRun(s.key, r.offset, r.length);
     s.nextOffset = r.offset + r.length;
     stats.dispatched(queued, inFlight, now);
     return r;
@@ -181,6 +174,11 @@ public final class SchedulerCore {
 
   /** The stream will send nothing more (its file is closed): no policy waits for it. */
   public void close(Object stream) {
+    if (runKey == stream && runBytes > 0) {
+      stats.run(runBytes); // its last run ends with it
+      runBytes = 0;
+      runKey = null;
+    }
     Stream s = streams.get(stream);
     if (s != null) {
       s.closed = true;
@@ -213,6 +211,24 @@ public final class SchedulerCore {
       return oldest;
     }
     return null;
+  }
+
+  /**
+   * Counts a request reaching the device for the sequential-run statistics:
+   * it continues the run when it is the same stream's and starts where the
+   * last one ended. Also for requests served without queueing (inline).
+   */
+  public void noteRun(Object stream, long offset, int length) {
+    if (runKey == stream && offset == runEnd) {
+      runBytes += length;
+    } else {
+      if (runBytes > 0) {
+        stats.run(runBytes);
+      }
+      runKey = stream;
+      runBytes = length;
+    }
+    runEnd = offset + length;
   }
 
   /** Removes and returns any queued request (closing: the caller fails it), or null. */

@@ -155,6 +155,7 @@ public final class VolumeScheduler implements AutoCloseable {
       long end = System.nanoTime();
       lock.lock();
       try {
+        core.noteRun(r.stream, r.offset, r.length);
         stats.dispatched(0, 1, start);
         stats.completed(r.write, ok ? r.length : 0, end - start, end - start, 0, end);
       } finally {

@@ -122,7 +122,7 @@ public final class VolumeStats {
     long bytes = bytesRead.sum() + bytesWritten.sum();
     return new Snapshot(queued.get(), inFlight.get(), maxQueued.get(), requests.sum(), bytesRead.sum(),
         bytesWritten.sum(), busy == 0 ? 0 : bytes * 1e9 / busy, p50, p90, p99,
-        r == 0 ? 0 : (double) runBytes.sum() / r, fb, fb == 0 ? 0 : (double) finalizedExtents.sum() / fb,
+        r == 0 ? 0 : (double) runBytes.sum() / r, r, runBytes.sum(), fb, fb == 0 ? 0 : (double) finalizedExtents.sum() / fb,
         maxExtents.get(), raises.sum(), lowers.sum(), starvationGuards.sum(), fallbacks.sum(),
         preallocated.sum(), trimmed.sum(), (int) depth.get(), (int) requestBytes.get(), directRequests.sum(),
         directBytes.sum());
@@ -136,7 +136,7 @@ public final class VolumeStats {
    */
   public record Snapshot(long queued, long inFlight, long maxQueued, long requests, long bytesRead,
       long bytesWritten, double busyBytesPerSec, long latencyP50Us, long latencyP90Us, long latencyP99Us,
-      double avgRunBytes, long finalizedBlocks, double avgExtentsPerBlock, long maxExtentsPerBlock,
+      double avgRunBytes, long runs, long runBytes, long finalizedBlocks, double avgExtentsPerBlock, long maxExtentsPerBlock,
       long depthRaises, long depthLowers, long starvationGuards, long fallbacks, long preallocated,
       long trimmed, int depth, int requestBytes, long directRequests, long directBytes) {}
 }
