@@ -43,11 +43,13 @@ public final class DiskBench {
 
   static final String USAGE = """
       usage: hrdma bench disk [--size 512M] [--streams 1,2,4] [--depths 1,4,16] [--request 1M] [--dir DIR]
+                              [--conf KEY=VALUE]...
         --size      bytes each writer writes / reader reads (default 512M: 4 blocks of 128 MB)
         --streams   concurrent writers and readers to run (default 1,2,4)
         --depths    queue depths of the ssd policy and fio (default 1,4,16)
         --request   request size of the ssd policy and fio's block size (default 1M)
         --dir       where the clusters live (default: a temporary directory, deleted)
+        --conf      a setting for the daemons and the clients (e.g. hrdma.transport.order=tcp)
       """;
 
   private static final long BLOCK = 128L << 20;
@@ -57,7 +59,8 @@ public final class DiskBench {
     System.exit(run(args, System.out, System.err));
   }
 
-  record Options(long size, List<Integer> streams, List<Integer> depths, int request, java.nio.file.Path dir) {}
+  record Options(long size, List<Integer> streams, List<Integer> depths, int request, java.nio.file.Path dir,
+      Map<String, String> conf) {}
 
   static Options parse(String[] args) throws UsageException {
     long size = 512L << 20;
@@ -65,6 +68,7 @@ public final class DiskBench {
     List<Integer> depths = List.of(1, 4, 16);
     int request = 1 << 20;
     java.nio.file.Path dir = null;
+    Map<String, String> conf = new LinkedHashMap<>();
     for (int i = 0; i < args.length; i++) {
       String a = args[i];
       if (i + 1 >= args.length) {
@@ -78,6 +82,13 @@ public final class DiskBench {
           case "--depths" -> depths = Sizes.parseList(v);
           case "--request" -> request = (int) Sizes.parse(v);
           case "--dir" -> dir = java.nio.file.Path.of(v);
+          case "--conf" -> {
+            int eq = v.indexOf('=');
+            if (eq <= 0) {
+              throw new UsageException("--conf takes KEY=VALUE, not '" + v + "'");
+            }
+            conf.put(v.substring(0, eq).trim(), v.substring(eq + 1).trim());
+          }
           default -> throw new UsageException("unknown option " + a);
         }
       } catch (IllegalArgumentException e) {
@@ -88,7 +99,7 @@ public final class DiskBench {
         || streams.stream().anyMatch(n -> n < 1 || n > 16) || depths.stream().anyMatch(n -> n < 1 || n > 256)) {
       throw new UsageException("--size at least 128M, --streams 1..16, --depths 1..256, --request at least 4K");
     }
-    return new Options(size, streams, depths, request, dir);
+    return new Options(size, streams, depths, request, dir, conf);
   }
 
   public static int run(String[] args, PrintStream out, PrintStream err) {
@@ -110,13 +121,13 @@ public final class DiskBench {
       Map<String, Double> agg = new HashMap<>();
       out.println("hrdma bench disk: " + Machine.describe());
       // 1. the scheduler on (defaults for a DISK volume), the stock path on the same cluster
-      Map<String, String> on = baseConf();
+      Map<String, String> on = baseConf(o);
       try (LocalCluster c = LocalCluster.start(base.resolve("sched-on"), 1, on, out)) {
         streams(c, o, "ours, scheduler on", true, rows, agg, out);
         streams(c, o, "stock", false, rows, agg, out);
       }
       // 2. the scheduler off: no queueing, no preallocation, no cache dropping
-      Map<String, String> off = baseConf();
+      Map<String, String> off = baseConf(o);
       off.put(DiskSettings.SCHEDULER_KEY, "false");
       off.put(DiskSettings.PREALLOCATE_KEY, "false");
       off.put(DiskSettings.DROP_BEHIND_WRITES_KEY, "false");
@@ -142,7 +153,7 @@ public final class DiskBench {
       double bestFio = 0;
       double bestOurs = 0;
       for (int qd : o.depths()) {
-        Map<String, String> ssd = baseConf();
+        Map<String, String> ssd = baseConf(o);
         ssd.put(ClusterConfig.STORAGE_TYPES_KEY, "SSD");
         ssd.put(DiskSettings.POLICY_KEY_PREFIX + "ssd", "ssd");
         ssd.put(DiskSettings.SSD_DEPTH_KEY, Integer.toString(qd));
@@ -181,10 +192,11 @@ public final class DiskBench {
     }
   }
 
-  private static Map<String, String> baseConf() {
+  private static Map<String, String> baseConf(Options o) {
     Map<String, String> m = new LinkedHashMap<>();
     m.put("dfs.blocksize", Long.toString(BLOCK));
     m.put("dfs.replication", "1");
+    m.putAll(o.conf());
     return m;
   }
 
