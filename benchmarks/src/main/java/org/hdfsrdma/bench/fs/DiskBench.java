@@ -53,6 +53,8 @@ public final class DiskBench {
       """;
 
   private static final long BLOCK = 128L << 20;
+  /** metrics2's default period, for which a source's JMX values are cached, plus a margin. */
+  private static final long JMX_CACHE_MS = 10_500;
 
   public static void main(String[] args) {
     FsMain.quietLogging();
@@ -162,6 +164,7 @@ public final class DiskBench {
         try (LocalCluster c = LocalCluster.start(base.resolve("ssd-qd" + qd), 1, ssd, out);
             FileSystem ours = c.newClient(true);
             DistributedFileSystem stock = (DistributedFileSystem) c.newClient(false)) {
+          awaitSsdReported(stock);
           Path f = new Path("/bench-disk/ssd/f");
           stock.mkdirs(f.getParent());
           stock.setStoragePolicy(f.getParent(), "ALL_SSD"); // the only volume is [SSD]
@@ -200,10 +203,31 @@ public final class DiskBench {
     return m;
   }
 
+  /**
+   * Waits (30 s at most) until the NameNode has a storage report of an SSD volume with room
+   * for a block: right after start it may not, and placement then excludes the node.
+   */
+  private static void awaitSsdReported(DistributedFileSystem stock) throws IOException, InterruptedException {
+    long end = System.nanoTime() + 30_000_000_000L;
+    while (System.nanoTime() < end) {
+      for (org.apache.hadoop.hdfs.server.protocol.DatanodeStorageReport r : stock.getClient()
+          .getDatanodeStorageReport(org.apache.hadoop.hdfs.protocol.HdfsConstants.DatanodeReportType.LIVE)) {
+        for (org.apache.hadoop.hdfs.server.protocol.StorageReport s : r.getStorageReports()) {
+          if (s.getStorage().getStorageType() == org.apache.hadoop.fs.StorageType.SSD && s.getRemaining() > BLOCK) {
+            return;
+          }
+        }
+      }
+      Thread.sleep(200);
+    }
+    throw new IOException("the NameNode has no report of an SSD volume with room after 30 s");
+  }
+
   /** n concurrent writers, then n concurrent readers, for each n. */
   private static void streams(LocalCluster c, Options o, String name, boolean ours, List<String[]> rows,
       Map<String, Double> agg, PrintStream log) throws Exception {
     try (FileSystem fs = c.newClient(ours); DistributedFileSystem stock = (DistributedFileSystem) c.newClient(false)) {
+      long[] r0 = ours ? runs(c) : null;
       for (int n : o.streams()) {
         Path dir = new Path("/bench-disk/" + name.replaceAll("[^a-z]", "") + "/" + n);
         List<Path> files = new ArrayList<>();
@@ -211,7 +235,6 @@ public final class DiskBench {
           files.add(new Path(dir, "f" + i));
         }
         log.printf("bench disk: %s, %d writer(s)%n", name, n);
-        long[] r0 = runs(c);
         long t0 = System.nanoTime();
         parallel(files, f -> {
           write(fs, f, o.size());
@@ -230,19 +253,22 @@ public final class DiskBench {
           }
         }
         extents /= blocks.size();
-        String run = ours ? runMb(r0, runs(c)) : "";
+        long[] r1 = ours ? runs(c) : null;
+        String run = runMb(r0, r1);
+        r0 = r1;
         rows.add(new String[] {name, "write", "" + n, String.format("%.0f", w), String.format("%.2f", extents), run});
         agg.put(name + "/write/" + n, w);
         dropCache(blocks);
         log.printf("bench disk: %s, %d reader(s)%n", name, n);
-        r0 = runs(c);
         t0 = System.nanoTime();
         parallel(files, f -> {
           read(fs, f);
           return null;
         });
         double r = n * o.size() / 1e6 / ((System.nanoTime() - t0) / 1e9);
-        rows.add(new String[] {name, "read", "" + n, String.format("%.0f", r), "", ours ? runMb(r0, runs(c)) : ""});
+        r1 = ours ? runs(c) : null;
+        rows.add(new String[] {name, "read", "" + n, String.format("%.0f", r), "", runMb(r0, r1)});
+        r0 = r1;
         agg.put(name + "/read/" + n, r);
       }
     }
@@ -326,9 +352,14 @@ public final class DiskBench {
   /** The DataNode volume's sequential-run counters now: {runs, bytes}; null when unknown. */
   private static long[] runs(LocalCluster c) {
     try {
+      Thread.sleep(JMX_CACHE_MS); // metrics2 refreshes a bean's JMX values at most once per period
+      
       List<DiskStatus.Volume> v = c.dataNodeDiskStatus();
       return v.isEmpty() ? null : new long[] {v.get(0).runs(), v.get(0).runBytes()};
     } catch (IOException e) {
+      return null;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
       return null;
     }
   }

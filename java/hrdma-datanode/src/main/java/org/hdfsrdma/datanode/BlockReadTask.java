@@ -281,7 +281,7 @@ final class BlockReadTask {
       metaCh = meta.channel();
       blockCh = DataNodeAccess.channelOf(dn.blockInputStream(block, chunkOffset));
       disk = owner.disk().openRead(dn, block); // hrdma disk: the volume's scheduler
-      blockCh = disk.direct(blockCh, chunkOffset); // hrdma disk: O_DIRECT + io_uring on ssd volumes
+      blockCh = disk.direct(blockCh, chunkOffset, end); // hrdma disk: O_DIRECT + io_uring on ssd volumes
       ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.READ_RESPONSE, id,
           BlockOps.readResponse(checksum, chunkOffset), null));
       ok = true;

@@ -28,6 +28,8 @@ final class DirectReadChannel implements ReadableByteChannel {
   private final Supplier<int[]> shape; // {depth, requestBytes}
   private final VolumeStats stats;
   private final int align;
+  private final long limit;
+  private final java.util.function.Consumer<ByteBuffer> giveBack;
   private final ByteBuffer window;
   private final long windowAddr;
   private long pos;
@@ -42,21 +44,29 @@ final class DirectReadChannel implements ReadableByteChannel {
    * @param file     the block file opened with {@link NativeDisk#DIRECT}
    * @param wrapped  the dataset's channel on the same file (closed with this one)
    * @param start    the block offset of the first byte to read
+   * @param limit    the block offset after the last byte the reader will want (no read-ahead past it)
+   * @param window   the read-ahead buffer, aligned, a multiple of the alignment long; handed to
+   *                 {@code giveBack} at close
    */
-  DirectReadChannel(NativeDisk.File file, ReadableByteChannel wrapped, long start, int windowBytes,
-      Supplier<NativeDisk.Ring> ring, Supplier<int[]> shape, VolumeStats stats) throws NativeException {
+  DirectReadChannel(NativeDisk.File file, ReadableByteChannel wrapped, long start, long limit, ByteBuffer window,
+      java.util.function.Consumer<ByteBuffer> giveBack, Supplier<NativeDisk.Ring> ring, Supplier<int[]> shape,
+      VolumeStats stats) throws NativeException {
     this.stats = stats;
     this.file = file;
     this.wrapped = wrapped;
     this.ring = ring;
     this.shape = shape;
     this.align = file.directAlignment();
-    int w = Math.max(align, windowBytes - windowBytes % align);
-    this.window = ByteBuffer.allocateDirect(w + align).alignedSlice(align);
+    if (window.capacity() % align != 0 || Jni.bufferAddress0(window) % align != 0) {
+      throw new NativeException("read-ahead window not aligned to " + align, NativeException.ERR_INVALID);
+    }
+    this.limit = limit;
+    this.giveBack = giveBack;
+    this.window = window;
     this.windowAddr = Jni.bufferAddress0(window);
     this.pos = start;
-    this.cookies = new long[w / align];
-    this.results = new long[w / align];
+    this.cookies = new long[window.capacity() / align];
+    this.results = new long[window.capacity() / align];
   }
 
   @Override
@@ -82,14 +92,16 @@ final class DirectReadChannel implements ReadableByteChannel {
 
   private void refill() throws IOException {
     int[] s = shape.get();
-    int cap = window.capacity();
-    int chunk = Math.min(cap, Math.max(align, s[1] - s[1] % align));
-    int k = Math.max(1, Math.min(s[0], cap / chunk));
     long start = pos - pos % align;
+    // up to depth x requestBytes, within the window, and not past what the reader asked for
+    long want = Math.max(align, limit - start);
+    want = Math.min(window.capacity(), want + (align - want % align) % align);
+    int chunk = (int) Math.min(want, Math.max(align, s[1] - s[1] % align));
     NativeDisk.Ring r = ring.get();
-    k = Math.min(k, r.depth());
+    int k = (int) Math.max(1, Math.min(Math.min(s[0], r.depth()), (want + chunk - 1) / chunk));
     for (int i = 0; i < k; i++) {
-      r.read(file, windowAddr + (long) i * chunk, chunk, start + (long) i * chunk, i);
+      int len = (int) Math.min(chunk, want - (long) i * chunk);
+      r.read(file, windowAddr + (long) i * chunk, len, start + (long) i * chunk, i);
     }
     long[] got = new long[k];
     int done = 0;
@@ -107,7 +119,7 @@ final class DirectReadChannel implements ReadableByteChannel {
             + org.hdfsrdma.nativelib.HrdmaNative.statusString((int) got[i]), (int) got[i]);
       }
       valid += (int) got[i];
-      if (got[i] < chunk) {
+      if (got[i] < Math.min(chunk, want - (long) i * chunk)) {
         eof = true; // a short read is the end of the file
         break;
       }
@@ -126,6 +138,7 @@ final class DirectReadChannel implements ReadableByteChannel {
   public void close() throws IOException {
     if (open) {
       open = false;
+      giveBack.accept(window);
       try {
         file.close();
       } finally {

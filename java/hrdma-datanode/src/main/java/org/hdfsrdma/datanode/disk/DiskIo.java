@@ -1,6 +1,7 @@
 package org.hdfsrdma.datanode.disk;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.channels.ReadableByteChannel;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -69,6 +70,27 @@ public final class DiskIo implements AutoCloseable {
     } catch (NativeException | RuntimeException e) {
       LOG.warn("hrdma disk: no io_uring ({}); reads stay buffered", e.getMessage());
       return false;
+    }
+  }
+
+  /** Read-ahead windows kept for reuse (allocating and zeroing 8 MB of direct memory per request is not free). */
+  private final java.util.concurrent.ConcurrentLinkedDeque<ByteBuffer> windows =
+      new java.util.concurrent.ConcurrentLinkedDeque<>();
+  private static final int WINDOWS_KEPT = 16;
+  private static final int WINDOW_ALIGN = 4096;
+
+  private ByteBuffer window() {
+    ByteBuffer w = windows.pollFirst();
+    if (w == null) {
+      int n = settings.readAheadBytes() + (WINDOW_ALIGN - settings.readAheadBytes() % WINDOW_ALIGN) % WINDOW_ALIGN;
+      w = ByteBuffer.allocateDirect(n + WINDOW_ALIGN).alignedSlice(WINDOW_ALIGN);
+    }
+    return w.clear();
+  }
+
+  private void giveBack(ByteBuffer w) {
+    if (windows.size() < WINDOWS_KEPT) {
+      windows.addFirst(w);
     }
   }
 
@@ -319,13 +341,13 @@ public final class DiskIo implements AutoCloseable {
     }
 
     /**
-     * The channel to read the block data from, starting at {@code start}:
+     * The channel to read the block data [start, end) from:
      * on ssd/adaptive volumes an O_DIRECT io_uring reader that takes its
      * depth and request size from the volume's policy (closing it closes
      * {@code ch}), else {@code ch} itself. Where O_DIRECT is refused, the
      * volume falls back to {@code ch} from then on.
      */
-    public ReadableByteChannel direct(ReadableByteChannel ch, long start) {
+    public ReadableByteChannel direct(ReadableByteChannel ch, long start, long end) {
       if (directPath == null || noDirect.contains(volume.storageId())) {
         return ch;
       }
@@ -336,10 +358,12 @@ public final class DiskIo implements AutoCloseable {
         giveUp(noDirect, volume, sched, "O_DIRECT", e);
         return ch;
       }
+      ByteBuffer w = window();
       try {
-        return new DirectReadChannel(f, ch, start, settings.readAheadBytes(), DiskIo.this::ring,
+        return new DirectReadChannel(f, ch, start, end, w, DiskIo.this::giveBack, DiskIo.this::ring,
             () -> new int[] {sched.policy().depth(), sched.requestBytes()}, sched.stats());
       } catch (NativeException e) {
+        giveBack(w);
         try {
           f.close();
         } catch (NativeException ignored) {
