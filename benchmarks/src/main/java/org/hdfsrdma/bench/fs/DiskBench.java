@@ -43,13 +43,14 @@ public final class DiskBench {
 
   static final String USAGE = """
       usage: hrdma bench disk [--size 512M] [--streams 1,2,4] [--depths 1,4,16] [--request 1M] [--dir DIR]
-                              [--conf KEY=VALUE]...
+                              [--conf KEY=VALUE]... [--part all|streams|ssd]
         --size      bytes each writer writes / reader reads (default 512M: 4 blocks of 128 MB)
         --streams   concurrent writers and readers to run (default 1,2,4)
         --depths    queue depths of the ssd policy and fio (default 1,4,16)
         --request   request size of the ssd policy and fio's block size (default 1M)
         --dir       where the clusters live (default: a temporary directory, deleted)
         --conf      a setting for the daemons and the clients (e.g. hrdma.transport.order=tcp)
+        --part      both experiments (all), only the 1..4 streams, or only the ssd policy beside fio
       """;
 
   private static final long BLOCK = 128L << 20;
@@ -62,7 +63,7 @@ public final class DiskBench {
   }
 
   record Options(long size, List<Integer> streams, List<Integer> depths, int request, java.nio.file.Path dir,
-      Map<String, String> conf) {}
+      Map<String, String> conf, String part) {}
 
   static Options parse(String[] args) throws UsageException {
     long size = 512L << 20;
@@ -71,6 +72,7 @@ public final class DiskBench {
     int request = 1 << 20;
     java.nio.file.Path dir = null;
     Map<String, String> conf = new LinkedHashMap<>();
+    String part = "all";
     for (int i = 0; i < args.length; i++) {
       String a = args[i];
       if (i + 1 >= args.length) {
@@ -84,6 +86,12 @@ public final class DiskBench {
           case "--depths" -> depths = Sizes.parseList(v);
           case "--request" -> request = (int) Sizes.parse(v);
           case "--dir" -> dir = java.nio.file.Path.of(v);
+          case "--part" -> {
+            if (!List.of("all", "streams", "ssd").contains(v)) {
+              throw new UsageException("--part is all, streams or ssd, not '" + v + "'");
+            }
+            part = v;
+          }
           case "--conf" -> {
             int eq = v.indexOf('=');
             if (eq <= 0) {
@@ -101,7 +109,7 @@ public final class DiskBench {
         || streams.stream().anyMatch(n -> n < 1 || n > 16) || depths.stream().anyMatch(n -> n < 1 || n > 256)) {
       throw new UsageException("--size at least 128M, --streams 1..16, --depths 1..256, --request at least 4K");
     }
-    return new Options(size, streams, depths, request, dir, conf);
+    return new Options(size, streams, depths, request, dir, conf, part);
   }
 
   public static int run(String[] args, PrintStream out, PrintStream err) {
@@ -119,9 +127,30 @@ public final class DiskBench {
     }
     try {
       java.nio.file.Path base = o.dir() != null ? o.dir() : Files.createTempDirectory("hrdma-bench-disk-");
+      out.println("hrdma bench disk: " + Machine.describe());
+      if (!o.part().equals("ssd")) {
+        streamsPart(base, o, out);
+      }
+      if (!o.part().equals("streams")) {
+        ssdPart(base, o, out);
+      }
+      out.println("note: no rotational disk here; the rotational policy's effect on seeks is shown by the"
+          + " simulated device (DiskSchedulerSimTest), these runs show its cost or gain on this disk");
+      if (o.dir() == null) {
+        LocalCluster.deleteTree(base);
+      }
+      return 0;
+    } catch (Exception e) {
+      err.println("hrdma bench disk: " + e);
+      return 1;
+    }
+  }
+
+  /** Seed 000's experiments: 1..4 writers and readers; scheduler on, stock, scheduler off. */
+  private static void streamsPart(java.nio.file.Path base, Options o, PrintStream out) throws Exception {
+    {
       List<String[]> rows = new ArrayList<>();
       Map<String, Double> agg = new HashMap<>();
-      out.println("hrdma bench disk: " + Machine.describe());
       // 1. the scheduler on (defaults for a DISK volume), the stock path on the same cluster
       Map<String, String> on = baseConf(o);
       try (LocalCluster c = LocalCluster.start(base.resolve("sched-on"), 1, on, out)) {
@@ -149,7 +178,12 @@ public final class DiskBench {
         out.printf("target: %d writers keep >= 90%% of one writer's aggregate: %.0f%% %s%n", maxN, 100 * wn / w1,
             wn >= 0.9 * w1 ? "PASS" : "MISS");
       }
-      // 3. the ssd policy at each depth, beside fio on the same block files
+    }
+  }
+
+  /** The ssd policy at each depth on an [SSD] volume, beside fio on the same block files. */
+  private static void ssdPart(java.nio.file.Path base, Options o, PrintStream out) throws Exception {
+    {
       out.println();
       out.printf(" %-6s %12s %12s %7s%n", "depth", "ours[MB/s]", "fio[MB/s]", "ratio");
       double bestFio = 0;
@@ -183,15 +217,6 @@ public final class DiskBench {
       }
       out.printf("target: reads >= 95%% of fio at its best depth: best ours %.0f MB/s vs fio %.0f MB/s = %.0f%% %s%n",
           bestOurs, bestFio, 100 * bestOurs / bestFio, bestOurs >= 0.95 * bestFio ? "PASS" : "MISS");
-      out.println("note: no rotational disk here; the rotational policy's effect on seeks is shown by the"
-          + " simulated device (DiskSchedulerSimTest), these runs show its cost or gain on this disk");
-      if (o.dir() == null) {
-        LocalCluster.deleteTree(base);
-      }
-      return 0;
-    } catch (Exception e) {
-      err.println("hrdma bench disk: " + e);
-      return 1;
     }
   }
 

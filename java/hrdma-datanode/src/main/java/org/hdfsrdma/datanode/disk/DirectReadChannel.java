@@ -16,10 +16,11 @@ import org.hdfsrdma.nativelib.NativeException;
  * read-ahead window) into an aligned buffer, and reads are served from it.
  * The page cache is bypassed, so a stream neither pollutes nor depends on it.
  *
- * <p>Refills run on the thread that calls {@link #read}, which for the
- * plugin is the volume's I/O worker inside a scheduled request; the ring is
- * that thread's. Not thread-safe. Closing closes the O_DIRECT file and the
- * wrapped channel.
+ * <p>Each refill is one request of the volume's scheduler (stream
+ * {@code streamKey}) and runs on its I/O worker, with that worker's ring;
+ * reads served from the window touch no disk and stay on the caller's
+ * thread. Not thread-safe. Closing closes the O_DIRECT file and the wrapped
+ * channel.
  */
 final class DirectReadChannel implements ReadableByteChannel {
   private final NativeDisk.File file;
@@ -27,6 +28,8 @@ final class DirectReadChannel implements ReadableByteChannel {
   private final Supplier<NativeDisk.Ring> ring;
   private final Supplier<int[]> shape; // {depth, requestBytes}
   private final VolumeStats stats;
+  private final VolumeScheduler sched;
+  private final Object streamKey;
   private final int align;
   private final long limit;
   private final java.util.function.Consumer<ByteBuffer> giveBack;
@@ -49,13 +52,15 @@ final class DirectReadChannel implements ReadableByteChannel {
    *                 {@code giveBack} at close
    */
   DirectReadChannel(NativeDisk.File file, ReadableByteChannel wrapped, long start, long limit, ByteBuffer window,
-      java.util.function.Consumer<ByteBuffer> giveBack, Supplier<NativeDisk.Ring> ring, Supplier<int[]> shape,
-      VolumeStats stats) throws NativeException {
-    this.stats = stats;
+      java.util.function.Consumer<ByteBuffer> giveBack, Supplier<NativeDisk.Ring> ring, VolumeScheduler sched,
+      Object streamKey) throws NativeException {
+    this.stats = sched.stats();
+    this.sched = sched;
+    this.streamKey = streamKey;
+    this.shape = () -> new int[] {sched.policy().depth(), sched.requestBytes()};
     this.file = file;
     this.wrapped = wrapped;
     this.ring = ring;
-    this.shape = shape;
     this.align = file.directAlignment();
     if (window.capacity() % align != 0 || Jni.bufferAddress0(window) % align != 0) {
       throw new NativeException("read-ahead window not aligned to " + align, NativeException.ERR_INVALID);
@@ -78,7 +83,11 @@ final class DirectReadChannel implements ReadableByteChannel {
       if (eof && pos >= bufStart + bufLen) {
         return -1;
       }
-      refill();
+      long at = pos - pos % align;
+      sched.call(streamKey, false, at, (int) Math.min(window.capacity(), Math.max(0, limit - at)), () -> {
+        refill();
+        return null;
+      });
       if (pos >= bufStart + bufLen) {
         return -1;
       }

@@ -334,6 +334,7 @@ public final class DiskIo implements AutoCloseable {
   public final class ReadStream extends BlockStream {
     private long dropFrom = -1;
     private final String directPath;
+    private boolean direct;
 
     ReadStream(Volume volume, VolumeScheduler sched, NativeDisk.File file, String directPath) {
       super(volume, sched, file);
@@ -360,8 +361,10 @@ public final class DiskIo implements AutoCloseable {
       }
       ByteBuffer w = window();
       try {
-        return new DirectReadChannel(f, ch, start, end, w, DiskIo.this::giveBack, DiskIo.this::ring,
-            () -> new int[] {sched.policy().depth(), sched.requestBytes()}, sched.stats());
+        ReadableByteChannel d = new DirectReadChannel(f, ch, start, end, w, DiskIo.this::giveBack, DiskIo.this::ring,
+            sched, this);
+        direct = true;
+        return d;
       } catch (NativeException e) {
         giveBack(w);
         try {
@@ -374,8 +377,16 @@ public final class DiskIo implements AutoCloseable {
       }
     }
 
-    /** Runs {@code read} (the bytes [offset, offset + len) of the block) on the volume's device. */
+    /**
+     * Runs {@code read} (the bytes [offset, offset + len) of the block) on the volume's device;
+     * with a {@link #direct} channel on the caller's thread instead, since that channel's refills
+     * are the disk requests and go through the scheduler themselves.
+     */
     public void read(long offset, int len, VolumeScheduler.IoAction<?> read) throws IOException {
+      if (direct) {
+        read.run();
+        return;
+      }
       sched.call(this, false, offset, len, () -> {
         read.run();
         behind(offset, offset + len);
