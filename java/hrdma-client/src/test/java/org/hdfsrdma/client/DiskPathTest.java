@@ -159,7 +159,13 @@ class DiskPathTest {
 
     // the same figures through metrics2 / JMX, as hrdma cluster status reads them
     org.apache.hadoop.hdfs.server.datanode.DataNode dn = cluster.getDataNodes().get(0);
+    // metrics2 refreshes a bean's JMX values at most once per period (10 s): wait for one after the writes
     List<DiskStatus.Volume> jmx = DiskStatus.fetch("127.0.0.1", dn.getInfoPort(), dn.getXferPort(), 5000);
+    long until = System.nanoTime() + 30_000_000_000L;
+    while (jmx.stream().mapToLong(DiskStatus.Volume::finalizedBlocks).sum() < STREAMS && System.nanoTime() < until) {
+      Thread.sleep(500);
+      jmx = DiskStatus.fetch("127.0.0.1", dn.getInfoPort(), dn.getXferPort(), 5000);
+    }
     System.out.println(DiskStatus.header());
     jmx.forEach(v -> System.out.println(DiskStatus.format(v)));
     assertEquals(vs.size(), jmx.size(), "one JMX record per volume: " + jmx);

@@ -54,7 +54,7 @@ class StatusReportTest {
   @Test
   void formatsTheDataNodesVolumes() {
     org.hdfsrdma.datanode.disk.DiskStatus.Volume v = new org.hdfsrdma.datanode.disk.DiskStatus.Volume("DS-1",
-        "rotational", 3, 1, 1000, 20, 900, 250e6, 24 << 20, 2.0, 1, 0, 0, 0, 10, 240L << 20);
+        "rotational", 3, 1, 1000, 20, 900, 250e6, 24 << 20, 2.0, 1, 0, 0, 0, 10, 240L << 20, 5);
     String text = report(new DaemonStatus(NN, true, StatusReport.UP, null),
         new DaemonStatus(DN1, true, StatusReport.LIVE, true, List.of(v))).format();
     String[] lines = text.split("\n");

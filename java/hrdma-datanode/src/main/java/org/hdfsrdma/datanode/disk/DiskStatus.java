@@ -21,7 +21,8 @@ public final class DiskStatus {
   /** One volume's line. Latencies in microseconds, throughput in bytes per second while busy. */
   public record Volume(String storageId, String policy, long queued, long inFlight, long requests,
       long latencyP50Us, long latencyP99Us, double busyBytesPerSec, double avgRunBytes, double extentsPerBlock,
-      long depth, long depthRaises, long depthLowers, long fallbacks, long runs, long runBytes) {}
+      long depth, long depthRaises, long depthLowers, long fallbacks, long runs, long runBytes,
+      long finalizedBlocks) {}
 
   /** The JMX bean name of the plugin of the DataNode with this xfer port. */
   public static String beanName(int xferPort) {
@@ -61,7 +62,7 @@ public final class DiskStatus {
           b.path("ExtentsPerBlock" + sfx).asDouble(), b.path("Depth" + sfx).asLong(),
           b.path("DepthRaises" + sfx).asLong(), b.path("DepthLowers" + sfx).asLong(),
           b.path("Fallbacks" + sfx).asLong(), b.path("SequentialRuns" + sfx).asLong(),
-          b.path("SequentialRunBytes" + sfx).asLong()));
+          b.path("SequentialRunBytes" + sfx).asLong(), b.path("FinalizedBlocks" + sfx).asLong()));
     }
   }
 
