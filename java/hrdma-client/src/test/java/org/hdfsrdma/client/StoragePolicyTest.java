@@ -97,7 +97,14 @@ class StoragePolicyTest {
     }
     Map<String, Long> after = writtenByStorage();
     List<String> want = Arrays.asList(types.split(" "));
-    for (LocatedBlock b : stock.getClient().getLocatedBlocks(p.toString(), 0).getLocatedBlocks()) {
+    // close() returns once the NameNode has the minimum replication; the other replicas' reports may lag
+    List<LocatedBlock> located = stock.getClient().getLocatedBlocks(p.toString(), 0).getLocatedBlocks();
+    long until = System.nanoTime() + 20_000_000_000L;
+    while (located.stream().anyMatch(b -> b.getLocations().length < want.size()) && System.nanoTime() < until) {
+      Thread.sleep(100);
+      located = stock.getClient().getLocatedBlocks(p.toString(), 0).getLocatedBlocks();
+    }
+    for (LocatedBlock b : located) {
       List<String> got = new ArrayList<>();
       for (StorageType t : b.getStorageTypes()) {
         got.add(t.name());

@@ -4,74 +4,90 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ReadableByteChannel;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
+import org.hdfsrdma.nativelib.HrdmaNative;
 import org.hdfsrdma.nativelib.Jni;
 import org.hdfsrdma.nativelib.NativeDisk;
 import org.hdfsrdma.nativelib.NativeException;
 
 /**
- * A block file read sequentially with O_DIRECT through an io_uring: each
- * refill puts several large requests in flight at once ({@code depth} x
- * {@code requestBytes}, as the volume's policy says at that moment, within a
- * read-ahead window) into an aligned buffer, and reads are served from it.
- * The page cache is bypassed, so a stream neither pollutes nor depends on it.
+ * A block file read sequentially with O_DIRECT through an io_uring, double
+ * buffered: the read-ahead window is two halves; while the reader is served
+ * from one, the next range is read into the other. Each fill puts several
+ * large requests in flight at once ({@code depth} x {@code requestBytes}, as
+ * the volume's policy says at that moment, within the half, never past
+ * {@code limit}). The page cache is bypassed.
  *
- * <p>Each refill is one request of the volume's scheduler (stream
+ * <p>Each fill is one request of the volume's scheduler (stream
  * {@code streamKey}) and runs on its I/O worker, with that worker's ring;
- * reads served from the window touch no disk and stay on the caller's
- * thread. Not thread-safe. Closing closes the O_DIRECT file and the wrapped
- * channel.
+ * reads served from a half touch no disk and stay on the caller's thread.
+ * Not thread-safe (one reader). Closing waits for a fill in flight, then
+ * closes the O_DIRECT file and the wrapped channel and gives the window back.
  */
 final class DirectReadChannel implements ReadableByteChannel {
+  /** One half of the window and what it holds. */
+  private static final class Half {
+    final ByteBuffer buf;
+    final long addr;
+    long start;
+    int len;
+    boolean eof;
+
+    Half(ByteBuffer buf) {
+      this.buf = buf;
+      this.addr = Jni.bufferAddress0(buf);
+    }
+
+    boolean holds(long pos) {
+      return pos >= start && pos < start + len;
+    }
+  }
+
   private final NativeDisk.File file;
   private final ReadableByteChannel wrapped;
   private final Supplier<NativeDisk.Ring> ring;
-  private final Supplier<int[]> shape; // {depth, requestBytes}
-  private final VolumeStats stats;
   private final VolumeScheduler sched;
   private final Object streamKey;
   private final int align;
   private final long limit;
-  private final java.util.function.Consumer<ByteBuffer> giveBack;
+  private final Consumer<ByteBuffer> giveBack;
   private final ByteBuffer window;
-  private final long windowAddr;
+  private Half cur;
+  private Half spare;
+  private CompletableFuture<Void> ahead; // filling `spare`
   private long pos;
-  private long bufStart;
-  private int bufLen;
-  private boolean eof;
   private boolean open = true;
-  private final long[] cookies;
-  private final long[] results;
 
   /**
    * @param file     the block file opened with {@link NativeDisk#DIRECT}
    * @param wrapped  the dataset's channel on the same file (closed with this one)
    * @param start    the block offset of the first byte to read
    * @param limit    the block offset after the last byte the reader will want (no read-ahead past it)
-   * @param window   the read-ahead buffer, aligned, a multiple of the alignment long; handed to
-   *                 {@code giveBack} at close
+   * @param window   the read-ahead buffer, aligned; handed to {@code giveBack} at close
    */
   DirectReadChannel(NativeDisk.File file, ReadableByteChannel wrapped, long start, long limit, ByteBuffer window,
-      java.util.function.Consumer<ByteBuffer> giveBack, Supplier<NativeDisk.Ring> ring, VolumeScheduler sched,
-      Object streamKey) throws NativeException {
-    this.stats = sched.stats();
-    this.sched = sched;
-    this.streamKey = streamKey;
-    this.shape = () -> new int[] {sched.policy().depth(), sched.requestBytes()};
+      Consumer<ByteBuffer> giveBack, Supplier<NativeDisk.Ring> ring, VolumeScheduler sched, Object streamKey)
+      throws NativeException {
     this.file = file;
     this.wrapped = wrapped;
     this.ring = ring;
+    this.sched = sched;
+    this.streamKey = streamKey;
     this.align = file.directAlignment();
-    if (window.capacity() % align != 0 || Jni.bufferAddress0(window) % align != 0) {
-      throw new NativeException("read-ahead window not aligned to " + align, NativeException.ERR_INVALID);
+    int half = window.capacity() / 2;
+    half -= half % align;
+    if (half < align || Jni.bufferAddress0(window) % align != 0) {
+      throw new NativeException("read-ahead window of " + window.capacity() + " bytes not aligned to " + align,
+          NativeException.ERR_INVALID);
     }
     this.limit = limit;
     this.giveBack = giveBack;
     this.window = window;
-    this.windowAddr = Jni.bufferAddress0(window);
+    this.cur = new Half(window.duplicate().position(0).limit(half).slice());
+    this.spare = new Half(window.duplicate().position(half).limit(2 * half).slice());
     this.pos = start;
-    this.cookies = new long[window.capacity() / align];
-    this.results = new long[window.capacity() / align];
   }
 
   @Override
@@ -79,63 +95,95 @@ final class DirectReadChannel implements ReadableByteChannel {
     if (!open) {
       throw new ClosedChannelException();
     }
-    if (pos < bufStart || pos >= bufStart + bufLen) {
-      if (eof && pos >= bufStart + bufLen) {
-        return -1;
+    if (pos >= limit) {
+      return -1;
+    }
+    if (!cur.holds(pos)) {
+      if (ahead != null) {
+        CompletableFuture<Void> a = ahead;
+        ahead = null;
+        sched.await(a);
+        Half t = cur;
+        cur = spare;
+        spare = t;
       }
-      long at = pos - pos % align;
-      sched.call(streamKey, false, at, (int) Math.min(window.capacity(), Math.max(0, limit - at)), () -> {
-        refill();
-        return null;
-      });
-      if (pos >= bufStart + bufLen) {
-        return -1;
+      if (!cur.holds(pos)) { // the first read, or the reader moved
+        long at = pos - pos % align;
+        sched.call(streamKey, false, at, fillLength(cur, at), () -> {
+          fill(cur, at);
+          return null;
+        });
+        if (!cur.holds(pos)) {
+          return -1;
+        }
+      }
+      long next = cur.start + cur.len;
+      if (!cur.eof && next < limit) {
+        Half h = spare;
+        ahead = sched.submit(streamKey, false, next, fillLength(h, next), () -> {
+          fill(h, next);
+          return null;
+        });
       }
     }
-    int off = (int) (pos - bufStart);
-    int n = Math.min(dst.remaining(), bufLen - off);
-    dst.put(window.duplicate().position(off).limit(off + n));
+    int off = (int) (pos - cur.start);
+    int n = Math.min(dst.remaining(), cur.len - off);
+    dst.put(cur.buf.duplicate().position(off).limit(off + n));
     pos += n;
     return n;
   }
 
-  private void refill() throws IOException {
-    int[] s = shape.get();
-    long start = pos - pos % align;
-    // up to depth x requestBytes, within the window, and not past what the reader asked for
+  /** What a fill of {@code h} from {@code start} reads: the half, not past the limit (rounded up to the alignment). */
+  private int fillLength(Half h, long start) {
     long want = Math.max(align, limit - start);
-    want = Math.min(window.capacity(), want + (align - want % align) % align);
-    int chunk = (int) Math.min(want, Math.max(align, s[1] - s[1] % align));
+    want += (align - want % align) % align;
+    return (int) Math.min(h.buf.capacity(), want);
+  }
+
+  /** Reads [start, start + fillLength) into {@code h} with up to depth requests in flight (on an I/O worker). */
+  private void fill(Half h, long start) throws IOException {
+    int want = fillLength(h, start);
+    int requestBytes = sched.requestBytes();
+    int chunk = Math.min(want, Math.max(align, requestBytes - requestBytes % align));
     NativeDisk.Ring r = ring.get();
-    int k = (int) Math.max(1, Math.min(Math.min(s[0], r.depth()), (want + chunk - 1) / chunk));
-    for (int i = 0; i < k; i++) {
-      int len = (int) Math.min(chunk, want - (long) i * chunk);
-      r.read(file, windowAddr + (long) i * chunk, len, start + (long) i * chunk, i);
-    }
-    long[] got = new long[k];
-    int done = 0;
-    while (done < k) {
+    int k = (int) Math.max(1, Math.min(Math.min(sched.policy().depth(), r.depth()), (want + chunk - 1) / chunk));
+    long[] cookies = new long[k];
+    long[] results = new long[k];
+    int issued = 0;
+    int valid = 0;
+    boolean eof = false;
+    // k requests in flight at a time until the half is filled or the file ends
+    int completed = 0;
+    int total = (want + chunk - 1) / chunk;
+    long[] byIndex = new long[total];
+    while (completed < total) {
+      while (issued < total && issued - completed < k) {
+        int len = (int) Math.min(chunk, want - (long) issued * chunk);
+        r.read(file, h.addr + (long) issued * chunk, len, start + (long) issued * chunk, issued);
+        issued++;
+      }
       int n = r.reap(cookies, results, 1);
       for (int i = 0; i < n; i++) {
-        got[(int) cookies[i]] = results[i];
+        byIndex[(int) cookies[i]] = results[i];
       }
-      done += n;
+      completed += n;
     }
-    int valid = 0;
-    for (int i = 0; i < k; i++) {
-      if (got[i] < 0) {
+    for (int i = 0; i < total; i++) {
+      long res = byIndex[i];
+      if (res < 0) {
         throw new NativeException("O_DIRECT read of " + file + " at " + (start + (long) i * chunk) + ": "
-            + org.hdfsrdma.nativelib.HrdmaNative.statusString((int) got[i]), (int) got[i]);
+            + HrdmaNative.statusString((int) res), (int) res);
       }
-      valid += (int) got[i];
-      if (got[i] < Math.min(chunk, want - (long) i * chunk)) {
+      valid += (int) res;
+      if (res < Math.min(chunk, want - (long) i * chunk)) {
         eof = true; // a short read is the end of the file
         break;
       }
     }
-    bufStart = start;
-    bufLen = valid;
-    stats.direct(k, valid);
+    h.start = start;
+    h.len = valid;
+    h.eof = eof;
+    sched.stats().direct(total, valid);
   }
 
   @Override
@@ -145,14 +193,23 @@ final class DirectReadChannel implements ReadableByteChannel {
 
   @Override
   public void close() throws IOException {
-    if (open) {
-      open = false;
-      giveBack.accept(window);
-      try {
-        file.close();
-      } finally {
-        wrapped.close();
+    if (!open) {
+      return;
+    }
+    open = false;
+    try {
+      if (ahead != null) {
+        try {
+          sched.await(ahead); // the ring writes into the window until then
+        } catch (IOException | RuntimeException e) {
+          // closing anyway
+        }
+        ahead = null;
       }
+      giveBack.accept(window);
+      file.close();
+    } finally {
+      wrapped.close();
     }
   }
 }

@@ -98,9 +98,26 @@ public final class VolumeScheduler implements AutoCloseable {
    * @throws IOException what the action threw, or the queue stayed full, or the scheduler is closed
    */
   public <T> T call(Object stream, boolean write, long offset, int length, IoAction<T> action) throws IOException {
+    if (policy.inline()) {
+      return inline(new DiskRequest(stream, write, offset, length), action);
+    }
+    return await(submit(stream, write, offset, length, action));
+  }
+
+  /**
+   * Queues {@code action} as {@link #call} does, without waiting for it: the
+   * future completes when it has run (read-ahead). Waits for room when the
+   * queue is full. With the inline policy it runs here and now.
+   */
+  public <T> CompletableFuture<T> submit(Object stream, boolean write, long offset, int length, IoAction<T> action)
+      throws IOException {
     DiskRequest r = new DiskRequest(stream, write, offset, length);
     if (policy.inline()) {
-      return inline(r, action);
+      try {
+        return CompletableFuture.completedFuture(inline(r, action));
+      } catch (IOException | RuntimeException e) {
+        return CompletableFuture.failedFuture(e);
+      }
     }
     Task<T> task = new Task<>(action);
     r.attachment = task;
@@ -127,8 +144,13 @@ public final class VolumeScheduler implements AutoCloseable {
     } finally {
       lock.unlock();
     }
+    return task.result;
+  }
+
+  /** The result of a {@link #submit}ted request, its failure as the action threw it. */
+  public <T> T await(CompletableFuture<T> f) throws IOException {
     try {
-      return task.result.get();
+      return f.get();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new InterruptedIOException("interrupted waiting for a disk request on " + name);
