@@ -31,7 +31,7 @@ extern "C" {
 
 /* Bumped whenever a signature or a struct in this header changes. The JNI
  * layer and the Java loader check it at load time. */
-#define HRDMA_ABI_VERSION 1
+#define HRDMA_ABI_VERSION 2
 
 typedef enum {
     HRDMA_INPROGRESS      = 1,
@@ -241,6 +241,60 @@ int hrdma_ep_stream_recv(hrdma_ep_t *ep, void *buf, size_t cap,
  * After HRDMA_OK, or after on_op_done(op_cookie), call hrdma_ep_destroy(). */
 int hrdma_ep_close(hrdma_ep_t *ep, int force, uint64_t op_cookie);
 void hrdma_ep_destroy(hrdma_ep_t *ep);
+
+/* ------------------------------------------------------------------ disk --
+ * Block files (src/disk). Plain file descriptors; any thread. */
+
+#define HRDMA_DISK_WRITE  0x1 /* open for writing (the file must exist) */
+#define HRDMA_DISK_DIRECT 0x2 /* O_DIRECT: HRDMA_ERR_UNSUPPORTED where the
+                                 filesystem refuses it */
+
+/* Opens an existing file; *fd_p is a file descriptor for the calls below. */
+int hrdma_disk_open(const char *path, int flags, int *fd_p);
+int hrdma_disk_close(int fd);
+/* Reserves [offset, offset+len) without changing the file's length
+ * (fallocate FALLOC_FL_KEEP_SIZE): one or few extents for a file written in
+ * pieces. HRDMA_ERR_UNSUPPORTED where the filesystem has no fallocate. */
+int hrdma_disk_preallocate(int fd, uint64_t offset, uint64_t len);
+/* Releases what was reserved past the end of the file (ftruncate to the
+ * current length). */
+int hrdma_disk_trim(int fd);
+/* Drops [offset, offset+len) from the page cache (posix_fadvise DONTNEED);
+ * with written != 0 first writes it back and waits (sync_file_range), since
+ * dirty pages cannot be dropped. */
+int hrdma_disk_drop_cache(int fd, uint64_t offset, uint64_t len, int written);
+/* Starts writing [offset, offset+len) back without waiting
+ * (sync_file_range WRITE), so a later hrdma_disk_drop_cache finds it clean. */
+int hrdma_disk_writeback(int fd, uint64_t offset, uint64_t len);
+/* Extents of the whole file (FIEMAP). */
+int hrdma_disk_extent_count(int fd, uint32_t *count_p);
+/* The alignment O_DIRECT needs on this file (offset, length, address). */
+int hrdma_disk_direct_alignment(int fd, uint32_t *align_p);
+
+/* An io_uring of `depth` entries (liburing) for reads and writes of block
+ * files, typically O_DIRECT into registered (hrdma_mem) memory. One thread
+ * uses a ring at a time. */
+typedef struct hrdma_disk_ring hrdma_disk_ring_t;
+
+typedef struct {
+    uint64_t cookie;
+    int64_t  result;   /* bytes moved, or a negative hrdma_status_t */
+} hrdma_disk_completion_t;
+
+int hrdma_disk_ring_create(unsigned depth, hrdma_disk_ring_t **ring_p);
+/* HRDMA_ERR_BUSY while requests are in flight. */
+int hrdma_disk_ring_destroy(hrdma_disk_ring_t *ring);
+/* Queues a read or write and submits it; HRDMA_ERR_BUSY when depth requests
+ * are in flight already. */
+int hrdma_disk_ring_read(hrdma_disk_ring_t *ring, int fd, void *buf,
+                         size_t len, uint64_t offset, uint64_t cookie);
+int hrdma_disk_ring_write(hrdma_disk_ring_t *ring, int fd, const void *buf,
+                          size_t len, uint64_t offset, uint64_t cookie);
+/* Reaps up to max completions, waiting for at least min_wait of them;
+ * *n_p is how many were stored. */
+int hrdma_disk_ring_reap(hrdma_disk_ring_t *ring, hrdma_disk_completion_t *out,
+                         unsigned max, unsigned min_wait, unsigned *n_p);
+unsigned hrdma_disk_ring_inflight(const hrdma_disk_ring_t *ring);
 
 #ifdef __cplusplus
 }

@@ -773,3 +773,152 @@ JNIEXPORT jlong JNICALL JNI_CLASS(bufferAddress0)(JNIEnv *env, jclass cls,
     (void)cls;
     return (jlong)(uintptr_t)(*env)->GetDirectBufferAddress(env, buf);
 }
+
+/* ------------------------------------------------------------------ disk -- */
+
+/* >= 0: the file descriptor; < 0: status. */
+JNIEXPORT jlong JNICALL JNI_CLASS(diskOpen0)(JNIEnv *env, jclass cls,
+                                             jstring jpath, jint flags)
+{
+    const char *path;
+    int fd = -1, st;
+
+    (void)cls;
+    if (jpath == NULL) {
+        return HRDMA_ERR_INVALID;
+    }
+    path = (*env)->GetStringUTFChars(env, jpath, NULL);
+    if (path == NULL) {
+        return HRDMA_ERR_NOMEM;
+    }
+    st = hrdma_disk_open(path, flags, &fd);
+    (*env)->ReleaseStringUTFChars(env, jpath, path);
+    return st < 0 ? st : fd;
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(diskClose0)(JNIEnv *env, jclass cls, jint fd)
+{
+    (void)env; (void)cls;
+    return hrdma_disk_close(fd);
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(diskPreallocate0)(JNIEnv *env, jclass cls,
+                                                   jint fd, jlong off, jlong len)
+{
+    (void)env; (void)cls;
+    if (off < 0 || len <= 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    return hrdma_disk_preallocate(fd, (uint64_t)off, (uint64_t)len);
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(diskTrim0)(JNIEnv *env, jclass cls, jint fd)
+{
+    (void)env; (void)cls;
+    return hrdma_disk_trim(fd);
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(diskDropCache0)(JNIEnv *env, jclass cls,
+                                                 jint fd, jlong off, jlong len,
+                                                 jboolean written)
+{
+    (void)env; (void)cls;
+    if (off < 0 || len < 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    return hrdma_disk_drop_cache(fd, (uint64_t)off, (uint64_t)len, written);
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(diskWriteback0)(JNIEnv *env, jclass cls,
+                                                 jint fd, jlong off, jlong len)
+{
+    (void)env; (void)cls;
+    if (off < 0 || len < 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    return hrdma_disk_writeback(fd, (uint64_t)off, (uint64_t)len);
+}
+
+/* >= 0: extents; < 0: status. */
+JNIEXPORT jlong JNICALL JNI_CLASS(diskExtentCount0)(JNIEnv *env, jclass cls,
+                                                    jint fd)
+{
+    uint32_t n = 0;
+    int st;
+
+    (void)env; (void)cls;
+    st = hrdma_disk_extent_count(fd, &n);
+    return st < 0 ? st : (jlong)n;
+}
+
+/* > 0: alignment; < 0: status. */
+JNIEXPORT jlong JNICALL JNI_CLASS(diskDirectAlignment0)(JNIEnv *env, jclass cls,
+                                                        jint fd)
+{
+    uint32_t a = 0;
+    int st;
+
+    (void)env; (void)cls;
+    st = hrdma_disk_direct_alignment(fd, &a);
+    return st < 0 ? st : (jlong)a;
+}
+
+JNIEXPORT jlong JNICALL JNI_CLASS(diskRingCreate0)(JNIEnv *env, jclass cls,
+                                                   jint depth)
+{
+    hrdma_disk_ring_t *ring = NULL;
+    int st;
+
+    (void)cls;
+    st = depth <= 0 ? HRDMA_ERR_INVALID
+                    : hrdma_disk_ring_create((unsigned)depth, &ring);
+    if (st < 0) {
+        hrdma_jni_throw(env, st, "create io_uring");
+        return 0;
+    }
+    return (jlong)(uintptr_t)ring;
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(diskRingDestroy0)(JNIEnv *env, jclass cls,
+                                                   jlong ring)
+{
+    (void)env; (void)cls;
+    return hrdma_disk_ring_destroy((hrdma_disk_ring_t *)(uintptr_t)ring);
+}
+
+/* A read (write == 0) or a write of [off, off+len) at addr, queued and submitted. */
+JNIEXPORT jint JNICALL JNI_CLASS(diskRingSubmit0)(JNIEnv *env, jclass cls,
+                                                  jlong ring, jboolean write,
+                                                  jint fd, jlong addr, jlong len,
+                                                  jlong off, jlong cookie)
+{
+    hrdma_disk_ring_t *r = (hrdma_disk_ring_t *)(uintptr_t)ring;
+
+    (void)env; (void)cls;
+    if (len <= 0 || off < 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    return write ? hrdma_disk_ring_write(r, fd, PTR(addr), (size_t)len,
+                                         (uint64_t)off, (uint64_t)cookie)
+                 : hrdma_disk_ring_read(r, fd, PTR(addr), (size_t)len,
+                                        (uint64_t)off, (uint64_t)cookie);
+}
+
+/* Completions go to out (max pairs of u64 cookie, i64 result); returns how
+ * many, or a negative status. */
+JNIEXPORT jint JNICALL JNI_CLASS(diskRingReap0)(JNIEnv *env, jclass cls,
+                                                jlong ring, jlong out, jint max,
+                                                jint min_wait)
+{
+    unsigned n = 0;
+    int st;
+
+    (void)env; (void)cls;
+    if (out == 0 || max <= 0 || min_wait < 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    st = hrdma_disk_ring_reap((hrdma_disk_ring_t *)(uintptr_t)ring,
+                              (hrdma_disk_completion_t *)PTR(out), (unsigned)max,
+                              (unsigned)min_wait, &n);
+    return st < 0 ? st : (jint)n;
+}

@@ -62,6 +62,12 @@ public final class LocalCluster implements AutoCloseable {
     return start(dir, DATANODES, conf, Map.of(), Map.of(), log);
   }
 
+  /** As {@link #start(Path, Map, PrintStream)} with {@code dataNodes} DataNodes. */
+  static LocalCluster start(Path dir, int dataNodes, Map<String, String> conf, PrintStream log)
+      throws IOException, ClusterException, InterruptedException {
+    return start(dir, dataNodes, conf, Map.of(), Map.of(), log);
+  }
+
   /**
    * Starts a NameNode and {@code dataNodes} DataNodes in {@code dir} (null: a temporary
    * directory, deleted at close); {@code hosts} and {@code launchPrefix} place daemons
@@ -134,6 +140,13 @@ public final class LocalCluster implements AutoCloseable {
     extra.forEach(c::set);
     c.set("fs.hdfs.impl", (ours ? RdmaDistributedFileSystem.class : DistributedFileSystem.class).getName());
     return c;
+  }
+
+  /** The first DataNode's per-volume disk scheduler figures (its JMX). */
+  List<org.hdfsrdma.datanode.disk.DiskStatus.Volume> dataNodeDiskStatus() throws IOException {
+    DaemonState d = state.dataNodes().get(0);
+    return org.hdfsrdma.datanode.disk.DiskStatus.fetch(org.hdfsrdma.cluster.ClusterConfig.HOST, d.httpPort(),
+        d.xferPort(), 5000);
   }
 
   /** A new (uncached) client: ours or the stock DistributedFileSystem. */

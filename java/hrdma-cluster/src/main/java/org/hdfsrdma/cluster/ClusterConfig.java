@@ -24,6 +24,27 @@ public final class ClusterConfig {
   public static final String PORT_OFFSET_KEY = "hrdma.datanode.port-offset";
   public static final int PORT_OFFSET_DEFAULT = 1000;
   public static final String TRANSPORT_ORDER_KEY = "hrdma.transport.order";
+  /**
+   * The storage types of each DataNode's volumes, comma-separated (e.g. SSD,DISK): one
+   * directory per entry under DIR/dnI/data, tagged [SSD]/[DISK] in dfs.datanode.data.dir.
+   * Unset: one untagged (DISK) volume.
+   */
+  public static final String STORAGE_TYPES_KEY = "hrdma.cluster.storage-types";
+  public static final java.util.List<String> STORAGE_TYPES = java.util.List.of("DISK", "SSD", "ARCHIVE",
+      "RAM_DISK", "NVDIMM");
+
+  /** The storage types of {@link #STORAGE_TYPES_KEY}'s value, upper case; refused when unknown. */
+  public static java.util.List<String> storageTypes(String value) {
+    java.util.List<String> out = new java.util.ArrayList<>();
+    for (String t : value.split(",")) {
+      String u = t.trim().toUpperCase(java.util.Locale.ROOT);
+      if (!STORAGE_TYPES.contains(u)) {
+        throw new IllegalArgumentException("unknown storage type '" + t.trim() + "' (one of " + STORAGE_TYPES + ")");
+      }
+      out.add(u);
+    }
+    return out;
+  }
 
   private final ClusterLayout layout;
   private final ClusterState state;
@@ -85,7 +106,18 @@ public final class ClusterConfig {
     DaemonState d = state.dataNodes().get(i - 1);
     String host = state.host(d.name());
     Map<String, String> m = commonHdfs();
-    m.put("dfs.datanode.data.dir", layout.dataDir(i).toUri().toString());
+    String types = state.extraConf().get(STORAGE_TYPES_KEY);
+    if (types == null || types.isBlank()) {
+      m.put("dfs.datanode.data.dir", layout.dataDir(i).toUri().toString());
+    } else {
+      java.util.List<String> dirs = new java.util.ArrayList<>();
+      java.util.List<String> ts = storageTypes(types);
+      for (int k = 0; k < ts.size(); k++) {
+        String t = ts.get(k);
+        dirs.add("[" + t + "]" + layout.dataDir(i).resolve(t.toLowerCase(java.util.Locale.ROOT) + k).toUri());
+      }
+      m.put("dfs.datanode.data.dir", String.join(",", dirs));
+    }
     m.put("dfs.datanode.address", host + ":" + d.xferPort());
     m.put("dfs.datanode.ipc.address", host + ":" + d.ipcPort());
     m.put("dfs.datanode.http.address", host + ":" + d.httpPort());

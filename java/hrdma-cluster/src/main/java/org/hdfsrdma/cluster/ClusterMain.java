@@ -18,7 +18,8 @@ public final class ClusterMain {
 
   static final String USAGE = """
       usage: hrdma cluster start  --dir DIR [--datanodes N] [--transport-order LIST] [--port-offset K]
-                                  [--namenode-port P] [--conf KEY=VALUE]... [--jvm-opts "OPTS"] [--timeout SEC]
+                                  [--namenode-port P] [--storage TYPES] [--conf KEY=VALUE]... [--jvm-opts "OPTS"]
+                                  [--timeout SEC]
              hrdma cluster stop   --dir DIR [--timeout SEC]
              hrdma cluster status --dir DIR
         start   a stock Hadoop NameNode and N DataNodes (default 3) with the hrdma plugin, one JVM each,
@@ -28,6 +29,8 @@ public final class ClusterMain {
                 --transport-order   hrdma.transport.order for the DataNodes and the client (e.g. ucx,tcp)
                 --port-offset       hrdma.datanode.port-offset: plugin port = xfer port + K (default 1000)
                 --namenode-port     fixed NameNode RPC port (default: a free one, the previous one if free)
+                --storage TYPES     each DataNode's volumes by storage type, e.g. SSD,DISK: one directory
+                                    per entry under DIR/dnI/data, [SSD]/[DISK] in dfs.datanode.data.dir
                 --conf KEY=VALUE    extra setting for every daemon and the client (repeatable)
                 --jvm-opts          JVM options of each daemon (default -Xmx1g)
                 --timeout           seconds to wait for a healthy cluster (default 180)
@@ -111,6 +114,13 @@ public final class ClusterMain {
           }
         }
         case "--jvm-opts" -> jvmOpts = v;
+        case "--storage" -> {
+          try {
+            conf.put(ClusterConfig.STORAGE_TYPES_KEY, String.join(",", ClusterConfig.storageTypes(v)));
+          } catch (IllegalArgumentException e) {
+            throw new UsageException("--storage: " + e.getMessage());
+          }
+        }
         case "--conf" -> {
           int e = v.indexOf('=');
           if (e <= 0) {

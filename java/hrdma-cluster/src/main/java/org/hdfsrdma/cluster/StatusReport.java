@@ -1,6 +1,7 @@
 package org.hdfsrdma.cluster;
 
 import java.util.List;
+import org.hdfsrdma.datanode.disk.DiskStatus;
 
 /**
  * What {@code hrdma cluster status} found: per daemon whether its pid is alive, what the
@@ -17,8 +18,20 @@ public record StatusReport(String dir, String phase, String fsDefaultFs, String 
   public static final String UNREGISTERED = "unregistered";
   public static final String UNKNOWN = "unknown";
 
-  /** One daemon's line. {@code pluginReachable} is null for the NameNode. */
-  public record DaemonStatus(DaemonState daemon, boolean alive, String nameNodeView, Boolean pluginReachable) {
+  /**
+   * One daemon's line. {@code pluginReachable} is null for the NameNode; {@code volumes}: a
+   * DataNode's per-volume disk scheduler figures (from its JMX), empty when unknown.
+   */
+  public record DaemonStatus(DaemonState daemon, boolean alive, String nameNodeView, Boolean pluginReachable,
+      List<DiskStatus.Volume> volumes) {
+    public DaemonStatus {
+      volumes = List.copyOf(volumes);
+    }
+
+    public DaemonStatus(DaemonState daemon, boolean alive, String nameNodeView, Boolean pluginReachable) {
+      this(daemon, alive, nameNodeView, pluginReachable, List.of());
+    }
+
     public boolean healthy() {
       if (!alive) {
         return false;
@@ -50,6 +63,19 @@ public record StatusReport(String dir, String phase, String fsDefaultFs, String 
           s.alive() ? "yes" : "no", s.nameNodeView(),
           s.pluginReachable() == null ? "-" : s.pluginReachable() ? "yes" : "no",
           s.healthy() ? "ok" : "BAD", d.describePorts()));
+    }
+    boolean header = false;
+    for (DaemonStatus s : daemons) {
+      if (!s.volumes().isEmpty()) {
+        if (!header) {
+          b.append("disk schedulers (per volume):\n").append(DiskStatus.header()).append('\n');
+          header = true;
+        }
+        b.append(s.daemon().name()).append('\n');
+        for (DiskStatus.Volume v : s.volumes()) {
+          b.append(DiskStatus.format(v)).append('\n');
+        }
+      }
     }
     b.append(healthy() ? "healthy" : "NOT healthy").append('\n');
     return b.toString();

@@ -104,6 +104,21 @@ class ClusterConfigTest {
   }
 
   @Test
+  void storageTypesTagTheDataNodesVolumes(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) {
+    ClusterLayout layout = new ClusterLayout(dir);
+    ClusterState st = ClusterStateTest.sample();
+    Map<String, String> conf = new java.util.TreeMap<>(st.extraConf());
+    conf.put(ClusterConfig.STORAGE_TYPES_KEY, "SSD,DISK");
+    st = new ClusterState(st.phase(), st.fsDefaultFs(), st.portOffset(), st.transportOrder(), st.jvmOpts(), conf,
+        st.nameNode(), st.dataNodes());
+    String dirs = new ClusterConfig(layout, st).dataNodeHdfsSite(1).get("dfs.datanode.data.dir");
+    assertEquals("[SSD]" + layout.dataDir(1).resolve("ssd0").toUri() + ",[DISK]"
+        + layout.dataDir(1).resolve("disk1").toUri(), dirs);
+    org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+        () -> ClusterConfig.storageTypes("SSD,FLOPPY"));
+  }
+
+  @Test
   void xmlEscapesValues() {
     String xml = ClusterConfig.toXml(Map.of("k", "a<b&c>\"d"), "x -- y");
     assertTrue(xml.contains("<value>a&lt;b&amp;c&gt;&quot;d</value>"), xml);

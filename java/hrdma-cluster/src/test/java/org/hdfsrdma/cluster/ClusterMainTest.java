@@ -44,12 +44,19 @@ class ClusterMainTest {
   }
 
   @Test
+  void storageTypesBecomeASetting() throws Exception {
+    StartOptions o = ClusterMain.parse(new String[] {"start", "--dir", "d", "--storage", "ssd, DISK"}).start();
+    assertEquals(Map.of(ClusterConfig.STORAGE_TYPES_KEY, "SSD,DISK"), o.conf());
+  }
+
+  @Test
   void usageErrors() {
     for (String[] bad : new String[][] {{}, {"go", "--dir", "d"}, {"start"}, {"start", "--dir"},
         {"start", "--dir", "d", "--datanodes", "0"}, {"start", "--dir", "d", "--datanodes", "x"},
         {"start", "--dir", "d", "--conf", "novalue"}, {"start", "--dir", "d", "--transport-order", "a;b"},
         {"stop", "--dir", "d", "--datanodes", "2"}, {"status", "--dir", "d", "extra"},
-        {"start", "--dir", "d", "--bogus", "1"}, {"start", "--dir", "d", "--namenode-port", "70000"}}) {
+        {"start", "--dir", "d", "--bogus", "1"}, {"start", "--dir", "d", "--namenode-port", "70000"},
+        {"start", "--dir", "d", "--storage", "SSD,FLOPPY"}}) {
       assertThrows(UsageException.class, () -> ClusterMain.parse(bad), String.join(" ", bad));
     }
     ByteArrayOutputStream err = new ByteArrayOutputStream();

@@ -52,6 +52,21 @@ class StatusReportTest {
   }
 
   @Test
+  void formatsTheDataNodesVolumes() {
+    org.hdfsrdma.datanode.disk.DiskStatus.Volume v = new org.hdfsrdma.datanode.disk.DiskStatus.Volume("DS-1",
+        "rotational", 3, 1, 1000, 20, 900, 250e6, 24 << 20, 2.0, 1, 0, 0, 0, 10, 240L << 20, 5);
+    String text = report(new DaemonStatus(NN, true, StatusReport.UP, null),
+        new DaemonStatus(DN1, true, StatusReport.LIVE, true, List.of(v))).format();
+    String[] lines = text.split("\n");
+    assertTrue(lines[4].startsWith("disk schedulers"), text);
+    assertTrue(lines[5].contains("p50[us]") && lines[5].contains("ext/blk"), text);
+    assertEquals("dn1", lines[6]);
+    assertTrue(lines[7].matches("\\s+DS-1\\s+rotational\\s+3\\s+1\\s+1000\\s+20\\s+900\\s+250.0\\s+24.00\\s+2.00\\s+1\\s+0/0\\s+0"),
+        lines[7]);
+    assertEquals("healthy", lines[8]);
+  }
+
+  @Test
   void statusOfAStoppedClusterFromItsFile(@TempDir Path dir) throws Exception {
     ClusterManager m = new ClusterManager(dir, new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
     ClusterException e = assertThrows(ClusterException.class, m::status);

@@ -19,6 +19,7 @@ import org.apache.hadoop.security.token.SecretManager.InvalidToken;
 import org.apache.hadoop.security.token.Token;
 import org.apache.hadoop.util.DataChecksum;
 import org.hdfsrdma.datanode.compat.DataNodeAccess;
+import org.hdfsrdma.datanode.disk.DiskIo;
 import org.hdfsrdma.protocol.BlockOps;
 import org.hdfsrdma.protocol.Message;
 import org.hdfsrdma.protocol.MessageCodec;
@@ -62,6 +63,7 @@ final class BlockReadTask {
   private ExtendedBlock block;
   private ReadableByteChannel blockCh;
   private ReadableByteChannel metaCh;
+  private DiskIo.ReadStream disk; // hrdma disk: this read's I/O on its volume's scheduler
   private int bytesPerChecksum;
   private int checksumSize;
   private int packetBytes;
@@ -278,6 +280,8 @@ final class BlockReadTask {
       IOUtils.skipFully(in, (chunkOffset / bpc) * checksumSize);
       metaCh = meta.channel();
       blockCh = DataNodeAccess.channelOf(dn.blockInputStream(block, chunkOffset));
+      disk = owner.disk().openRead(dn, block); // hrdma disk: the volume's scheduler
+      blockCh = disk.direct(blockCh, chunkOffset, end); // hrdma disk: O_DIRECT + io_uring on ssd volumes
       ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.READ_RESPONSE, id,
           BlockOps.readResponse(checksum, chunkOffset), null));
       ok = true;
@@ -303,8 +307,11 @@ final class BlockReadTask {
     RegisteredBuffer p = MessageCodec.begin(ep.transport().allocator(), MessageKind.DATA_PACKET, id, h,
         sumLen + dataLen);
     try {
-      readFully(metaCh, p.nio(), sumLen, "the .meta file");
-      readFully(blockCh, p.nio(), dataLen, "the block file");
+      disk.read(next, dataLen, () -> { // hrdma disk: on the volume's scheduler
+        readFully(metaCh, p.nio(), sumLen, "the .meta file");
+        readFully(blockCh, p.nio(), dataLen, "the block file");
+        return null;
+      });
       MessageCodec.finish(p);
     } catch (IOException | RuntimeException e) {
       p.release();
@@ -338,6 +345,9 @@ final class BlockReadTask {
       }
       finished = true;
       scheduled = false;
+    }
+    if (disk != null) {
+      disk.close(); // hrdma disk
     }
     closeQuietly(blockCh);
     closeQuietly(metaCh);

@@ -26,6 +26,7 @@ import org.apache.hadoop.security.token.SecretManager.InvalidToken;
 import org.apache.hadoop.util.DataChecksum;
 import org.hdfsrdma.datanode.compat.DataNodeAccess;
 import org.hdfsrdma.datanode.compat.RbwReplica;
+import org.hdfsrdma.datanode.disk.DiskIo;
 import org.hdfsrdma.protocol.BlockOps;
 import org.hdfsrdma.protocol.Message;
 import org.hdfsrdma.protocol.MessageCodec;
@@ -84,6 +85,7 @@ final class BlockWriteTask {
   // set during setup (before `ready`), read afterwards
   private ExtendedBlock block;
   private RbwReplica replica;
+  private DiskIo.WriteStream disk; // hrdma disk: this block's I/O on its volume's scheduler
   private DataChecksum checksum;
   private int bytesPerChecksum;
   private int checksumSize;
@@ -469,6 +471,7 @@ final class BlockWriteTask {
         replica = dn.createRbw(BlockOps.storageType(op), BlockOps.storageId(op), reserve, false);
         replica.clearWriter();
         replica.openStreams(checksum);
+        disk = owner.disk().openWrite(replica, reserve.getNumBytes()); // hrdma disk: preallocate, volume scheduler
       }
       case PIPELINE_SETUP_STREAMING_RECOVERY -> {
         // truncated to what every node acknowledged; the client sends the unacknowledged packets again
@@ -476,6 +479,7 @@ final class BlockWriteTask {
         replica.clearWriter();
         block.setGenerationStamp(newGs);
         replica.openStreamsForRecovery(checksum);
+        disk = owner.disk().openWrite(replica, dn.estimatedBlockSize()); // hrdma disk: as for a new replica
         expectedOffset = replica.bytesOnDisk();
         LOG.info("hrdma datanode: recovered {} at {} bytes for a new pipeline", block, expectedOffset);
       }
@@ -557,16 +561,26 @@ final class BlockWriteTask {
         System.arraycopy(sumBuf, sumLen - checksumSize, lastSum, 0, checksumSize);
         int skip = (int) overlap;
         int skipSums = skip / bytesPerChecksum * checksumSize;
-        if (skip % bytesPerChecksum != 0) {
-          replica.rewindLastChecksum(checksumSize); // that chunk's checksum is rewritten whole
-        }
-        replica.writePacket(dataBuf, skip, dataLen - skip, sumBuf, skipSums, sumLen - skipSums, end, lastSum);
+        disk.write(h.getOffsetInBlock() + skip, dataLen - skip, () -> { // hrdma disk: on the volume's scheduler
+          if (skip % bytesPerChecksum != 0) {
+            replica.rewindLastChecksum(checksumSize); // that chunk's checksum is rewritten whole
+          }
+          replica.writePacket(dataBuf, skip, dataLen - skip, sumBuf, skipSums, sumLen - skipSums, end, lastSum);
+          return null;
+        });
       }
       if (h.getSyncBlock() && !last) {
-        replica.sync(); // hsync: on disk before the ack
+        disk.write(end, 0, () -> { // hsync: on disk before the ack
+          replica.sync();
+          return null;
+        });
       }
       if (last) {
-        replica.closeStreams(dn.syncOnClose());
+        disk.write(end, 0, () -> { // hrdma disk: then trim the preallocated tail, count extents
+          replica.closeStreams(dn.syncOnClose());
+          disk.finish();
+          return null;
+        });
         ExtendedBlock fin = new ExtendedBlock(block);
         fin.setNumBytes(replica.numBytes());
         dn.finalizeBlock(fin, dn.syncOnClose());
@@ -610,6 +624,9 @@ final class BlockWriteTask {
     Downstream d = down;
     if (d != null && d.ep != null) {
       d.ep.close();
+    }
+    if (disk != null) {
+      disk.close(); // hrdma disk
     }
     if (replica != null) {
       try {

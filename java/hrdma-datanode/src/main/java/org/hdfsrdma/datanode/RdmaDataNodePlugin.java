@@ -11,6 +11,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.util.ServicePlugin;
 import org.hdfsrdma.datanode.compat.DataNodeAccess;
+import org.hdfsrdma.datanode.disk.DiskIo;
+import org.hdfsrdma.datanode.disk.DiskMetrics;
+import org.hdfsrdma.datanode.disk.DiskSettings;
 import org.hdfsrdma.protocol.HadoopTransportConf;
 import org.hdfsrdma.protocol.RdmaPorts;
 import org.hdfsrdma.transport.Transport;
@@ -74,6 +77,8 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   private HrdmaConnector connector;         // guarded by lock; created on the first forwarded write
   private TransportConf tconf;              // set before SERVING
   private RequestDispatcher dispatcher;    // guarded by lock
+  private DiskIo disk;                      // guarded by lock
+  private DiskMetrics metrics;              // guarded by lock
   private volatile State state = State.NEW;
   private volatile String failure;
 
@@ -119,10 +124,12 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     int port;
     TransportConf tconf;
     ReadSettings settings;
+    DiskSettings diskSettings;
     try {
       port = RdmaPorts.pluginPort(dn.xferPort(), conf);
       tconf = transportConf(conf);
       settings = ReadSettings.of(conf);
+      diskSettings = DiskSettings.of(conf);
     } catch (IllegalArgumentException e) {
       fail("hrdma datanode plugin: bad configuration, not serving: " + e.getMessage(), null);
       return;
@@ -137,14 +144,16 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     this.tconf = tconf;
     ThreadPoolExecutor executor = newExecutor(settings.threads(), "hrdma-dn-read-" + dn.xferPort() + "-");
     ThreadPoolExecutor wexecutor = newExecutor(writeThreads, "hrdma-dn-write-" + dn.xferPort() + "-");
+    DiskIo diskIo = new DiskIo(diskSettings, dn.volumes());
     RequestDispatcher d = new RequestDispatcher(dn, settings, executor, wexecutor, this::connector,
-        setupTimeoutMs);
+        setupTimeoutMs, diskIo);
     HrdmaServer s;
     try {
       s = HrdmaServer.start(tconf, d, bindHost, port);
     } catch (Exception | LinkageError e) {
       executor.shutdownNow();
       wexecutor.shutdownNow();
+      diskIo.close();
       fail("hrdma datanode plugin: cannot listen on " + bindHost + ":" + port + ": " + e
           + "; not serving, the stock data path is unaffected", null);
       return;
@@ -154,9 +163,12 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
         s.close();
         executor.shutdownNow();
         wexecutor.shutdownNow();
+        diskIo.close();
         return;
       }
       server = s;
+      disk = diskIo;
+      metrics = DiskMetrics.register("HrdmaDisk-" + dn.xferPort(), diskIo);
       readExecutor = executor;
       writeExecutor = wexecutor;
       dispatcher = d;
@@ -229,10 +241,16 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     ThreadPoolExecutor ex;
     ThreadPoolExecutor wex;
     HrdmaConnector conn;
+    DiskIo dio;
+    DiskMetrics m;
     synchronized (lock) {
       if (state == State.STOPPED) {
         return;
       }
+      dio = disk;
+      m = metrics;
+      disk = null;
+      metrics = null;
       state = State.STOPPED;
       t = starter;
       s = server;
@@ -276,6 +294,12 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     }
     if (conn != null) {
       conn.close();
+    }
+    if (m != null) {
+      m.unregister();
+    }
+    if (dio != null) {
+      dio.close(); // after the executors: nothing waits on a scheduler any more
     }
   }
 
@@ -344,6 +368,13 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   public int openConnections() {
     synchronized (lock) {
       return dispatcher == null ? 0 : dispatcher.connections();
+    }
+  }
+
+  /** The per-volume disk schedulers while serving, else null. */
+  public DiskIo disk() {
+    synchronized (lock) {
+      return disk;
     }
   }
 

@@ -19,6 +19,7 @@ import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
 import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier.AccessMode;
 import org.apache.hadoop.security.token.SecretManager.InvalidToken;
 import org.hdfsrdma.datanode.compat.DataNodeAccess;
+import org.hdfsrdma.datanode.disk.DiskIo;
 import org.hdfsrdma.protocol.BlockOps;
 import org.hdfsrdma.protocol.InfoReply;
 import org.hdfsrdma.protocol.Message;
@@ -57,16 +58,19 @@ final class RequestDispatcher implements EndpointHandler {
   private final ExecutorService writeExecutor;
   private final java.util.function.Supplier<HrdmaConnector> connector;
   private final long setupTimeoutMs;
+  private final DiskIo disk;
   private final ConcurrentHashMap<Endpoint, Conn> conns = new ConcurrentHashMap<>();
 
   RequestDispatcher(DataNodeAccess dn, ReadSettings settings, ExecutorService executor,
-      ExecutorService writeExecutor, java.util.function.Supplier<HrdmaConnector> connector, long setupTimeoutMs) {
+      ExecutorService writeExecutor, java.util.function.Supplier<HrdmaConnector> connector, long setupTimeoutMs,
+      DiskIo disk) {
     this.dn = dn;
     this.settings = settings;
     this.executor = executor;
     this.writeExecutor = writeExecutor;
     this.connector = connector;
     this.setupTimeoutMs = setupTimeoutMs;
+    this.disk = disk;
   }
 
   /** Connections open now. */
@@ -272,6 +276,11 @@ final class RequestDispatcher implements EndpointHandler {
 
   void releaseBlock(ExtendedBlock block, BlockWriteTask t) {
     writers.remove(new ReplicaKey(block.getBlockPoolId(), block.getBlockId()), t);
+  }
+
+  /** The per-volume disk schedulers every block read and write goes through. */
+  DiskIo disk() {
+    return disk;
   }
 
   void writeDone(Endpoint ep, BlockWriteTask t) {

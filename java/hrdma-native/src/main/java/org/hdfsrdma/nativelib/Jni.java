@@ -107,4 +107,36 @@ public final class Jni {
   /** -1: all chunks match; >= 0: offset of the first bad chunk; < -1: -1000 + status. */
   public static native long crc32cChunksVerify0(long data, long len, int bytesPerChecksum,
       long sums, long sumsLen);
+
+  // disk (block files): fast-path natives return a status (or a value >= 0)
+
+  /** >= 0: the file descriptor; < 0: status. flags: NativeDisk.WRITE | NativeDisk.DIRECT. */
+  public static native long diskOpen0(String path, int flags);
+
+  public static native int diskClose0(int fd);
+
+  public static native int diskPreallocate0(int fd, long offset, long len);
+
+  public static native int diskTrim0(int fd);
+
+  public static native int diskDropCache0(int fd, long offset, long len, boolean written);
+
+  public static native int diskWriteback0(int fd, long offset, long len);
+
+  /** >= 0: extents; < 0: status. */
+  public static native long diskExtentCount0(int fd);
+
+  /** > 0: the O_DIRECT alignment; < 0: status. */
+  public static native long diskDirectAlignment0(int fd);
+
+  public static native long diskRingCreate0(int depth) throws NativeException;
+
+  public static native int diskRingDestroy0(long ring);
+
+  /** Queues and submits a read ({@code write} false) or a write. */
+  public static native int diskRingSubmit0(long ring, boolean write, int fd, long addr, long len, long offset,
+      long cookie);
+
+  /** Completions (u64 cookie, i64 result) stored at out; returns how many, or < 0: status. */
+  public static native int diskRingReap0(long ring, long out, int max, int minWait);
 }

@@ -300,6 +300,44 @@ public final class DataNodeAccess {
     return "DataNode[" + dn.getDisplayName() + ", uuid=" + dn.getDatanodeUuid() + "]";
   }
 
+  /** A volume of the dataset as the plugin's disk schedulers see it. */
+  public record Volume(String storageId, StorageType storageType, String baseDir) {}
+
+  /** The dataset's volumes (the stock FsVolumeSpi list), in volume order; empty before the dataset exists. */
+  public List<Volume> volumes() {
+    FsDatasetSpi<?> data = dn.getFSDataset();
+    List<Volume> out = new ArrayList<>();
+    if (data == null) {
+      return out;
+    }
+    try (FsDatasetSpi.FsVolumeReferences volumes = data.getFsVolumeReferences()) {
+      for (FsVolumeSpi v : volumes) {
+        out.add(volume(v));
+      }
+    } catch (IOException e) {
+      // see blockPoolIds()
+    }
+    return out;
+  }
+
+  static Volume volume(FsVolumeSpi v) {
+    java.net.URI base = v.getBaseURI();
+    String dir = base == null ? "" : "file".equals(base.getScheme()) ? new java.io.File(base).getPath()
+        : base.toString();
+    return new Volume(v.getStorageID(), v.getStorageType(), dir);
+  }
+
+  /** The volume holding a replica of {@code block}, or null when this DataNode has none. */
+  public Volume volumeOf(ExtendedBlock block) throws IOException {
+    FsVolumeSpi v = dataset().getVolume(block);
+    return v == null ? null : volume(v);
+  }
+
+  /** The local path of a replica's block file (the stock short-circuit lookup). */
+  public String blockPath(ExtendedBlock block) throws IOException {
+    return dataset().getBlockLocalPathInfo(block).getBlockPath();
+  }
+
   /** For diagnostics: the storage ids of the volumes, in volume order. */
   public List<String> storageIds() {
     FsDatasetSpi<?> data = dn.getFSDataset();

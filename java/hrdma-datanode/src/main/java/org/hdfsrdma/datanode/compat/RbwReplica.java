@@ -53,6 +53,16 @@ public final class RbwReplica implements AutoCloseable {
     return replica().getStorageUuid();
   }
 
+  /** The volume the replica is on. */
+  public DataNodeAccess.Volume volume() {
+    return DataNodeAccess.volume(replica().getReplicaInfo().getVolume());
+  }
+
+  /** The replica's block file (where the dataset put it; it moves at finalize). */
+  public java.nio.file.Path blockFile() {
+    return java.nio.file.Paths.get(replica().getReplicaInfo().getBlockURI());
+  }
+
   public boolean onTransientStorage() {
     return replica().isOnTransientStorage();
   }

@@ -1,0 +1,420 @@
+package org.hdfsrdma.datanode.disk;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.ReadableByteChannel;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.hdfsrdma.datanode.compat.DataNodeAccess;
+import org.hdfsrdma.datanode.compat.DataNodeAccess.Volume;
+import org.hdfsrdma.datanode.compat.RbwReplica;
+import org.hdfsrdma.nativelib.HrdmaNative;
+import org.hdfsrdma.nativelib.NativeDisk;
+import org.hdfsrdma.nativelib.NativeException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The plugin's disk I/O: one {@link VolumeScheduler} per DataNode volume
+ * (made when the volume is first used, with the policy its storage type or
+ * directory asks for), and the block-file work around it: preallocation
+ * when a block is created, write-back and page-cache dropping behind a
+ * stream, trim and an extent count at finalize.
+ *
+ * <p>What the filesystem cannot do (fallocate, FIEMAP, sync_file_range,
+ * fadvise) is given up per volume once, with a log line and a
+ * {@link VolumeStats#fallback()} count; the write goes on without it.
+ *
+ * <p>Thread-safe.
+ */
+public final class DiskIo implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(DiskIo.class);
+
+  private final DiskSettings settings;
+  private final boolean nativeOk;
+  private final ConcurrentHashMap<String, VolumeScheduler> schedulers = new ConcurrentHashMap<>();
+  private final Set<String> noPreallocate = ConcurrentHashMap.newKeySet();
+  private final Set<String> noDrop = ConcurrentHashMap.newKeySet();
+  private final Set<String> noExtents = ConcurrentHashMap.newKeySet();
+  private final Set<String> noDirect = ConcurrentHashMap.newKeySet();
+  /** Each I/O worker's io_uring for direct reads (made on first use, closed with this). */
+  private final ThreadLocal<NativeDisk.Ring> rings = new ThreadLocal<>();
+  private final java.util.Queue<NativeDisk.Ring> allRings = new java.util.concurrent.ConcurrentLinkedQueue<>();
+  private final boolean uringOk;
+  private static final int RING_DEPTH = 64;
+  private volatile boolean closed;
+
+  public DiskIo(DiskSettings settings, List<Volume> volumes) {
+    this.settings = settings;
+    this.nativeOk = HrdmaNative.isAvailable();
+    if (!nativeOk && (settings.preallocate() || settings.dropBehindWrites() || settings.dropBehindReads())) {
+      LOG.warn("hrdma disk: libhrdma is unavailable ({}); no preallocation, trim or page-cache dropping",
+          HrdmaNative.unavailabilityCause().toString());
+    }
+    this.uringOk = nativeOk && settings.directReads() && probeUring();
+    for (Volume v : volumes) {
+      scheduler(v);
+    }
+  }
+
+  /** Whether an io_uring can be made here (seccomp or an old kernel may forbid it); logged once. */
+  private static boolean probeUring() {
+    try (NativeDisk.Ring r = new NativeDisk.Ring(1)) {
+      return true;
+    } catch (NativeException | RuntimeException e) {
+      LOG.warn("hrdma disk: no io_uring ({}); reads stay buffered", e.getMessage());
+      return false;
+    }
+  }
+
+  /** Read-ahead windows kept for reuse (allocating and zeroing 8 MB of direct memory per request is not free). */
+  private final java.util.concurrent.ConcurrentLinkedDeque<ByteBuffer> windows =
+      new java.util.concurrent.ConcurrentLinkedDeque<>();
+  private static final int WINDOWS_KEPT = 16;
+  private static final int WINDOW_ALIGN = 4096;
+
+  private ByteBuffer window() {
+    ByteBuffer w = windows.pollFirst();
+    if (w == null) {
+      int n = settings.readAheadBytes() + (WINDOW_ALIGN - settings.readAheadBytes() % WINDOW_ALIGN) % WINDOW_ALIGN;
+      w = ByteBuffer.allocateDirect(n + WINDOW_ALIGN).alignedSlice(WINDOW_ALIGN);
+    }
+    return w.clear();
+  }
+
+  private void giveBack(ByteBuffer w) {
+    if (windows.size() < WINDOWS_KEPT) {
+      windows.addFirst(w);
+    }
+  }
+
+  private NativeDisk.Ring ring() {
+    NativeDisk.Ring r = rings.get();
+    if (r == null) {
+      try {
+        r = new NativeDisk.Ring(RING_DEPTH);
+      } catch (NativeException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+      rings.set(r);
+      allRings.add(r);
+    }
+    return r;
+  }
+
+  public DiskSettings settings() {
+    return settings;
+  }
+
+  /** The volume's scheduler, made on first use. */
+  public VolumeScheduler scheduler(Volume v) {
+    VolumeScheduler s = schedulers.computeIfAbsent(v.storageId(), id -> {
+      Policy p = settings.policyFor(v.storageType(), v.baseDir());
+      LOG.info("hrdma disk: volume {} ({} {}): {} policy", id, v.storageType(), v.baseDir(), p.name());
+      return new VolumeScheduler(id, p, settings.maxQueued(), settings.maxQueuedPerStream(),
+          settings.maxWaitNanos(), settings.queueTimeoutNanos());
+    });
+    if (closed) {
+      s.close();
+    }
+    return s;
+  }
+
+  /** The schedulers by storage id, sorted. */
+  public Map<String, VolumeScheduler> schedulers() {
+    return new TreeMap<>(schedulers);
+  }
+
+  /**
+   * Starts writing a new replica's block file: preallocates it to
+   * {@code reserveBytes} (its length stays what it is).
+   */
+  public WriteStream openWrite(RbwReplica replica, long reserveBytes) {
+    return openWrite(replica.volume(), replica.blockFile(), reserveBytes);
+  }
+
+  /** Starts reading a replica this DataNode holds. */
+  public ReadStream openRead(DataNodeAccess dn, ExtendedBlock block) throws IOException {
+    Volume v = dn.volumeOf(block);
+    if (v == null) {
+      throw new IOException("no volume holds " + block);
+    }
+    boolean direct = uringOk && isSsdPolicy(v) && !noDirect.contains(v.storageId());
+    return openRead(v, settings.dropBehindReads() || direct ? dn.blockPath(block) : null, direct);
+  }
+
+  private boolean isSsdPolicy(Volume v) {
+    String p = scheduler(v).policy().name();
+    return p.equals("ssd") || p.equals("adaptive");
+  }
+
+  WriteStream openWrite(Volume v, Path blockFile, long reserveBytes) {
+    VolumeScheduler s = scheduler(v);
+    NativeDisk.File f = null;
+    if (nativeOk && (settings.preallocate() || settings.dropBehindWrites())) {
+      f = open(v, s, blockFile, NativeDisk.WRITE);
+    }
+    WriteStream w = new WriteStream(v, s, f);
+    if (f != null && settings.preallocate() && !noPreallocate.contains(v.storageId())) {
+      NativeDisk.File file = f;
+      try {
+        // through the scheduler like any disk work, and one at a time per volume: concurrent
+        // fallocates interleave their allocations and split each other's extents
+        s.call(w, true, 0, 0, () -> {
+          synchronized (s) {
+            file.preallocate(0, reserveBytes);
+          }
+          return null;
+        });
+        s.stats().preallocated();
+      } catch (NativeException e) {
+        giveUp(noPreallocate, v, s, "fallocate", e);
+      } catch (IOException e) {
+        LOG.warn("hrdma disk: preallocating {} failed: {}", blockFile, e.toString());
+      }
+    }
+    return w;
+  }
+
+  /** Starts reading a block file on {@code v} (blockPath: for dropping it from the cache behind the reader). */
+  ReadStream openRead(Volume v, String blockPath, boolean direct) {
+    VolumeScheduler s = scheduler(v);
+    NativeDisk.File f = null;
+    if (nativeOk && settings.dropBehindReads() && !direct && blockPath != null
+        && !noDrop.contains(v.storageId())) {
+      f = open(v, s, Paths.get(blockPath), 0);
+    }
+    return new ReadStream(v, s, f, direct ? blockPath : null);
+  }
+
+  private NativeDisk.File open(Volume v, VolumeScheduler s, Path p, int flags) {
+    try {
+      return NativeDisk.File.open(p, flags);
+    } catch (NativeException e) {
+      LOG.warn("hrdma disk: cannot open {} on volume {}: {}", p, v.storageId(), e.getMessage());
+      s.stats().fallback();
+      return null;
+    }
+  }
+
+  private void giveUp(Set<String> off, Volume v, VolumeScheduler s, String what, NativeException e) {
+    if (off.add(v.storageId())) {
+      s.stats().fallback();
+      LOG.warn("hrdma disk: {} fails on volume {} ({}): {}; going on without it", what, v.storageId(),
+          v.baseDir(), e.getMessage());
+    }
+  }
+
+  @Override
+  public void close() {
+    closed = true;
+    for (VolumeScheduler s : schedulers.values()) {
+      s.close(); // joins the workers: no ring is in use after this
+    }
+    NativeDisk.Ring r;
+    while ((r = allRings.poll()) != null) {
+      try {
+        r.close();
+      } catch (NativeException e) {
+        LOG.warn("hrdma disk: {}", e.getMessage());
+      }
+    }
+  }
+
+  /** What a block's read or write stream holds: its volume, scheduler and native file (may be null). */
+  private abstract static class BlockStream implements AutoCloseable {
+    final Volume volume;
+    final VolumeScheduler sched;
+    NativeDisk.File file;
+
+    BlockStream(Volume volume, VolumeScheduler sched, NativeDisk.File file) {
+      this.volume = volume;
+      this.sched = sched;
+      this.file = file;
+    }
+
+    public VolumeScheduler scheduler() {
+      return sched;
+    }
+
+    /** Leaves the scheduler, closes the native file. Idempotent. */
+    @Override
+    public void close() {
+      sched.close(this);
+      if (file != null) {
+        try {
+          file.close();
+        } catch (NativeException e) {
+          LOG.warn("hrdma disk: {}", e.getMessage());
+        }
+        file = null;
+      }
+    }
+  }
+
+  /**
+   * One block being written: its writes go through the volume's scheduler;
+   * behind it, written ranges are written back and dropped from the page
+   * cache. Used by one writer thread at a time.
+   */
+  public final class WriteStream extends BlockStream {
+    private long writtenBack; // write-back started up to here
+    private long dropped;     // dropped from the cache up to here
+
+    WriteStream(Volume volume, VolumeScheduler sched, NativeDisk.File file) {
+      super(volume, sched, file);
+    }
+
+    /** Runs {@code write} (the bytes [offset, offset + len) of the block) on the volume's device. */
+    public void write(long offset, int len, VolumeScheduler.IoAction<?> write) throws IOException {
+      sched.call(this, true, offset, len, () -> {
+        write.run();
+        behind(offset + len);
+        return null;
+      });
+    }
+
+    private void behind(long end) {
+      long w = settings.dropBytes();
+      if (file == null || !settings.dropBehindWrites() || noDrop.contains(volume.storageId())) {
+        return;
+      }
+      try {
+        while (end - writtenBack >= w) {
+          file.writeback(writtenBack, w);
+          writtenBack += w;
+        }
+        // one window behind the write-back: by now it is (mostly) on disk
+        while (writtenBack - dropped >= 2 * w) {
+          file.dropCache(dropped, w, true);
+          dropped += w;
+        }
+      } catch (NativeException e) {
+        giveUp(noDrop, volume, sched, "sync_file_range/fadvise", e);
+      }
+    }
+
+    /**
+     * The block is complete and its streams closed: release the
+     * preallocated tail and count the file's extents. Call before the
+     * replica is finalized.
+     */
+    public void finish() {
+      if (file == null) {
+        return;
+      }
+      try {
+        file.trim();
+        sched.stats().trimmed();
+      } catch (NativeException e) {
+        giveUp(noPreallocate, volume, sched, "trim", e);
+      }
+      if (!noExtents.contains(volume.storageId())) {
+        try {
+          sched.stats().finalizedBlock(file.extentCount());
+        } catch (NativeException e) {
+          giveUp(noExtents, volume, sched, "FIEMAP", e);
+        }
+      }
+    }
+
+    @Override
+    public String toString() {
+      return "write@" + Integer.toHexString(System.identityHashCode(this));
+    }
+  }
+
+  /** One block being read: reads go through the volume's scheduler; read ranges are dropped behind. */
+  public final class ReadStream extends BlockStream {
+    private long dropFrom = -1;
+    private final String directPath;
+    private boolean direct;
+
+    ReadStream(Volume volume, VolumeScheduler sched, NativeDisk.File file, String directPath) {
+      super(volume, sched, file);
+      this.directPath = directPath;
+    }
+
+    /**
+     * The channel to read the block data [start, end) from:
+     * on ssd/adaptive volumes an O_DIRECT io_uring reader that takes its
+     * depth and request size from the volume's policy (closing it closes
+     * {@code ch}), else {@code ch} itself. Where O_DIRECT is refused, the
+     * volume falls back to {@code ch} from then on.
+     */
+    public ReadableByteChannel direct(ReadableByteChannel ch, long start, long end) {
+      if (directPath == null || noDirect.contains(volume.storageId())) {
+        return ch;
+      }
+      NativeDisk.File f;
+      try {
+        f = NativeDisk.File.open(Paths.get(directPath), NativeDisk.DIRECT);
+      } catch (NativeException e) {
+        giveUp(noDirect, volume, sched, "O_DIRECT", e);
+        return ch;
+      }
+      ByteBuffer w = window();
+      try {
+        ReadableByteChannel d = new DirectReadChannel(f, ch, start, end, w, DiskIo.this::giveBack, DiskIo.this::ring,
+            sched, this);
+        direct = true;
+        return d;
+      } catch (NativeException e) {
+        giveBack(w);
+        try {
+          f.close();
+        } catch (NativeException ignored) {
+          // already failing
+        }
+        giveUp(noDirect, volume, sched, "O_DIRECT", e);
+        return ch;
+      }
+    }
+
+    /**
+     * Runs {@code read} (the bytes [offset, offset + len) of the block) on the volume's device;
+     * with a {@link #direct} channel on the caller's thread instead, since that channel's refills
+     * are the disk requests and go through the scheduler themselves.
+     */
+    public void read(long offset, int len, VolumeScheduler.IoAction<?> read) throws IOException {
+      if (direct) {
+        read.run();
+        return;
+      }
+      sched.call(this, false, offset, len, () -> {
+        read.run();
+        behind(offset, offset + len);
+        return null;
+      });
+    }
+
+    private void behind(long start, long end) {
+      if (file == null || noDrop.contains(volume.storageId())) {
+        return;
+      }
+      if (dropFrom < 0) {
+        dropFrom = start;
+      }
+      long w = settings.dropBytes();
+      try {
+        while (end - dropFrom >= w) {
+          file.dropCache(dropFrom, w, false);
+          dropFrom += w;
+        }
+      } catch (NativeException e) {
+        giveUp(noDrop, volume, sched, "fadvise", e);
+      }
+    }
+
+    @Override
+    public String toString() {
+      return "read@" + Integer.toHexString(System.identityHashCode(this));
+    }
+  }
+}

@@ -1,0 +1,211 @@
+package org.hdfsrdma.datanode.disk;
+
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.StorageType;
+
+/**
+ * The disk settings of the plugin, from the DataNode configuration
+ * ({@code hrdma.datanode.disk.*}). Every bad value is refused with an
+ * {@link IllegalArgumentException} naming the key.
+ */
+public record DiskSettings(boolean schedulerEnabled, Map<StorageType, String> policyByType,
+    Map<String, String> policyByDir, long sliceBytes, long lingerNanos, int ssdDepth, int ssdRequestBytes,
+    int adaptiveMinDepth, int adaptiveMaxDepth, int adaptiveMinBytes, int adaptiveMaxBytes, int adaptiveWindow,
+    double adaptiveDrop, double adaptiveGain, int adaptiveCalmWindows, int fifoDepth, int maxQueued,
+    int maxQueuedPerStream, long maxWaitNanos, long queueTimeoutNanos, boolean preallocate,
+    boolean dropBehindWrites, boolean dropBehindReads, long dropBytes, boolean directReads, int readAheadBytes) {
+
+  public static final String PREFIX = "hrdma.datanode.disk.";
+  /** false: every volume's I/O runs on the caller's thread, unscheduled (for comparisons). */
+  public static final String SCHEDULER_KEY = PREFIX + "scheduler.enabled";
+  public static final boolean SCHEDULER_DEFAULT = true;
+  /** Policy per storage type: {@code hrdma.datanode.disk.policy.ssd = adaptive} etc. */
+  public static final String POLICY_KEY_PREFIX = PREFIX + "policy.";
+  /** Per-volume overrides: comma-separated {@code <volume dir>=<policy>}. */
+  public static final String POLICY_OVERRIDES_KEY = PREFIX + "policy.overrides";
+  public static final String SLICE_BYTES_KEY = PREFIX + "rotational.slice-bytes";
+  public static final long SLICE_BYTES_DEFAULT = 32L << 20;
+  public static final String LINGER_MS_KEY = PREFIX + "rotational.linger-ms";
+  public static final long LINGER_MS_DEFAULT = 5;
+  public static final String SSD_DEPTH_KEY = PREFIX + "ssd.queue-depth";
+  public static final int SSD_DEPTH_DEFAULT = 4;
+  public static final String SSD_REQUEST_BYTES_KEY = PREFIX + "ssd.request-bytes";
+  public static final int SSD_REQUEST_BYTES_DEFAULT = 1 << 20;
+  public static final String ADAPTIVE_MIN_DEPTH_KEY = PREFIX + "adaptive.min-queue-depth";
+  public static final int ADAPTIVE_MIN_DEPTH_DEFAULT = 2;
+  public static final String ADAPTIVE_MAX_DEPTH_KEY = PREFIX + "adaptive.max-queue-depth";
+  public static final int ADAPTIVE_MAX_DEPTH_DEFAULT = 32;
+  public static final String ADAPTIVE_MIN_BYTES_KEY = PREFIX + "adaptive.min-request-bytes";
+  public static final int ADAPTIVE_MIN_BYTES_DEFAULT = 256 << 10;
+  public static final String ADAPTIVE_MAX_BYTES_KEY = PREFIX + "adaptive.max-request-bytes";
+  public static final int ADAPTIVE_MAX_BYTES_DEFAULT = 8 << 20;
+  public static final String ADAPTIVE_WINDOW_KEY = PREFIX + "adaptive.window-requests";
+  public static final int ADAPTIVE_WINDOW_DEFAULT = 64;
+  public static final String ADAPTIVE_DROP_KEY = PREFIX + "adaptive.drop-percent";
+  public static final int ADAPTIVE_DROP_DEFAULT = 10;
+  public static final String ADAPTIVE_GAIN_KEY = PREFIX + "adaptive.gain-percent";
+  public static final int ADAPTIVE_GAIN_DEFAULT = 5;
+  public static final String ADAPTIVE_CALM_KEY = PREFIX + "adaptive.calm-windows";
+  public static final int ADAPTIVE_CALM_DEFAULT = 8;
+  public static final String FIFO_DEPTH_KEY = PREFIX + "fifo.queue-depth";
+  public static final int FIFO_DEPTH_DEFAULT = 8;
+  public static final String MAX_QUEUED_KEY = PREFIX + "max-queued-requests";
+  public static final int MAX_QUEUED_DEFAULT = 1024;
+  public static final String MAX_QUEUED_PER_STREAM_KEY = PREFIX + "max-queued-per-stream";
+  public static final int MAX_QUEUED_PER_STREAM_DEFAULT = 64;
+  /** A request that waited this long is served next, whatever the policy prefers. */
+  public static final String MAX_WAIT_MS_KEY = PREFIX + "max-wait-ms";
+  public static final long MAX_WAIT_MS_DEFAULT = 500;
+  /** How long a caller waits for room in a full queue before its request fails. */
+  public static final String QUEUE_TIMEOUT_MS_KEY = PREFIX + "queue-timeout-ms";
+  public static final long QUEUE_TIMEOUT_MS_DEFAULT = 60_000;
+  public static final String PREALLOCATE_KEY = PREFIX + "preallocate";
+  public static final boolean PREALLOCATE_DEFAULT = true;
+  public static final String DROP_BEHIND_WRITES_KEY = PREFIX + "drop-cache-behind-writes";
+  public static final boolean DROP_BEHIND_WRITES_DEFAULT = true;
+  public static final String DROP_BEHIND_READS_KEY = PREFIX + "drop-cache-behind-reads";
+  public static final boolean DROP_BEHIND_READS_DEFAULT = false;
+  /** Granularity of write-back and page-cache dropping behind a stream. */
+  public static final String DROP_BYTES_KEY = PREFIX + "drop-cache-bytes";
+  public static final long DROP_BYTES_DEFAULT = 8L << 20;
+
+  /**
+   * Reads on volumes with the ssd or adaptive policy: O_DIRECT through an io_uring, several
+   * requests in flight per refill of a read-ahead window.
+   */
+  public static final String DIRECT_READS_KEY = PREFIX + "direct-reads";
+  public static final boolean DIRECT_READS_DEFAULT = true;
+  /** The read-ahead window of one direct read stream (depth x request size is capped by it). */
+  public static final String READ_AHEAD_BYTES_KEY = PREFIX + "read-ahead-bytes";
+  public static final int READ_AHEAD_BYTES_DEFAULT = 8 << 20;
+
+  /** The policy names {@link #policyFor} knows. */
+  public static final java.util.List<String> POLICIES = java.util.List.of("rotational", "ssd", "adaptive",
+      "fifo", "inline");
+
+  /** Default policy per storage type (DISK and ARCHIVE are rotational; RAM_DISK needs no queue). */
+  static String defaultPolicy(StorageType t) {
+    return switch (t) {
+      case DISK, ARCHIVE -> "rotational";
+      case SSD -> "adaptive";
+      case RAM_DISK, NVDIMM -> "inline";
+      default -> "fifo";
+    };
+  }
+
+  public static DiskSettings of(Configuration conf) {
+    Map<StorageType, String> byType = new LinkedHashMap<>();
+    for (StorageType t : StorageType.values()) {
+      String key = POLICY_KEY_PREFIX + t.name().toLowerCase(Locale.ROOT);
+      byType.put(t, policyName(key, conf.getTrimmed(key, defaultPolicy(t))));
+    }
+    Map<String, String> byDir = new LinkedHashMap<>();
+    for (String entry : conf.getTrimmedStringCollection(POLICY_OVERRIDES_KEY)) {
+      int eq = entry.lastIndexOf('=');
+      if (eq <= 0 || eq == entry.length() - 1) {
+        throw new IllegalArgumentException(POLICY_OVERRIDES_KEY + ": \"" + entry
+            + "\" is not <volume dir>=<policy>");
+      }
+      byDir.put(normalizeDir(entry.substring(0, eq).trim()),
+          policyName(POLICY_OVERRIDES_KEY, entry.substring(eq + 1).trim()));
+    }
+    return new DiskSettings(conf.getBoolean(SCHEDULER_KEY, SCHEDULER_DEFAULT), byType, byDir,
+        positiveLong(conf, SLICE_BYTES_KEY, SLICE_BYTES_DEFAULT, 64L << 10, 1L << 30),
+        TimeUnit.MILLISECONDS.toNanos(positiveLong(conf, LINGER_MS_KEY, LINGER_MS_DEFAULT, 0, 1000)),
+        positiveInt(conf, SSD_DEPTH_KEY, SSD_DEPTH_DEFAULT, 1, 256),
+        positiveInt(conf, SSD_REQUEST_BYTES_KEY, SSD_REQUEST_BYTES_DEFAULT, 4096, 64 << 20),
+        positiveInt(conf, ADAPTIVE_MIN_DEPTH_KEY, ADAPTIVE_MIN_DEPTH_DEFAULT, 1, 256),
+        positiveInt(conf, ADAPTIVE_MAX_DEPTH_KEY, ADAPTIVE_MAX_DEPTH_DEFAULT, 1, 256),
+        positiveInt(conf, ADAPTIVE_MIN_BYTES_KEY, ADAPTIVE_MIN_BYTES_DEFAULT, 4096, 64 << 20),
+        positiveInt(conf, ADAPTIVE_MAX_BYTES_KEY, ADAPTIVE_MAX_BYTES_DEFAULT, 4096, 64 << 20),
+        positiveInt(conf, ADAPTIVE_WINDOW_KEY, ADAPTIVE_WINDOW_DEFAULT, 1, 1 << 20),
+        positiveInt(conf, ADAPTIVE_DROP_KEY, ADAPTIVE_DROP_DEFAULT, 1, 99) / 100.0,
+        positiveInt(conf, ADAPTIVE_GAIN_KEY, ADAPTIVE_GAIN_DEFAULT, 0, 99) / 100.0,
+        positiveInt(conf, ADAPTIVE_CALM_KEY, ADAPTIVE_CALM_DEFAULT, 1, 1 << 20),
+        positiveInt(conf, FIFO_DEPTH_KEY, FIFO_DEPTH_DEFAULT, 1, 256),
+        positiveInt(conf, MAX_QUEUED_KEY, MAX_QUEUED_DEFAULT, 1, 1 << 20),
+        positiveInt(conf, MAX_QUEUED_PER_STREAM_KEY, MAX_QUEUED_PER_STREAM_DEFAULT, 1, 1 << 20),
+        TimeUnit.MILLISECONDS.toNanos(positiveLong(conf, MAX_WAIT_MS_KEY, MAX_WAIT_MS_DEFAULT, 1, 3_600_000)),
+        TimeUnit.MILLISECONDS.toNanos(positiveLong(conf, QUEUE_TIMEOUT_MS_KEY, QUEUE_TIMEOUT_MS_DEFAULT, 1,
+            3_600_000)),
+        conf.getBoolean(PREALLOCATE_KEY, PREALLOCATE_DEFAULT),
+        conf.getBoolean(DROP_BEHIND_WRITES_KEY, DROP_BEHIND_WRITES_DEFAULT),
+        conf.getBoolean(DROP_BEHIND_READS_KEY, DROP_BEHIND_READS_DEFAULT),
+        positiveLong(conf, DROP_BYTES_KEY, DROP_BYTES_DEFAULT, 64L << 10, 1L << 30),
+        conf.getBoolean(DIRECT_READS_KEY, DIRECT_READS_DEFAULT),
+        positiveInt(conf, READ_AHEAD_BYTES_KEY, READ_AHEAD_BYTES_DEFAULT, 64 << 10, 256 << 20));
+  }
+
+  public DiskSettings {
+    if (adaptiveMaxDepth < adaptiveMinDepth) {
+      throw new IllegalArgumentException(ADAPTIVE_MAX_DEPTH_KEY + " (" + adaptiveMaxDepth + ") is below "
+          + ADAPTIVE_MIN_DEPTH_KEY + " (" + adaptiveMinDepth + ")");
+    }
+    if (adaptiveMaxBytes < adaptiveMinBytes) {
+      throw new IllegalArgumentException(ADAPTIVE_MAX_BYTES_KEY + " (" + adaptiveMaxBytes + ") is below "
+          + ADAPTIVE_MIN_BYTES_KEY + " (" + adaptiveMinBytes + ")");
+    }
+  }
+
+  /** The policy name for a volume: its directory's override, else its storage type's; "inline" when off. */
+  public String policyName(StorageType type, String dir) {
+    if (!schedulerEnabled) {
+      return "inline";
+    }
+    String d = normalizeDir(dir);
+    String o = policyByDir.get(d);
+    return o != null ? o : policyByType.get(type);
+  }
+
+  /** A new policy object for a volume (each volume has its own state). */
+  public Policy policyFor(StorageType type, String dir) {
+    int packet = 64 << 10;
+    return switch (policyName(type, dir)) {
+      case "rotational" -> new Policies.Rotational(sliceBytes, lingerNanos, packet);
+      case "ssd" -> new Policies.RoundRobin("ssd", ssdDepth, ssdRequestBytes);
+      case "adaptive" -> new Policies.Adaptive(adaptiveMinDepth, adaptiveMaxDepth, adaptiveMinBytes,
+          adaptiveMaxBytes, adaptiveWindow, adaptiveDrop, adaptiveGain, adaptiveCalmWindows);
+      case "fifo" -> new Policies.Fifo(fifoDepth, packet, false);
+      case "inline" -> new Policies.Fifo(1, packet, true);
+      default -> throw new AssertionError("checked when read");
+    };
+  }
+
+  private static String policyName(String key, String v) {
+    String p = v.toLowerCase(Locale.ROOT);
+    if (!POLICIES.contains(p)) {
+      throw new IllegalArgumentException(key + ": unknown disk policy \"" + v + "\"; one of " + POLICIES);
+    }
+    return p;
+  }
+
+  private static String normalizeDir(String d) {
+    String s = d.startsWith("file://") ? d.substring("file://".length()) : d;
+    while (s.length() > 1 && s.endsWith("/")) {
+      s = s.substring(0, s.length() - 1);
+    }
+    return s;
+  }
+
+  private static long positiveLong(Configuration conf, String key, long def, long min, long max) {
+    long v;
+    try {
+      v = conf.getLongBytes(key, def);
+    } catch (IllegalArgumentException e) { // NumberFormatException, or a bad size suffix
+      throw new IllegalArgumentException(key + ": not a size or number: \"" + conf.get(key) + "\" ("
+          + e.getMessage() + ")");
+    }
+    if (v < min || v > max) {
+      throw new IllegalArgumentException(key + " = " + v + " is out of range [" + min + ", " + max + "]");
+    }
+    return v;
+  }
+
+  private static int positiveInt(Configuration conf, String key, int def, int min, int max) {
+    return (int) positiveLong(conf, key, def, min, max);
+  }
+}

@@ -1,0 +1,323 @@
+package org.hdfsrdma.datanode.disk;
+
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The scheduler of one DataNode volume: callers (the plugin's connection
+ * handlers) queue disk operations with {@link #call}; the volume's own I/O
+ * workers ({@link Policy#maxDepth()} threads) run them in the order and at
+ * the depth the {@link Policy} decides ({@link SchedulerCore}). Every volume
+ * has its own workers, so a slow disk holds up only its own callers.
+ *
+ * <p>Backpressure: when the queue is full, {@link #call} waits (at most
+ * {@code queueTimeoutNanos}) for room; the caller's connection stops being
+ * served meanwhile and the transport's credits push back to the sender.
+ *
+ * <p>Thread-safe. The action runs on a worker thread and must not block on
+ * anything but the disk.
+ */
+public final class VolumeScheduler implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(VolumeScheduler.class);
+
+  /** A disk operation run by a worker. */
+  @FunctionalInterface
+  public interface IoAction<T> {
+    T run() throws IOException;
+  }
+
+  private final String name;
+  private final SchedulerCore core;
+  private final Policy policy;
+  private final VolumeStats stats;
+  private final long queueTimeoutNanos;
+  private final ReentrantLock lock = new ReentrantLock();
+  private final Condition work = lock.newCondition();
+  private final Condition space = lock.newCondition();
+  private final List<Thread> workers = new ArrayList<>();
+  private boolean closed; // guarded by lock
+
+  /**
+   * @param name for threads and logs (the volume's storage id or directory)
+   * @param queueTimeoutNanos how long a caller waits for room in a full queue
+   */
+  public VolumeScheduler(String name, Policy policy, int maxQueued, int maxQueuedPerStream, long maxWaitNanos,
+      long queueTimeoutNanos) {
+    this.name = name;
+    this.policy = policy;
+    this.stats = new VolumeStats();
+    this.core = new SchedulerCore(policy, maxQueued, maxQueuedPerStream, maxWaitNanos, stats);
+    this.queueTimeoutNanos = queueTimeoutNanos;
+    stats.setShape(policy.depth(), policy.requestBytes());
+    if (!policy.inline()) {
+      for (int i = 0; i < policy.maxDepth(); i++) {
+        Thread t = new Thread(this::workerLoop, "hrdma-disk-" + name + "-" + i);
+        t.setDaemon(true);
+        workers.add(t);
+        t.start();
+      }
+    }
+  }
+
+  public String name() {
+    return name;
+  }
+
+  public Policy policy() {
+    return policy;
+  }
+
+  public VolumeStats stats() {
+    return stats;
+  }
+
+  /** The request size a producer that can choose (read-ahead) should use now. */
+  public int requestBytes() {
+    lock.lock();
+    try {
+      return policy.requestBytes();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * Runs {@code action} (a read or write of {@code length} bytes at
+   * {@code offset} of the stream's file) on this volume's device when its
+   * turn comes, and returns its result. Waits for room when the queue is full.
+   *
+   * @throws IOException what the action threw, or the queue stayed full, or the scheduler is closed
+   */
+  public <T> T call(Object stream, boolean write, long offset, int length, IoAction<T> action) throws IOException {
+    if (policy.inline()) {
+      return inline(new DiskRequest(stream, write, offset, length), action);
+    }
+    return await(submit(stream, write, offset, length, action));
+  }
+
+  /**
+   * Queues {@code action} as {@link #call} does, without waiting for it: the
+   * future completes when it has run (read-ahead). Waits for room when the
+   * queue is full. With the inline policy it runs here and now.
+   */
+  public <T> CompletableFuture<T> submit(Object stream, boolean write, long offset, int length, IoAction<T> action)
+      throws IOException {
+    DiskRequest r = new DiskRequest(stream, write, offset, length);
+    if (policy.inline()) {
+      try {
+        return CompletableFuture.completedFuture(inline(r, action));
+      } catch (IOException | RuntimeException e) {
+        return CompletableFuture.failedFuture(e);
+      }
+    }
+    Task<T> task = new Task<>(action);
+    r.attachment = task;
+    lock.lock();
+    try {
+      long left = queueTimeoutNanos;
+      while (true) {
+        if (closed) {
+          throw new IOException("volume " + name + ": disk scheduler closed");
+        }
+        if (core.offer(r, System.nanoTime())) {
+          break;
+        }
+        if (left <= 0) {
+          throw new IOException("volume " + name + ": disk queue full for "
+              + TimeUnit.NANOSECONDS.toMillis(queueTimeoutNanos) + " ms (" + core.queued() + " queued)");
+        }
+        left = space.awaitNanos(left);
+      }
+      work.signal();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new InterruptedIOException("interrupted waiting for room in the disk queue of " + name);
+    } finally {
+      lock.unlock();
+    }
+    return task.result;
+  }
+
+  /** The result of a {@link #submit}ted request, its failure as the action threw it. */
+  public <T> T await(CompletableFuture<T> f) throws IOException {
+    try {
+      return f.get();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new InterruptedIOException("interrupted waiting for a disk request on " + name);
+    } catch (ExecutionException e) {
+      Throwable c = e.getCause();
+      if (c instanceof IOException io) {
+        throw io;
+      }
+      if (c instanceof RuntimeException re) {
+        throw re;
+      }
+      throw new IOException("disk request on " + name + " failed", c);
+    }
+  }
+
+  private <T> T inline(DiskRequest r, IoAction<T> action) throws IOException {
+    long start = System.nanoTime();
+    boolean ok = false;
+    try {
+      T v = action.run();
+      ok = true;
+      return v;
+    } finally {
+      long end = System.nanoTime();
+      lock.lock();
+      try {
+        core.noteRun(r.stream, r.offset, r.length);
+        stats.dispatched(0, 1, start);
+        stats.completed(r.write, ok ? r.length : 0, end - start, end - start, 0, end);
+      } finally {
+        lock.unlock();
+      }
+    }
+  }
+
+  /** The stream sends nothing more: its state goes and no policy waits for it. */
+  public void close(Object stream) {
+    lock.lock();
+    try {
+      core.close(stream);
+      work.signalAll();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  private void workerLoop() {
+    while (true) {
+      DiskRequest r;
+      lock.lock();
+      try {
+        while (true) {
+          if (closed) {
+            return;
+          }
+          long now = System.nanoTime();
+          r = core.poll(now);
+          if (r != null) {
+            space.signalAll(); // a dispatch frees room in the queue too
+            break;
+          }
+          long wake = core.wakeNanos();
+          if (wake == Long.MAX_VALUE) {
+            work.await();
+          } else {
+            work.awaitNanos(wake - now);
+          }
+        }
+      } catch (InterruptedException e) {
+        return; // close()
+      } finally {
+        lock.unlock();
+      }
+      Task<?> task = (Task<?>) r.attachment;
+      boolean ok = task.run();
+      lock.lock();
+      try {
+        core.complete(r, ok ? r.length : 0, System.nanoTime());
+        work.signalAll(); // a slot is free; the policy's depth may have changed
+        space.signalAll();
+      } finally {
+        lock.unlock();
+      }
+      task.publish();
+    }
+  }
+
+  /** Stops the workers; queued requests and waiting callers fail. Idempotent. */
+  @Override
+  public void close() {
+    lock.lock();
+    try {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      work.signalAll();
+      space.signalAll();
+    } finally {
+      lock.unlock();
+    }
+    for (Thread t : workers) {
+      t.interrupt();
+    }
+    for (Thread t : workers) {
+      try {
+        t.join(TimeUnit.SECONDS.toMillis(10));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+      if (t.isAlive()) {
+        LOG.warn("hrdma disk: worker {} of volume {} did not end", t.getName(), name);
+      }
+    }
+    failQueued();
+  }
+
+  private void failQueued() {
+    List<Task<?>> left = new ArrayList<>();
+    lock.lock();
+    try {
+      DiskRequest r;
+      while ((r = core.drainOne()) != null) {
+        left.add((Task<?>) r.attachment);
+      }
+    } finally {
+      lock.unlock();
+    }
+    for (Task<?> t : left) {
+      t.result.completeExceptionally(new IOException("volume " + name + ": disk scheduler closed"));
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "VolumeScheduler[" + name + ", " + policy.name() + "]";
+  }
+
+  /** A caller's action and its result. */
+  private static final class Task<T> {
+    final IoAction<T> action;
+    final CompletableFuture<T> result = new CompletableFuture<>();
+    private T value;
+    private Throwable failure;
+
+    Task(IoAction<T> action) {
+      this.action = action;
+    }
+
+    boolean run() {
+      try {
+        value = action.run();
+        return true;
+      } catch (IOException | RuntimeException | Error e) {
+        failure = e;
+        return false;
+      }
+    }
+
+    /** Completes the caller's future after the scheduler has counted the completion. */
+    void publish() {
+      if (failure == null) {
+        result.complete(value);
+      } else {
+        result.completeExceptionally(failure);
+      }
+    }
+  }
+}

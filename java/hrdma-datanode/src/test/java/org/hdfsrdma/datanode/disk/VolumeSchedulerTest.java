@@ -1,0 +1,167 @@
+package org.hdfsrdma.datanode.disk;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.StorageType;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** The threaded shell around {@link SchedulerCore}: workers, backpressure, isolation, close; and the settings. */
+@Timeout(60)
+class VolumeSchedulerTest {
+  private static final long SEC = TimeUnit.SECONDS.toNanos(1);
+
+  private static void await(CountDownLatch l) throws IOException {
+    try {
+      l.await();
+    } catch (InterruptedException e) {
+      throw new java.io.InterruptedIOException();
+    }
+  }
+
+  @Test
+  void aFullQueuePushesBackOnCallersAndDrainsInOrder() throws Exception {
+    CountDownLatch gate = new CountDownLatch(1);
+    AtomicInteger ran = new AtomicInteger();
+    ExecutorService callers = Executors.newFixedThreadPool(8);
+    try (VolumeScheduler s = new VolumeScheduler("v", new Policies.RoundRobin("ssd", 1, 4096), 4, 4, 10 * SEC,
+        30 * SEC)) {
+      List<Future<Integer>> f = new ArrayList<>();
+      for (int i = 0; i < 8; i++) {
+        String stream = "s" + i;
+        f.add(callers.submit(() -> s.call(stream, false, 0, 1, () -> {
+          await(gate);
+          return ran.incrementAndGet();
+        })));
+      }
+      // one on the device, four queued, three callers held back by the bound
+      long end = System.nanoTime() + 10 * SEC;
+      while (s.stats().snapshot().queued() < 4 && System.nanoTime() < end) {
+        Thread.sleep(5);
+      }
+      Thread.sleep(100);
+      assertEquals(4, s.stats().snapshot().queued());
+      assertEquals(1, s.stats().snapshot().inFlight());
+      assertEquals(0, ran.get());
+      gate.countDown();
+      for (Future<Integer> x : f) {
+        assertTrue(x.get() >= 1);
+      }
+      assertEquals(8, ran.get());
+      assertTrue(s.stats().snapshot().maxQueued() <= 4);
+    } finally {
+      callers.shutdownNow();
+    }
+  }
+
+  @Test
+  void aSlowVolumeDoesNotHoldUpAnother() throws Exception {
+    CountDownLatch stuck = new CountDownLatch(1);
+    ExecutorService callers = Executors.newFixedThreadPool(2);
+    try (VolumeScheduler slow = new VolumeScheduler("slow", new Policies.Rotational(1 << 20, 0, 4096), 8, 8,
+            10 * SEC, 30 * SEC);
+        VolumeScheduler fast = new VolumeScheduler("fast", new Policies.Rotational(1 << 20, 0, 4096), 8, 8,
+            10 * SEC, 30 * SEC)) {
+      Future<?> blocked = callers.submit(() -> slow.call("a", true, 0, 1, () -> {
+        await(stuck);
+        return null;
+      }));
+      for (int i = 0; i < 100; i++) {
+        assertEquals(i, (int) fast.call("b", true, i, 1, () -> 0) + i);
+      }
+      assertFalse(blocked.isDone());
+      stuck.countDown();
+      blocked.get();
+    } finally {
+      callers.shutdownNow();
+    }
+  }
+
+  @Test
+  void failuresReachTheCallerAndCloseFailsWhatIsQueued() throws Exception {
+    VolumeScheduler s = new VolumeScheduler("v", new Policies.Fifo(1, 4096, false), 8, 8, 10 * SEC, 30 * SEC);
+    IOException e = assertThrows(IOException.class, () -> s.call("a", false, 0, 1, () -> {
+      throw new IOException("bad sector");
+    }));
+    assertEquals("bad sector", e.getMessage());
+    CountDownLatch started = new CountDownLatch(1);
+    CountDownLatch gate = new CountDownLatch(1);
+    ExecutorService callers = Executors.newFixedThreadPool(2);
+    Future<?> first = callers.submit(() -> s.call("a", false, 0, 1, () -> {
+      started.countDown();
+      await(gate);
+      return null;
+    }));
+    started.await();
+    Future<?> queued = callers.submit(() -> s.call("b", false, 0, 1, () -> null));
+    Thread.sleep(100);
+    Thread closer = new Thread(s::close);
+    closer.start();
+    java.util.concurrent.ExecutionException x = assertThrows(java.util.concurrent.ExecutionException.class,
+        () -> queued.get(10, TimeUnit.SECONDS));
+    assertTrue(x.getCause().getMessage().contains("closed"), x.getCause().toString());
+    gate.countDown();
+    closer.join();
+    first.cancel(true);
+    assertThrows(IOException.class, () -> s.call("c", false, 0, 1, () -> null));
+    callers.shutdownNow();
+  }
+
+  @Test
+  void inlineRunsOnTheCallersThread() throws Exception {
+    try (VolumeScheduler s = new VolumeScheduler("ram", new Policies.Fifo(1, 4096, true), 8, 8, SEC, SEC)) {
+      Thread me = Thread.currentThread();
+      assertTrue(s.call("a", true, 0, 10, () -> Thread.currentThread() == me));
+      assertEquals(10, s.stats().snapshot().bytesWritten());
+    }
+  }
+
+  @Test
+  void settingsFollowStorageTypesAndOverridesAndRefuseBadValues() {
+    Configuration conf = new Configuration(false);
+    conf.set(DiskSettings.POLICY_OVERRIDES_KEY, "/data/3/=ssd, file:///data/4=fifo");
+    conf.set(DiskSettings.POLICY_KEY_PREFIX + "archive", "inline");
+    DiskSettings s = DiskSettings.of(conf);
+    assertEquals("rotational", s.policyFor(StorageType.DISK, "/data/1").name());
+    assertEquals("adaptive", s.policyFor(StorageType.SSD, "/data/2").name());
+    assertEquals("inline", s.policyFor(StorageType.RAM_DISK, "/mnt/ram").name());
+    assertEquals("inline", s.policyFor(StorageType.ARCHIVE, "/a").name());
+    assertEquals("ssd", s.policyFor(StorageType.DISK, "/data/3").name());
+    assertEquals("fifo", s.policyFor(StorageType.SSD, "/data/4/").name());
+    conf.setBoolean(DiskSettings.SCHEDULER_KEY, false);
+    assertEquals("inline", DiskSettings.of(conf).policyFor(StorageType.DISK, "/data/1").name());
+
+    String[][] bad = {
+      {DiskSettings.POLICY_KEY_PREFIX + "ssd", "fastest"},
+      {DiskSettings.POLICY_OVERRIDES_KEY, "/data/1"},
+      {DiskSettings.SLICE_BYTES_KEY, "0"},
+      {DiskSettings.SLICE_BYTES_KEY, "lots"},
+      {DiskSettings.SSD_DEPTH_KEY, "0"},
+      {DiskSettings.ADAPTIVE_MIN_DEPTH_KEY, "64"},
+      {DiskSettings.ADAPTIVE_DROP_KEY, "100"},
+      {DiskSettings.MAX_QUEUED_KEY, "-1"},
+      {DiskSettings.DROP_BYTES_KEY, "1k"},
+    };
+    for (String[] kv : bad) {
+      Configuration c = new Configuration(false);
+      c.set(kv[0], kv[1]);
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> DiskSettings.of(c),
+          kv[0] + "=" + kv[1]);
+      assertTrue(e.getMessage().contains(kv[0].replace("min-queue-depth", "max-queue-depth"))
+          || e.getMessage().contains(kv[0]), e.getMessage());
+    }
+  }
+}
