@@ -3,9 +3,12 @@ package org.hdfsrdma.client;
 import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.zip.CRC32C;
+import org.apache.hadoop.fs.ChecksumException;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.server.datanode.BlockMetadataHeader;
 import org.apache.hadoop.util.DataChecksum;
@@ -14,11 +17,14 @@ import org.apache.hadoop.util.DataChecksum;
  * A short-circuit read: a range of a finalized replica on this host read
  * straight from its block and .meta files, whose paths the DataNode's plugin
  * gave after checking the block token (LOCAL_PATH_REQUEST). No DataNode
- * thread and no transport touch the bytes: the kernel copies them from the
- * page cache into one direct buffer, their CRC32C chunks are verified there
- * against the .meta file, and they are copied once more into the caller's
- * buffer. Reading needs permission on the DataNode's files, as the stock
- * legacy short-circuit reader does.
+ * thread and no transport touch the bytes: the range of the block file is
+ * memory-mapped (the page cache itself, as stock's zero-copy reads), its
+ * CRC32C chunks are verified in place against the .meta file, a window at a
+ * time, and the bytes are copied once, into the caller's buffer. Reading
+ * needs permission on the DataNode's files, as the stock legacy
+ * short-circuit reader does. A finalized replica does not shrink under a
+ * reader; should it (an HDFS truncate racing the read), the fault is an
+ * IOException.
  *
  * <p>A chunk that fails its checksum is a {@link org.apache.hadoop.fs.ChecksumException}.
  * Reads whole chunks from the chunk holding the range's start, up to
@@ -27,7 +33,8 @@ import org.apache.hadoop.util.DataChecksum;
 final class LocalBlockReader implements BlockReader {
   private final ExtendedBlock block;
   private final String dataPath;
-  private final FileChannel data;
+  private final MappedByteBuffer map; // the block file from mapStart to fileEnd
+  private final long mapStart;
   private final FileChannel meta;
   private final DataChecksum checksum;
   private final int bpc;
@@ -35,8 +42,10 @@ final class LocalBlockReader implements BlockReader {
   private final long headerBytes;
   private final long end;       // block offset after the range
   private final long fileEnd;   // block offset after the last byte that may be read (chunk end or replica end)
-  private final ByteBuffer buf; // verified bytes [bufStart, bufStart + buf.limit()), position = next to deliver
+  private final int window;
+  private ByteBuffer buf; // verified bytes [bufStart, bufStart + buf.limit()) of the map, position = next to deliver
   private final ByteBuffer sums;
+  private final CRC32C crc = new CRC32C();
   private long bufStart;
   private long next;            // block offset of the next chunk to read from the file
 
@@ -72,7 +81,6 @@ final class LocalBlockReader implements BlockReader {
       }
       throw e;
     }
-    this.data = d;
     this.meta = m;
     this.bpc = checksum.getBytesPerChecksum();
     this.sumSize = checksum.getChecksumSize();
@@ -80,11 +88,23 @@ final class LocalBlockReader implements BlockReader {
     this.end = offsetInBlock + length;
     this.fileEnd = Math.min(visibleLength, (end + bpc - 1) / bpc * bpc);
     int chunks = Math.max(1, bufferBytes / bpc);
-    this.buf = ByteBuffer.allocateDirect(chunks * bpc);
+    this.window = chunks * bpc;
     this.sums = ByteBuffer.allocateDirect(chunks * sumSize);
     this.next = offsetInBlock / bpc * bpc;
     this.bufStart = next;
-    buf.limit(0);
+    this.mapStart = next;
+    try {
+      if (fileEnd - mapStart > Integer.MAX_VALUE) {
+        throw new IOException("[" + mapStart + ", " + fileEnd + ") of " + block + " is too large to map");
+      }
+      this.map = d.map(FileChannel.MapMode.READ_ONLY, mapStart, fileEnd - mapStart);
+    } catch (IOException | RuntimeException e) {
+      m.close();
+      throw e;
+    } finally {
+      d.close(); // the mapping stays valid
+    }
+    this.buf = map.slice(0, 0);
     if (offsetInBlock > next) {
       fill();
       buf.position((int) (offsetInBlock - bufStart));
@@ -101,15 +121,18 @@ final class LocalBlockReader implements BlockReader {
     if (next >= end) {
       return false;
     }
-    int n = (int) Math.min(buf.capacity(), fileEnd - next);
-    buf.clear().limit(n);
-    readFully(data, buf, next);
+    int n = (int) Math.min(window, fileEnd - next);
     int chunks = (n + bpc - 1) / bpc;
     sums.clear().limit(chunks * sumSize);
     readFully(meta, sums, headerBytes + next / bpc * sumSize);
-    buf.flip();
     sums.flip();
-    checksum.verifyChunkedSums(buf, sums, dataPath, next); // ChecksumException names the offset
+    ByteBuffer w = map.slice((int) (next - mapStart), n);
+    try {
+      verify(w, next);
+    } catch (InternalError e) { // a fault reading the mapping: the file shrank under us
+      throw new IOException("the block file of " + block + " changed while it was read: " + e.getMessage(), e);
+    }
+    buf = w;
     bufStart = next;
     next += n;
     // deliver no further than the range
@@ -117,12 +140,38 @@ final class LocalBlockReader implements BlockReader {
     return true;
   }
 
+  /**
+   * Verifies the chunks of {@code w} (block offset {@code at}) against
+   * {@link #sums}. CRC32C (what HDFS writes) runs straight on the mapping
+   * (the JDK's intrinsic; Hadoop's own verifier copies each chunk of a direct
+   * buffer into an array first); other checksum types go to Hadoop's.
+   */
+  private void verify(ByteBuffer w, long at) throws ChecksumException {
+    if (checksum.getChecksumType() != DataChecksum.Type.CRC32C) {
+      checksum.verifyChunkedSums(w, sums, dataPath, at);
+      return;
+    }
+    ByteBuffer d = w.duplicate();
+    int n = w.remaining();
+    for (int off = 0; off < n; off += bpc) {
+      int len = Math.min(bpc, n - off);
+      d.limit(off + len).position(off);
+      crc.reset();
+      crc.update(d);
+      int expected = sums.getInt();
+      if ((int) crc.getValue() != expected) {
+        throw new ChecksumException("Checksum CRC32C not matched for file " + dataPath + " at position "
+            + (at + off) + String.format(": expected=%X but computed=%X", expected, (int) crc.getValue()), at + off);
+      }
+    }
+  }
+
   private void readFully(FileChannel ch, ByteBuffer dst, long at) throws IOException {
     long p = at;
     while (dst.hasRemaining()) {
       int r = ch.read(dst, p);
       if (r < 0) {
-        throw new EOFException((ch == data ? "block" : ".meta") + " file of " + block + " ends at " + p);
+        throw new EOFException("the .meta file of " + block + " ends at " + p);
       }
       p += r;
     }
@@ -141,8 +190,11 @@ final class LocalBlockReader implements BlockReader {
       return -1;
     }
     int n = Math.min(dst.remaining(), buf.remaining());
-    ByteBuffer src = buf.slice(buf.position(), n);
-    dst.put(src);
+    try {
+      dst.put(buf.slice(buf.position(), n));
+    } catch (InternalError e) {
+      throw new IOException("the block file of " + block + " changed while it was read: " + e.getMessage(), e);
+    }
     buf.position(buf.position() + n);
     return n;
   }
@@ -156,7 +208,11 @@ final class LocalBlockReader implements BlockReader {
       return -1;
     }
     int n = Math.min(len, buf.remaining());
-    buf.get(b, off, n);
+    try {
+      buf.get(b, off, n);
+    } catch (InternalError e) {
+      throw new IOException("the block file of " + block + " changed while it was read: " + e.getMessage(), e);
+    }
     return n;
   }
 
@@ -174,11 +230,6 @@ final class LocalBlockReader implements BlockReader {
 
   @Override
   public void close() {
-    try {
-      data.close();
-    } catch (IOException ignored) {
-      // read-only: nothing to lose
-    }
     try {
       meta.close();
     } catch (IOException ignored) {

@@ -16,6 +16,7 @@ import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.hdfs.DFSTestUtil;
 import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
@@ -56,11 +57,13 @@ class LocalReadTest {
     PluginCluster.shutdown(fs, cluster);
   }
 
-  private Path writeStock(String name, byte[] data) throws IOException {
+  private Path writeStock(String name, byte[] data) throws Exception {
     Path p = new Path(name);
     try (FSDataOutputStream out = stock.create(p, (short) 3)) {
       out.write(data);
     }
+    // every replica known to the NameNode (close returns once one is): the tests pick replicas by location
+    DFSTestUtil.waitReplication(stock, p, (short) 3);
     return p;
   }
 
