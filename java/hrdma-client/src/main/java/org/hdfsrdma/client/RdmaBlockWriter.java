@@ -82,7 +82,7 @@ public final class RdmaBlockWriter implements Closeable {
 
   /** Data bytes per packet (rounded down to whole chunks). */
   public static final String PACKET_BYTES_KEY = "hrdma.client.write.packet-bytes";
-  public static final int PACKET_BYTES_DEFAULT = 64 << 10;
+  public static final int PACKET_BYTES_DEFAULT = 1 << 20;
   /** Bytes of packets sent and not acknowledged yet (seed 000's 5 MB FIFO). */
   public static final String WINDOW_BYTES_KEY = "hrdma.client.write.window-bytes";
   public static final long WINDOW_BYTES_DEFAULT = 5L << 20;
