@@ -151,8 +151,9 @@ public final class DiskBench {
     {
       List<String[]> rows = new ArrayList<>();
       Map<String, Double> agg = new HashMap<>();
-      // 1. the scheduler on (defaults for a DISK volume), the stock path on the same cluster
+      // 1. the scheduler on with the rotational policy (seed 000's experiment), the stock path on the same cluster
       Map<String, String> on = baseConf(o);
+      on.putIfAbsent(DiskSettings.POLICY_KEY_PREFIX + "disk", "rotational");
       try (LocalCluster c = LocalCluster.start(base.resolve("sched-on"), 1, on, out)) {
         streams(c, o, "ours, scheduler on", true, rows, agg, out);
         streams(c, o, "stock", false, rows, agg, out);

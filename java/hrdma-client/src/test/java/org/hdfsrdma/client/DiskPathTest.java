@@ -51,6 +51,8 @@ class DiskPathTest {
     Configuration conf = PluginCluster.baseConf();
     conf.setLong(DFSConfigKeys.DFS_BLOCK_SIZE_KEY, BLOCK);
     conf.setInt(DFSConfigKeys.DFS_REPLICATION_KEY, 1);
+    // the rotational policy on its own (an untagged DISK volume goes by its device: "auto")
+    conf.set(org.hdfsrdma.datanode.disk.DiskSettings.POLICY_KEY_PREFIX + "disk", "rotational");
     cluster = PluginCluster.start(conf, getClass(), 1);
     stock = cluster.getFileSystem();
     Configuration c = PluginCluster.rdmaClientConf(cluster);
@@ -80,7 +82,7 @@ class DiskPathTest {
         .findFirst().orElseThrow();
     List<VolumeStats.Snapshot> out = new ArrayList<>();
     for (VolumeScheduler s : p.disk().schedulers().values()) {
-      assertEquals("rotational", s.policy().name(), "a DISK volume gets the rotational policy");
+      assertEquals("rotational", s.policy().name(), "the DISK volumes run the rotational policy");
       out.add(s.stats().snapshot());
     }
     assertEquals(cluster.getStoragesPerDatanode(), out.size(), "one scheduler per volume");

@@ -85,12 +85,17 @@ public record DiskSettings(boolean schedulerEnabled, Map<StorageType, String> po
 
   /** The policy names {@link #policyFor} knows. */
   public static final java.util.List<String> POLICIES = java.util.List.of("rotational", "ssd", "adaptive",
-      "fifo", "inline");
+      "fifo", "inline", "auto");
 
-  /** Default policy per storage type (DISK and ARCHIVE are rotational; RAM_DISK needs no queue). */
+  /**
+   * Default policy per storage type: DISK (HDFS's default type, also what an
+   * untagged SSD volume is) goes by its device ("auto"); ARCHIVE is
+   * rotational; RAM_DISK needs no queue.
+   */
   static String defaultPolicy(StorageType t) {
     return switch (t) {
-      case DISK, ARCHIVE -> "rotational";
+      case DISK -> "auto";
+      case ARCHIVE -> "rotational";
       case SSD -> "adaptive";
       case RAM_DISK, NVDIMM -> "inline";
       default -> "fifo";
@@ -158,7 +163,14 @@ public record DiskSettings(boolean schedulerEnabled, Map<StorageType, String> po
     }
     String d = normalizeDir(dir);
     String o = policyByDir.get(d);
-    return o != null ? o : policyByType.get(type);
+    String p = o != null ? o : policyByType.get(type);
+    return p.equals("auto") ? autoPolicy(dir, DeviceKind.SYS) : p;
+  }
+
+  /** "auto": adaptive on a device Linux reports as not rotational, else (rotational or unknown) rotational. */
+  static String autoPolicy(String dir, java.nio.file.Path sysRoot) {
+    Boolean r = DeviceKind.rotational(java.nio.file.Path.of(dir), sysRoot);
+    return Boolean.FALSE.equals(r) ? "adaptive" : "rotational";
   }
 
   /** A new policy object for a volume (each volume has its own state). */
