@@ -28,6 +28,7 @@ import org.hdfsrdma.datanode.compat.DataNodeAccess;
 import org.hdfsrdma.datanode.compat.RbwReplica;
 import org.hdfsrdma.datanode.disk.DiskIo;
 import org.hdfsrdma.protocol.BlockOps;
+import org.hdfsrdma.protocol.ChunkSums;
 import org.hdfsrdma.protocol.Message;
 import org.hdfsrdma.protocol.MessageCodec;
 import org.hdfsrdma.protocol.MessageKind;
@@ -70,8 +71,9 @@ import org.slf4j.LoggerFactory;
  * and the plugin keep serving.
  *
  * <p>Memory: packets waiting here keep their buffers, which hold the
- * upstream sender's credits, so the transport bounds how many can pile up;
- * one heap array of the largest packet is reused for the local write.
+ * upstream sender's credits, so the transport bounds how many can pile up.
+ * The data is written to the block file from the buffer it arrived in (and
+ * forwarded downstream from that same buffer): no copy in Java.
  */
 final class BlockWriteTask {
   private static final Logger LOG = LoggerFactory.getLogger(BlockWriteTask.class);
@@ -99,7 +101,6 @@ final class BlockWriteTask {
   private boolean setupDone;
   private long expectedSeqno = -1; // -1: taken from the first packet (a recovered pipeline resends old seqnos)
   private long expectedOffset;
-  private byte[] dataBuf = new byte[0];
   private byte[] sumBuf = new byte[0];
   private boolean stopped;  // no more local processing
 
@@ -472,6 +473,7 @@ final class BlockWriteTask {
         replica.clearWriter();
         replica.openStreams(checksum);
         disk = owner.disk().openWrite(replica, reserve.getNumBytes()); // hrdma disk: preallocate, volume scheduler
+        replica.setDirectWriter(disk); // hrdma disk: O_DIRECT where it can
       }
       case PIPELINE_SETUP_STREAMING_RECOVERY -> {
         // truncated to what every node acknowledged; the client sends the unacknowledged packets again
@@ -480,6 +482,7 @@ final class BlockWriteTask {
         block.setGenerationStamp(newGs);
         replica.openStreamsForRecovery(checksum);
         disk = owner.disk().openWrite(replica, dn.estimatedBlockSize()); // hrdma disk: as for a new replica
+        replica.setDirectWriter(disk);
         expectedOffset = replica.bytesOnDisk();
         LOG.info("hrdma datanode: recovered {} at {} bytes for a new pipeline", block, expectedOffset);
       }
@@ -512,6 +515,25 @@ final class BlockWriteTask {
     }
     sendUp(MessageKind.WRITE_RESPONSE, BlockOps.writeResponse(status, self, message));
     return false;
+  }
+
+  /**
+   * Verifies a packet's chunks against the checksums it carries: CRC32C (what
+   * HDFS clients send) straight on the received buffer, other types through
+   * Hadoop's verifier. The failure reads as Hadoop's.
+   */
+  private void verify(ByteBuffer data, ByteBuffer sums, long offsetInBlock) throws ChecksumException {
+    if (checksum.getChecksumType() != DataChecksum.Type.CRC32C) {
+      checksum.verifyChunkedSums(data, sums, block.toString(), offsetInBlock);
+      return;
+    }
+    int bad = ChunkSums.firstBadCrc32c(data, sums, bytesPerChecksum);
+    if (bad >= 0) {
+      long at = offsetInBlock + (long) bad * bytesPerChecksum;
+      throw new ChecksumException(String.format("Checksum CRC32C not matched for file %s at position %d: "
+          + "expected=%X but computed=%X", block, at, sums.getInt(sums.position() + bad * checksumSize),
+          ChunkSums.crc32cOfChunk(data, bad, bytesPerChecksum)), at);
+    }
   }
 
   /** Verifies and writes one packet, then queues it for its ack. */
@@ -548,24 +570,23 @@ final class BlockWriteTask {
       if (dataLen > overlap) {
         ByteBuffer sums = payload.slice(payload.position(), sumLen);
         ByteBuffer data = payload.slice(payload.position() + sumLen, dataLen);
-        checksum.verifyChunkedSums(data, sums, block.toString(), h.getOffsetInBlock());
-        if (dataBuf.length < dataLen) {
-          dataBuf = new byte[dataLen];
-        }
+        verify(data, sums, h.getOffsetInBlock());
         if (sumBuf.length < sumLen) {
           sumBuf = new byte[sumLen];
         }
-        data.get(dataBuf, 0, dataLen);
         sums.get(sumBuf, 0, sumLen);
         byte[] lastSum = new byte[checksumSize];
         System.arraycopy(sumBuf, sumLen - checksumSize, lastSum, 0, checksumSize);
         int skip = (int) overlap;
         int skipSums = skip / bytesPerChecksum * checksumSize;
+        // the data goes to the file straight from the buffer it arrived in (the message is
+        // released only after this returns: disk.write waits for the volume's worker)
+        ByteBuffer fresh = data.position(skip);
         disk.write(h.getOffsetInBlock() + skip, dataLen - skip, () -> { // hrdma disk: on the volume's scheduler
           if (skip % bytesPerChecksum != 0) {
             replica.rewindLastChecksum(checksumSize); // that chunk's checksum is rewritten whole
           }
-          replica.writePacket(dataBuf, skip, dataLen - skip, sumBuf, skipSums, sumLen - skipSums, end, lastSum);
+          replica.writePacket(fresh, sumBuf, skipSums, sumLen - skipSums, end, lastSum);
           return null;
         });
       }

@@ -12,10 +12,12 @@ import java.util.List;
 import java.util.TreeSet;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.StorageType;
+import org.apache.hadoop.hdfs.DFSConfigKeys;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
 import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier.AccessMode;
 import org.apache.hadoop.hdfs.server.datanode.DataNode;
+import org.apache.hadoop.hdfs.server.datanode.ReplicaHandler;
 import org.apache.hadoop.hdfs.server.datanode.fsdataset.FsDatasetSpi;
 import org.apache.hadoop.hdfs.server.datanode.fsdataset.FsVolumeSpi;
 import org.apache.hadoop.hdfs.server.datanode.fsdataset.LengthInputStream;
@@ -211,7 +213,7 @@ public final class DataNodeAccess {
    */
   public RbwReplica createRbw(StorageType storageType, String storageId, ExtendedBlock block,
       boolean allowLazyPersist) throws IOException {
-    return new RbwReplica(dataset().createRbw(storageType, storageId, block, allowLazyPersist));
+    return newRbwReplica(dataset().createRbw(storageType, storageId, block, allowLazyPersist));
   }
 
   /**
@@ -224,7 +226,20 @@ public final class DataNodeAccess {
    */
   public RbwReplica recoverRbw(ExtendedBlock block, long newGs, long minBytesRcvd, long maxBytesRcvd)
       throws IOException {
-    return new RbwReplica(dataset().recoverRbw(block, newGs, minBytesRcvd, maxBytesRcvd));
+    return newRbwReplica(dataset().recoverRbw(block, newGs, minBytesRcvd, maxBytesRcvd));
+  }
+
+  /**
+   * Data may skip the block file's stream unless the DataNode profiles its
+   * file I/O or injects faults into it: only the stream reports to those.
+   */
+  private RbwReplica newRbwReplica(ReplicaHandler h) {
+    Configuration c = dn.getConf();
+    boolean channelWrites = c.getInt(DFSConfigKeys.DFS_DATANODE_FILEIO_PROFILING_SAMPLING_PERCENTAGE_KEY,
+        DFSConfigKeys.DFS_DATANODE_FILEIO_PROFILING_SAMPLING_PERCENTAGE_DEFAULT) <= 0
+        && !c.getBoolean(DFSConfigKeys.DFS_DATANODE_ENABLE_FILEIO_FAULT_INJECTION_KEY,
+            DFSConfigKeys.DFS_DATANODE_ENABLE_FILEIO_FAULT_INJECTION_DEFAULT);
+    return new RbwReplica(h, channelWrites, dn::checkDiskErrorAsync);
   }
 
   /** A replica finalized by {@link #recoverClose}: what the received-block report needs. */

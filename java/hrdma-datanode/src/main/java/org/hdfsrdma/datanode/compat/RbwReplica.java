@@ -4,9 +4,12 @@ import java.io.DataOutputStream;
 import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.util.function.Consumer;
 import org.apache.hadoop.hdfs.server.datanode.ReplicaHandler;
 import org.apache.hadoop.hdfs.server.datanode.ReplicaInPipeline;
+import org.apache.hadoop.hdfs.server.datanode.fsdataset.FsVolumeSpi;
 import org.apache.hadoop.hdfs.server.datanode.fsdataset.ReplicaOutputStreams;
 import org.apache.hadoop.util.DataChecksum;
 
@@ -28,12 +31,48 @@ public final class RbwReplica implements AutoCloseable {
   public static final short META_VERSION = 1;
 
   private final ReplicaHandler handler;
+  private final boolean channelWrites;
+  private final Consumer<FsVolumeSpi> onIoFailure;
   private ReplicaOutputStreams streams;
+  private FileChannel dataChannel; // the block file's, when channelWrites and the stream is a file stream
+  private byte[] scratch = new byte[0];
+  private DirectWriter direct;
+
+  /** Writes block data around the page cache; see {@link #setDirectWriter}. */
+  public interface DirectWriter {
+    /** The alignment of file offset and length the writer needs; 0: it writes nothing now. */
+    int alignment();
+
+    /**
+     * Writes a prefix of {@code data} (possibly none) at block-file offset
+     * {@code at}, a multiple of {@link #alignment}, moving data's position
+     * past what it wrote; returns its length.
+     */
+    int writeDirect(ByteBuffer data, long at) throws IOException;
+  }
+
+  /**
+   * Block data is offered to {@code w}: a head up to the writer's alignment
+   * goes through the block file's channel, the rest is offered to {@code w},
+   * and what it leaves goes through the channel. Only where the data may
+   * bypass the stream at all.
+   */
+  public void setDirectWriter(DirectWriter w) {
+    this.direct = w;
+  }
   private OutputStream checksumOut;
   private boolean closed;
 
-  RbwReplica(ReplicaHandler handler) {
+  /**
+   * @param channelWrites data may bypass the block file's stream (false when
+   *     the DataNode profiles or injects faults into its file I/O, which only
+   *     the stream reports)
+   * @param onIoFailure what the DataNode does about a volume after a failed write
+   */
+  RbwReplica(ReplicaHandler handler, boolean channelWrites, Consumer<FsVolumeSpi> onIoFailure) {
     this.handler = handler;
+    this.channelWrites = channelWrites;
+    this.onIoFailure = onIoFailure;
   }
 
   ReplicaInPipeline replica() {
@@ -75,6 +114,11 @@ public final class RbwReplica implements AutoCloseable {
     return replica().getBytesOnDisk();
   }
 
+  private FileChannel channelOf(ReplicaOutputStreams s) {
+    // the stream's own channel: it shares the file position with the stream
+    return channelWrites && s.getDataOut() instanceof FileOutputStream f ? f.getChannel() : null;
+  }
+
   /**
    * Opens the replica's block and .meta files for a new replica and writes
    * the .meta header for {@code checksum} (stock: createStreams(isCreate=true),
@@ -86,6 +130,7 @@ public final class RbwReplica implements AutoCloseable {
     }
     streams = replica().createStreams(true, checksum);
     checksumOut = streams.getChecksumOut();
+    dataChannel = channelOf(streams);
     DataOutputStream header = new DataOutputStream(checksumOut);
     header.writeShort(META_VERSION);
     checksum.writeHeader(header);
@@ -104,10 +149,12 @@ public final class RbwReplica implements AutoCloseable {
     }
     streams = replica().createStreams(false, checksum);
     checksumOut = streams.getChecksumOut();
+    dataChannel = channelOf(streams);
   }
 
   /**
-   * Appends one packet: {@code dataLen} data bytes at the end of the block file
+   * Appends one packet: the data bytes (position to limit of {@code data},
+   * which is consumed) at the end of the block file
    * and their checksums at the end of the .meta file, flushed to the OS (as
    * stock does per packet), then records the new length and last checksum
    * (ReplicaInPipeline#setLastChecksumAndDataLen), which readers of the
@@ -116,19 +163,66 @@ public final class RbwReplica implements AutoCloseable {
    * checksum ({@link #rewindLastChecksum}) and passes that chunk's new checksum.
    *
    * @param endOffset the block offset after this packet's data
+   * @param lastChecksum the checksum of the chunk holding the last data byte
    */
-  public void writePacket(byte[] data, int dataOff, int dataLen, byte[] sums, int sumsOff, int sumsLen,
-      long endOffset, byte[] lastChecksum) throws IOException {
+  public void writePacket(ByteBuffer data, byte[] sums, int sumsOff, int sumsLen, long endOffset,
+      byte[] lastChecksum) throws IOException {
     ReplicaInPipeline r = replica();
     if (r.getNumBytes() < endOffset) {
       r.setNumBytes(endOffset);
     }
-    if (dataLen > 0) {
-      streams.writeDataToDisk(data, dataOff, dataLen);
+    if (data.hasRemaining()) {
+      writeData(data);
       checksumOut.write(sums, sumsOff, sumsLen);
       streams.flushDataOut();
       streams.flushChecksumOut();
       r.setLastChecksumAndDataLen(endOffset, lastChecksum);
+    }
+  }
+
+  /**
+   * The data goes through the block file's channel when it may (one copy,
+   * the kernel's, from a direct buffer), through the stream otherwise. A
+   * failure on the channel asks the DataNode to check the volume, as its
+   * FileIoProvider does for a failed stream write.
+   */
+  private void writeData(ByteBuffer data) throws IOException {
+    if (dataChannel != null) {
+      try {
+        int align = direct == null ? 0 : direct.alignment();
+        if (align > 0) {
+          long at = dataChannel.position();
+          int head = (int) Math.min(data.remaining(), (align - at % align) % align);
+          if (head > 0 && data.remaining() - head >= align) {
+            ByteBuffer h = data.slice(data.position(), head);
+            while (h.hasRemaining()) {
+              dataChannel.write(h);
+            }
+            data.position(data.position() + head);
+            at += head;
+          }
+          int n = at % align == 0 ? direct.writeDirect(data, at) : 0;
+          if (n > 0) {
+            dataChannel.position(at + n); // the stream's position too: it is the same file descriptor
+          }
+        }
+        while (data.hasRemaining()) {
+          dataChannel.write(data);
+        }
+      } catch (IOException e) {
+        onIoFailure.accept(replica().getReplicaInfo().getVolume());
+        throw e;
+      }
+    } else if (data.hasArray()) {
+      streams.writeDataToDisk(data.array(), data.arrayOffset() + data.position(), data.remaining());
+      data.position(data.limit());
+    } else {
+      if (scratch.length < data.remaining()) {
+        scratch = new byte[data.remaining()];
+      }
+      int n = data.remaining();
+      data.get(scratch, 0, n);
+      streams.writeDataToDisk(scratch, 0, n);
     }
   }
 
@@ -175,6 +269,7 @@ public final class RbwReplica implements AutoCloseable {
       return;
     }
     streams = null;
+    dataChannel = null;
     try {
       s.flushChecksumOut();
       s.flushDataOut();
@@ -200,6 +295,7 @@ public final class RbwReplica implements AutoCloseable {
         if (streams != null) {
           streams.close();
           streams = null;
+          dataChannel = null;
         }
         replica().releaseAllBytesReserved();
       } finally {

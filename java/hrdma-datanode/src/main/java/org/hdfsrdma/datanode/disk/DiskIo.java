@@ -15,6 +15,7 @@ import org.hdfsrdma.datanode.compat.DataNodeAccess;
 import org.hdfsrdma.datanode.compat.DataNodeAccess.Volume;
 import org.hdfsrdma.datanode.compat.RbwReplica;
 import org.hdfsrdma.nativelib.HrdmaNative;
+import org.hdfsrdma.nativelib.Jni;
 import org.hdfsrdma.nativelib.NativeDisk;
 import org.hdfsrdma.nativelib.NativeException;
 import org.slf4j.Logger;
@@ -43,6 +44,7 @@ public final class DiskIo implements AutoCloseable {
   private final Set<String> noDrop = ConcurrentHashMap.newKeySet();
   private final Set<String> noExtents = ConcurrentHashMap.newKeySet();
   private final Set<String> noDirect = ConcurrentHashMap.newKeySet();
+  private final Set<String> noDirectWrite = ConcurrentHashMap.newKeySet();
   /** Each I/O worker's io_uring for direct reads (made on first use, closed with this). */
   private final ThreadLocal<NativeDisk.Ring> rings = new ThreadLocal<>();
   private final java.util.Queue<NativeDisk.Ring> allRings = new java.util.concurrent.ConcurrentLinkedQueue<>();
@@ -57,7 +59,7 @@ public final class DiskIo implements AutoCloseable {
       LOG.warn("hrdma disk: libhrdma is unavailable ({}); no preallocation, trim or page-cache dropping",
           HrdmaNative.unavailabilityCause().toString());
     }
-    this.uringOk = nativeOk && settings.directReads() && probeUring();
+    this.uringOk = nativeOk && (settings.directReads() || settings.directWrites()) && probeUring();
     for (Volume v : volumes) {
       scheduler(v);
     }
@@ -68,7 +70,7 @@ public final class DiskIo implements AutoCloseable {
     try (NativeDisk.Ring r = new NativeDisk.Ring(1)) {
       return true;
     } catch (NativeException | RuntimeException e) {
-      LOG.warn("hrdma disk: no io_uring ({}); reads stay buffered", e.getMessage());
+      LOG.warn("hrdma disk: no io_uring ({}); reads and writes stay buffered", e.getMessage());
       return false;
     }
   }
@@ -145,7 +147,7 @@ public final class DiskIo implements AutoCloseable {
     if (v == null) {
       throw new IOException("no volume holds " + block);
     }
-    boolean direct = uringOk && isSsdPolicy(v) && !noDirect.contains(v.storageId());
+    boolean direct = uringOk && settings.directReads() && isSsdPolicy(v) && !noDirect.contains(v.storageId());
     return openRead(v, settings.dropBehindReads() || direct ? dn.blockPath(block) : null, direct);
   }
 
@@ -160,7 +162,7 @@ public final class DiskIo implements AutoCloseable {
     if (nativeOk && (settings.preallocate() || settings.dropBehindWrites())) {
       f = open(v, s, blockFile, NativeDisk.WRITE);
     }
-    WriteStream w = new WriteStream(v, s, f);
+    WriteStream w = new WriteStream(v, s, f, openDirectWrite(v, s, blockFile));
     if (f != null && settings.preallocate() && !noPreallocate.contains(v.storageId())) {
       NativeDisk.File file = f;
       try {
@@ -180,6 +182,23 @@ public final class DiskIo implements AutoCloseable {
       }
     }
     return w;
+  }
+
+  /** The block file opened with O_DIRECT for {@link WriteStream#writeDirect}, or null (off, or refused here). */
+  private NativeDisk.File openDirectWrite(Volume v, VolumeScheduler s, Path blockFile) {
+    if (!uringOk || !settings.directWrites() || noDirectWrite.contains(v.storageId())) {
+      return null;
+    }
+    try {
+      return NativeDisk.File.open(blockFile, NativeDisk.WRITE | NativeDisk.DIRECT);
+    } catch (NativeException e) {
+      if (e.status() == NativeException.ERR_UNSUPPORTED || e.status() == NativeException.ERR_INVALID) {
+        giveUp(noDirectWrite, v, s, "O_DIRECT writes", e);
+      } else {
+        LOG.warn("hrdma disk: cannot open {} for direct writes: {}", blockFile, e.getMessage());
+      }
+      return null;
+    }
   }
 
   /** Starts reading a block file on {@code v} (blockPath: for dropping it from the cache behind the reader). */
@@ -263,12 +282,104 @@ public final class DiskIo implements AutoCloseable {
    * behind it, written ranges are written back and dropped from the page
    * cache. Used by one writer thread at a time.
    */
-  public final class WriteStream extends BlockStream {
+  public final class WriteStream extends BlockStream implements RbwReplica.DirectWriter {
     private long writtenBack; // write-back started up to here
     private long dropped;     // dropped from the cache up to here
+    private NativeDisk.File direct; // the block file with O_DIRECT, or null
+    private int align;
+    private final long[] cookies = new long[1];
+    private final long[] results = new long[1];
 
-    WriteStream(Volume volume, VolumeScheduler sched, NativeDisk.File file) {
+    WriteStream(Volume volume, VolumeScheduler sched, NativeDisk.File file, NativeDisk.File direct) {
       super(volume, sched, file);
+      this.direct = direct;
+      if (direct != null) {
+        try {
+          align = direct.directAlignment();
+        } catch (NativeException e) {
+          LOG.warn("hrdma disk: {}; writing {} through the page cache", e.getMessage(), direct);
+          closeDirect();
+        }
+      }
+    }
+
+    @Override
+    public int alignment() {
+      return direct == null ? 0 : align;
+    }
+
+    /**
+     * Writes the longest prefix of {@code data} that O_DIRECT can take at
+     * block offset {@code at} (offset and length multiples of the
+     * filesystem's alignment), copied through an aligned buffer, and moves
+     * {@code data}'s position past it. Returns the bytes written: 0 when
+     * direct writes are off, refused on this volume, or do not fit here;
+     * the caller writes the rest through the page cache. Call inside a
+     * {@link #write} action (on the volume's I/O worker).
+     *
+     * @throws IOException the device failed the write (as a buffered write's error would)
+     */
+    @Override
+    public int writeDirect(ByteBuffer data, long at) throws IOException {
+      NativeDisk.File f = direct;
+      if (f == null) {
+        return 0;
+      }
+      int n = data.remaining() - data.remaining() % align;
+      if (n == 0 || at % align != 0) {
+        return 0;
+      }
+      ByteBuffer w = window();
+      try {
+        long addr = Jni.bufferAddress0(w);
+        int room = w.capacity() - w.capacity() % align;
+        NativeDisk.Ring r = ring();
+        int done = 0;
+        while (done < n) {
+          int len = Math.min(room, n - done);
+          w.clear().put(0, data, data.position() + done, len);
+          r.write(f, addr, len, at + done, 0);
+          r.reap(cookies, results, 1);
+          long res = results[0];
+          if (res < 0 && done == 0
+              && (res == NativeException.ERR_INVALID || res == NativeException.ERR_UNSUPPORTED)) {
+            // the filesystem takes O_DIRECT opens but not these writes: buffered from now on
+            giveUp(noDirectWrite, volume, sched, "O_DIRECT writes", new NativeException("O_DIRECT write of "
+                + f + " at " + at + ": " + HrdmaNative.statusString((int) res), (int) res));
+            closeDirect();
+            return 0;
+          }
+          if (res != len) {
+            throw new NativeException("O_DIRECT write of " + len + " bytes to " + f + " at " + (at + done) + ": "
+                + (res < 0 ? HrdmaNative.statusString((int) res) : "only " + res + " written"),
+                res < 0 ? (int) res : NativeException.ERR_IO);
+          }
+          done += len;
+        }
+        data.position(data.position() + n);
+        sched.stats().directWritten(n);
+        return n;
+      } finally {
+        giveBack(w);
+      }
+    }
+
+    private void closeDirect() {
+      NativeDisk.File f = direct;
+      direct = null;
+      if (f != null) {
+        try {
+          f.close();
+        } catch (NativeException e) {
+          LOG.warn("hrdma disk: {}", e.getMessage());
+        }
+      }
+    }
+
+    @Override
+    public void close() {
+      closeDirect();
+      super.close();
     }
 
     /** Runs {@code write} (the bytes [offset, offset + len) of the block) on the volume's device. */

@@ -17,7 +17,8 @@ public record DiskSettings(boolean schedulerEnabled, Map<StorageType, String> po
     int adaptiveMinDepth, int adaptiveMaxDepth, int adaptiveMinBytes, int adaptiveMaxBytes, int adaptiveWindow,
     double adaptiveDrop, double adaptiveGain, int adaptiveCalmWindows, int fifoDepth, int maxQueued,
     int maxQueuedPerStream, long maxWaitNanos, long queueTimeoutNanos, boolean preallocate,
-    boolean dropBehindWrites, boolean dropBehindReads, long dropBytes, boolean directReads, int readAheadBytes) {
+    boolean dropBehindWrites, boolean dropBehindReads, long dropBytes, boolean directReads, int readAheadBytes,
+    boolean directWrites) {
 
   public static final String PREFIX = "hrdma.datanode.disk.";
   /** false: every volume's I/O runs on the caller's thread, unscheduled (for comparisons). */
@@ -79,6 +80,13 @@ public record DiskSettings(boolean schedulerEnabled, Map<StorageType, String> po
    */
   public static final String DIRECT_READS_KEY = PREFIX + "direct-reads";
   public static final boolean DIRECT_READS_DEFAULT = true;
+  /**
+   * Block data written with O_DIRECT from an aligned buffer (the page cache is
+   * neither filled nor copied into); a packet's unaligned tail and volumes
+   * whose filesystem refuses O_DIRECT are written through the page cache.
+   */
+  public static final String DIRECT_WRITES_KEY = PREFIX + "direct-writes";
+  public static final boolean DIRECT_WRITES_DEFAULT = true;
   /** The read-ahead window of one direct read stream (depth x request size is capped by it). */
   public static final String READ_AHEAD_BYTES_KEY = PREFIX + "read-ahead-bytes";
   public static final int READ_AHEAD_BYTES_DEFAULT = 8 << 20;
@@ -142,7 +150,8 @@ public record DiskSettings(boolean schedulerEnabled, Map<StorageType, String> po
         conf.getBoolean(DROP_BEHIND_READS_KEY, DROP_BEHIND_READS_DEFAULT),
         positiveLong(conf, DROP_BYTES_KEY, DROP_BYTES_DEFAULT, 64L << 10, 1L << 30),
         conf.getBoolean(DIRECT_READS_KEY, DIRECT_READS_DEFAULT),
-        positiveInt(conf, READ_AHEAD_BYTES_KEY, READ_AHEAD_BYTES_DEFAULT, 64 << 10, 256 << 20));
+        positiveInt(conf, READ_AHEAD_BYTES_KEY, READ_AHEAD_BYTES_DEFAULT, 64 << 10, 256 << 20),
+        conf.getBoolean(DIRECT_WRITES_KEY, DIRECT_WRITES_DEFAULT));
   }
 
   public DiskSettings {

@@ -1,0 +1,56 @@
+package org.hdfsrdma.protocol;
+
+import java.nio.ByteBuffer;
+import java.util.zip.CRC32C;
+
+/**
+ * CRC32C of HDFS's chunked layout (one checksum per {@code bytesPerChecksum}
+ * bytes, the last chunk possibly shorter; checksums as big-endian ints),
+ * computed with the JDK's intrinsic straight on the buffer, heap or direct.
+ * Hadoop's own verifier copies each chunk of a direct buffer into an array
+ * first when libhadoop is not loaded; this does not.
+ */
+public final class ChunkSums {
+  private ChunkSums() {}
+
+  /**
+   * Checks the chunks of {@code data} (position to limit) against the
+   * checksums in {@code sums} (from its position). Neither buffer's position
+   * moves.
+   *
+   * @return the index of the first chunk whose CRC32C differs, or -1 when all match
+   * @throws IllegalArgumentException {@code sums} holds fewer checksums than {@code data} has chunks
+   */
+  public static int firstBadCrc32c(ByteBuffer data, ByteBuffer sums, int bytesPerChecksum) {
+    int n = data.remaining();
+    int chunks = (n + bytesPerChecksum - 1) / bytesPerChecksum;
+    if (bytesPerChecksum <= 0 || sums.remaining() < 4L * chunks) {
+      throw new IllegalArgumentException(chunks + " chunks of " + bytesPerChecksum + " bytes need " + 4L * chunks
+          + " checksum bytes; " + sums.remaining() + " given");
+    }
+    ByteBuffer d = data.duplicate();
+    int start = data.position();
+    int s = sums.position();
+    CRC32C crc = new CRC32C();
+    for (int c = 0; c < chunks; c++) {
+      int off = start + c * bytesPerChecksum;
+      d.limit(Math.min(off + bytesPerChecksum, start + n)).position(off);
+      crc.reset();
+      crc.update(d);
+      if ((int) crc.getValue() != sums.getInt(s + 4 * c)) {
+        return c;
+      }
+    }
+    return -1;
+  }
+
+  /** The CRC32C of chunk {@code chunk} of {@code data} (position to limit), for error messages. */
+  public static int crc32cOfChunk(ByteBuffer data, int chunk, int bytesPerChecksum) {
+    int off = data.position() + chunk * bytesPerChecksum;
+    ByteBuffer d = data.duplicate();
+    d.limit(Math.min(off + bytesPerChecksum, data.limit())).position(off);
+    CRC32C crc = new CRC32C();
+    crc.update(d);
+    return (int) crc.getValue();
+  }
+}
