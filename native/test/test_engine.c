@@ -330,6 +330,50 @@ static void run(const char *config)
     OK("16 endpoints concurrently");
     S.am_dst_stride = 0;
 
+    /* A graceful close right after rendezvous sends, the peer progressing:
+     * the sends complete (and arrive) before the endpoint goes to UCX,
+     * which would otherwise destroy it under them. */
+    {
+        hrdma_ep_t *dep;
+        int n_acc = S.n_accepted;
+        uint64_t c0;
+
+        memset(heap_dst, 0, 8 * MiB);
+        S.am_count = 0; S.recv_done = 0; S.recv_bytes = 0;
+        S.on_am_returned = 0; S.am_dst = heap_dst; S.am_dst_mem = NULL;
+        S.am_dst_stride = 2 * MiB;
+        fill(heap, 8 * MiB, 7);
+        CHECK_EQ(hrdma_ep_connect(C.worker, "127.0.0.1", port, 650, &dep),
+                 HRDMA_OK);
+        c0 = cookie + 1;
+        for (k = 0; k < 4; k++) {
+            cookie++;
+            status = hrdma_ep_am_send(dep, 2, heap + (size_t)k * 2 * MiB,
+                                      2 * MiB, NULL, cookie);
+            CHECK(status == HRDMA_OK || status == HRDMA_INPROGRESS);
+            op_post(cookie, status, 2 * MiB);
+        }
+        cookie++;
+        status = hrdma_ep_close(dep, 0, cookie);
+        CHECK(status == HRDMA_INPROGRESS);
+        op_post(cookie, status, 0);
+        CHECK_EQ(hrdma_ep_am_send(dep, 2, heap, 10, NULL, cookie + 1),
+                 HRDMA_ERR_CLOSED);
+        WAIT_UNTIL(&S, &C, ops[cookie].done && S.recv_done == 4, 30);
+        CHECK_EQ(ops[cookie].status, HRDMA_OK);
+        for (i = c0; i < c0 + 4; i++) {
+            CHECK(ops[i].done);
+            CHECK_EQ(ops[i].status, HRDMA_OK);
+        }
+        CHECK_EQ(S.recv_bytes, 8 * MiB);
+        CHECK(same(heap, heap_dst, 8 * MiB));
+        hrdma_ep_destroy(dep);
+        CHECK_EQ(S.n_accepted, n_acc + 1);
+        close_ep(&S, &C, S.accepted[n_acc], 1, ++cookie);
+        S.am_dst_stride = 0;
+    }
+    OK("graceful close waits for the endpoint's rendezvous sends");
+
     /* Connect to a port with no listener. */
     {
         hrdma_ep_t *bad;

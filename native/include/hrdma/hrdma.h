@@ -180,8 +180,19 @@ typedef struct {
 
 int hrdma_worker_create(hrdma_ctx_t *ctx, const hrdma_worker_callbacks_t *cb,
                         hrdma_worker_t **worker_p);
-/* Fails with HRDMA_ERR_BUSY while listeners, endpoints or rkeys remain. */
+/* Fails with HRDMA_ERR_BUSY while listeners, endpoints or rkeys remain.
+ * Otherwise progresses the worker until every operation still outstanding
+ * (e.g. canceled by a forced close, or on an endpoint destroyed early) has
+ * completed, for at most 2 s or the close timeout if shorter; their
+ * callbacks run as in hrdma_worker_progress(). What is left then completes
+ * with HRDMA_ERR_CANCELED before the worker goes away: every operation
+ * that returned HRDMA_INPROGRESS gets exactly one callback (a close the
+ * owner abandoned with hrdma_ep_destroy() gets none). */
 int hrdma_worker_destroy(hrdma_worker_t *worker);
+/* Bounds a graceful hrdma_ep_close() on this worker's endpoints (default
+ * 5000 ms; 0 gives up at the next progress call). Applies to closes
+ * started afterwards. */
+int hrdma_worker_set_close_timeout(hrdma_worker_t *worker, int timeout_ms);
 /* Runs ucp_worker_progress until nothing more happens (bounded); returns
  * the number of events (>= 0). */
 int hrdma_worker_progress(hrdma_worker_t *worker);
@@ -236,9 +247,19 @@ int hrdma_ep_stream_recv(hrdma_ep_t *ep, void *buf, size_t cap,
                          hrdma_mem_t *mem, uint64_t op_cookie,
                          size_t *received_p);
 
-/* Closes the endpoint: flush then close (force=0) or drop at once (force=1).
- * Outstanding operations complete with HRDMA_ERR_CANCELED or their result.
- * After HRDMA_OK, or after on_op_done(op_cookie), call hrdma_ep_destroy(). */
+/* Closes the endpoint. force=1 drops it at once: outstanding operations
+ * complete with an error (HRDMA_ERR_CANCELED) in a later progress call.
+ * force=0 first waits (progress) for the endpoint's outstanding operations
+ * to complete (stream receives excepted: they complete with an error when
+ * the endpoint goes), then flushes and disconnects. A graceful close that
+ * has not finished within the close timeout (a peer that stopped
+ * progressing) ends with on_op_done(HRDMA_ERR_TIMEOUT): operations still
+ * outstanding are canceled as by force=1. No new operations are accepted
+ * once a close started (HRDMA_ERR_CLOSED), nor incoming messages.
+ * After HRDMA_OK, or after on_op_done(op_cookie), call hrdma_ep_destroy().
+ * hrdma_ep_destroy() on an endpoint whose close is still in flight (an
+ * owner that stops waiting) is allowed: the close then gets no callback,
+ * and the endpoint's outstanding operations are canceled as by force=1. */
 int hrdma_ep_close(hrdma_ep_t *ep, int force, uint64_t op_cookie);
 void hrdma_ep_destroy(hrdma_ep_t *ep);
 

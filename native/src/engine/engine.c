@@ -6,6 +6,17 @@
  * then reach on_op_done with an error. Active messages are always sent with
  * UCP_AM_SEND_FLAG_REPLY so the receiver learns the ucp_ep_h they came on;
  * the worker maps that back to our endpoint (and its token) with a hash.
+ *
+ * UCX asserts when an endpoint is destroyed while requests are still queued
+ * on it (ucp_ep_destroy_base checks that its list of requests waiting for a
+ * reply, e.g. rendezvous sends and receives, is empty), and
+ * ucp_worker_destroy destroys every endpoint UCX still holds. So: every
+ * request UCX hands back is tracked on its worker; a graceful close hands
+ * the endpoint to UCX only once the endpoint's own requests are done (and
+ * turns into a forced close, which cancels them, if the owner gives up or
+ * the close timeout passes); and hrdma_worker_destroy progresses until
+ * every tracked request has completed, or a bounded time has passed, before
+ * it calls ucp_worker_destroy.
  */
 #include "engine_int.h"
 
@@ -16,8 +27,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define HRDMA_PROGRESS_ROUNDS 64
+
+static uint64_t hrdma_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
 
 /* ------------------------------------------------------------ helpers -- */
 
@@ -112,17 +132,65 @@ static void hrdma_sockaddr_str(const struct sockaddr_storage *ss, char *buf,
 
 /* ------------------------------------------------- completion callbacks -- */
 
+static int hrdma_req_kind_waited(int kind)
+{
+    /* A stream receive may wait for data forever; UCX completes it with
+     * UCS_ERR_CANCELED when the endpoint goes away. */
+    return (kind == HRDMA_REQ_OP) || (kind == HRDMA_REQ_RECV);
+}
+
+/* Puts a request UCX handed back on its worker's list. */
+static void hrdma_req_track(hrdma_worker_t *worker, hrdma_ep_t *ep,
+                            hrdma_req_t *req, int kind, uint64_t ep_token,
+                            uint64_t cookie, size_t length)
+{
+    req->worker   = worker;
+    req->ep       = ep;
+    req->ep_token = ep_token;
+    req->cookie   = cookie;
+    req->length   = length;
+    req->kind     = (uint8_t)kind;
+    req->silent   = 0;
+    ucs_list_add_tail(&worker->reqs, &req->list);
+    if ((ep != NULL) && hrdma_req_kind_waited(kind)) {
+        ep->n_wait++;
+    }
+}
+
+static void hrdma_req_untrack(hrdma_req_t *req)
+{
+    ucs_list_del(&req->list);
+    if ((req->ep != NULL) && hrdma_req_kind_waited(req->kind)) {
+        req->ep->n_wait--;
+    }
+}
+
+/* The owner's callback for a request that has finished. */
+static void hrdma_req_report(const hrdma_req_t *req, int status, size_t length)
+{
+    hrdma_worker_t *worker = req->worker;
+
+    if (req->silent) {
+        return;
+    }
+    if (req->kind == HRDMA_REQ_RECV) {
+        worker->cb.on_recv_done(worker->cb.arg, req->ep_token, req->cookie,
+                                status, length);
+    } else {
+        worker->cb.on_op_done(worker->cb.arg, req->ep_token, req->cookie,
+                              status, length);
+    }
+}
+
 static void hrdma_req_complete(void *request, ucs_status_t ucs, size_t length,
                                int use_length)
 {
     hrdma_req_t req = *(hrdma_req_t *)request;
 
+    hrdma_req_untrack(request);
     ucp_request_free(request);
-    if (!req.silent) {
-        req.worker->cb.on_op_done(req.worker->cb.arg, req.ep_token, req.cookie,
-                                  hrdma_status_from_ucs(ucs),
-                                  use_length ? length : req.length);
-    }
+    hrdma_req_report(&req, hrdma_status_from_ucs(ucs),
+                     use_length ? length : req.length);
 }
 
 static void hrdma_send_cb(void *request, ucs_status_t ucs,
@@ -140,50 +208,48 @@ static void hrdma_stream_recv_cb(void *request, ucs_status_t ucs, size_t length,
 static void hrdma_am_recv_data_cb(void *request, ucs_status_t ucs,
                                   size_t length, void *user_data HRDMA_UNUSED)
 {
-    hrdma_req_t req = *(hrdma_req_t *)request;
-
-    ucp_request_free(request);
-    req.worker->cb.on_recv_done(req.worker->cb.arg, req.ep_token, req.cookie,
-                                hrdma_status_from_ucs(ucs), length);
+    hrdma_req_complete(request, ucs, length, 1);
 }
+
+static void hrdma_ep_close_finish(hrdma_ep_t *ep, int status);
 
 static void hrdma_close_cb(void *request, ucs_status_t ucs,
                            void *user_data HRDMA_UNUSED)
 {
     hrdma_req_t *req = request;
+    hrdma_ep_t *ep   = req->ep;
 
-    if (req->ep != NULL) {
-        hrdma_worker_ep_remove(req->ep);
-        req->ep->close_req = NULL;
+    hrdma_req_untrack(req);
+    ucp_request_free(req);
+    if (ep != NULL) {
+        /* A close of a failed endpoint is still a successful close. */
+        ep->close_req = NULL;
+        hrdma_ep_close_finish(ep, (ucs == UCS_ERR_CANCELED) ?
+                                  HRDMA_ERR_CANCELED : HRDMA_OK);
     }
-    /* A close of a failed endpoint is still a successful close. */
-    if ((ucs != UCS_OK) && (ucs != UCS_ERR_CANCELED)) {
-        ucs = UCS_OK;
-    }
-    hrdma_req_complete(request, ucs, 0, 0);
+    /* else orphaned: the owner destroyed the endpoint or gave up on the
+     * close; nobody waits for it any more. */
 }
 
 /* Turns the result of a posting call into our status; a request gets the
  * data its completion callback reports. */
-static int hrdma_req_result(hrdma_ep_t *ep, ucs_status_ptr_t sp,
-                            uint64_t cookie, size_t length)
+static int hrdma_req_result_kind(hrdma_ep_t *ep, ucs_status_ptr_t sp, int kind,
+                                 uint64_t cookie, size_t length)
 {
-    hrdma_req_t *req;
-
     if (sp == NULL) {
         return HRDMA_OK;
     }
     if (UCS_PTR_IS_ERR(sp)) {
         return hrdma_status_from_ucs(UCS_PTR_STATUS(sp));
     }
-    req           = sp;
-    req->worker   = ep->worker;
-    req->ep       = NULL;
-    req->ep_token = ep->token;
-    req->cookie   = cookie;
-    req->length   = length;
-    req->silent   = 0;
+    hrdma_req_track(ep->worker, ep, sp, kind, ep->token, cookie, length);
     return HRDMA_INPROGRESS;
+}
+
+static int hrdma_req_result(hrdma_ep_t *ep, ucs_status_ptr_t sp,
+                            uint64_t cookie, size_t length)
+{
+    return hrdma_req_result_kind(ep, sp, HRDMA_REQ_OP, cookie, length);
 }
 
 static void hrdma_req_param_init(ucp_request_param_t *param, hrdma_mem_t *mem)
@@ -204,10 +270,13 @@ static void hrdma_ep_err_cb(void *arg, ucp_ep_h uep, ucs_status_t ucs)
     hrdma_worker_t *worker = arg;
     hrdma_ep_t *ep         = hrdma_worker_ep_find(worker, uep);
 
-    if ((ep == NULL) || ep->failed || ep->closing) {
+    if ((ep == NULL) || ep->failed) {
         return;
     }
-    ep->failed = 1;
+    ep->failed = 1; /* a close in progress then forces */
+    if (ep->closing) {
+        return;
+    }
     worker->cb.on_ep_error(worker->cb.arg, ep->token,
                            hrdma_status_from_ucs(ucs));
 }
@@ -271,13 +340,9 @@ static ucs_status_t hrdma_am_recv_cb(void *arg, const void *header HRDMA_UNUSED,
         worker->cb.on_recv_done(worker->cb.arg, ep->token, recv_cookie,
                                 hrdma_status_from_ucs(UCS_PTR_STATUS(sp)), 0);
     } else {
-        req           = sp;
-        req->worker   = worker;
-        req->ep       = NULL;
-        req->ep_token = ep->token;
-        req->cookie   = recv_cookie;
-        req->length   = length;
-        req->silent   = 0;
+        req = sp;
+        hrdma_req_track(worker, ep, req, HRDMA_REQ_RECV, ep->token,
+                        recv_cookie, length);
     }
     /* UCX owns the descriptor once ucp_am_recv_data_nbx was called. */
     return UCS_OK;
@@ -307,6 +372,9 @@ int hrdma_worker_create(hrdma_ctx_t *ctx, const hrdma_worker_callbacks_t *cb,
     }
     worker->ctx    = ctx;
     worker->cb     = *cb;
+    worker->close_timeout_ms = HRDMA_CLOSE_TIMEOUT_MS_DEFAULT;
+    ucs_list_head_init(&worker->reqs);
+    ucs_list_head_init(&worker->closing);
     worker->ep_map = kh_init(hrdma_ep_map);
     if (worker->ep_map == NULL) {
         status = HRDMA_ERR_NOMEM;
@@ -364,6 +432,57 @@ err_free:
     return status;
 }
 
+static void hrdma_worker_closes_advance(hrdma_worker_t *worker);
+
+int hrdma_worker_set_close_timeout(hrdma_worker_t *worker, int timeout_ms)
+{
+    if ((worker == NULL) || (timeout_ms < 0)) {
+        return HRDMA_ERR_INVALID;
+    }
+    worker->close_timeout_ms = timeout_ms;
+    return HRDMA_OK;
+}
+
+/* Progresses until every tracked request has completed (their callbacks
+ * run as usual) or the drain time has passed; then gives the rest back to
+ * UCX and reports them canceled. Afterwards no endpoint UCX still holds has
+ * a request of ours queued on it: forced closes have canceled theirs (UCX
+ * finishes that when the worker is destroyed at the latest), and a
+ * graceful close reaches UCX only with none left. */
+static void hrdma_worker_drain(hrdma_worker_t *worker)
+{
+    uint64_t limit = (uint64_t)worker->close_timeout_ms;
+    uint64_t deadline;
+    hrdma_req_t *req, copy;
+    unsigned left = 0;
+
+    if (limit > HRDMA_DESTROY_DRAIN_MS) {
+        limit = HRDMA_DESTROY_DRAIN_MS;
+    }
+    deadline = hrdma_now_ms() + limit;
+    while (!ucs_list_is_empty(&worker->reqs) && (hrdma_now_ms() < deadline)) {
+        if (hrdma_worker_progress(worker) == 0) {
+            hrdma_worker_wait(worker, 1);
+        }
+    }
+    while (!ucs_list_is_empty(&worker->reqs)) {
+        req  = ucs_list_head(&worker->reqs, hrdma_req_t, list);
+        copy = *req;
+        hrdma_req_untrack(req);
+        ucp_request_free(req); /* UCX completes it without a callback */
+        if (copy.kind != HRDMA_REQ_CLOSE) {
+            hrdma_req_report(&copy, HRDMA_ERR_CANCELED, 0);
+        }
+        left++;
+    }
+    if (left > 0) {
+        hrdma_log_error("worker destroy: %u request(s) still outstanding "
+                        "after %llu ms released (operations among them "
+                        "reported canceled)", left,
+                        (unsigned long long)limit);
+    }
+}
+
 int hrdma_worker_destroy(hrdma_worker_t *worker)
 {
     if (worker == NULL) {
@@ -373,6 +492,7 @@ int hrdma_worker_destroy(hrdma_worker_t *worker)
         (worker->num_rkeys != 0)) {
         return HRDMA_ERR_BUSY;
     }
+    hrdma_worker_drain(worker);
     ucp_worker_destroy(worker->ucp_worker);
     kh_destroy(hrdma_ep_map, worker->ep_map);
     HRDMA_COUNT(worker->ctx, workers, -1);
@@ -392,15 +512,44 @@ int hrdma_worker_progress(hrdma_worker_t *worker)
         }
         total += n;
     }
+    if (!ucs_list_is_empty(&worker->closing)) {
+        hrdma_worker_closes_advance(worker);
+    }
     return (int)total;
+}
+
+/* Milliseconds until the next close deadline, -1 without closes. */
+static int hrdma_worker_close_wait_ms(hrdma_worker_t *worker)
+{
+    uint64_t now = hrdma_now_ms(), next = UINT64_MAX;
+    hrdma_ep_t *ep;
+
+    ucs_list_for_each(ep, &worker->closing, close_link) {
+        if (ep->close_deadline_ms < next) {
+            next = ep->close_deadline_ms;
+        }
+    }
+    if (next == UINT64_MAX) {
+        return -1;
+    }
+    return (next <= now) ? 0 : (int)((next - now > 1000) ? 1000 : next - now);
 }
 
 int hrdma_worker_wait(hrdma_worker_t *worker, int timeout_ms)
 {
     struct pollfd pfd;
     ucs_status_t ucs;
-    int ret;
+    int ret, close_ms, capped = 0;
 
+    /* Wake up for a close deadline: the next progress call acts on it. */
+    close_ms = hrdma_worker_close_wait_ms(worker);
+    if ((close_ms >= 0) && ((timeout_ms < 0) || (close_ms < timeout_ms))) {
+        timeout_ms = close_ms;
+        capped     = 1;
+        if (timeout_ms == 0) {
+            return HRDMA_OK;
+        }
+    }
     ucs = ucp_worker_arm(worker->ucp_worker);
     if (ucs == UCS_ERR_BUSY) {
         return HRDMA_OK; /* events are pending already */
@@ -418,7 +567,7 @@ int hrdma_worker_wait(hrdma_worker_t *worker, int timeout_ms)
         hrdma_log_error("poll on worker fd failed: %s", strerror(errno));
         return HRDMA_ERR_IO;
     }
-    return (ret == 0) ? HRDMA_ERR_TIMEOUT : HRDMA_OK;
+    return ((ret == 0) && !capped) ? HRDMA_ERR_TIMEOUT : HRDMA_OK;
 }
 
 int hrdma_worker_signal(hrdma_worker_t *worker)
@@ -800,17 +949,144 @@ int hrdma_ep_stream_recv(hrdma_ep_t *ep, void *buf, size_t cap,
     }
     hrdma_req_param_init(&param, mem);
     param.cb.recv_stream = hrdma_stream_recv_cb;
-    status = hrdma_req_result(ep, ucp_stream_recv_nbx(ep->ucp_ep, buf, cap,
-                                                      &length, &param),
-                              op_cookie, cap);
+    status = hrdma_req_result_kind(ep, ucp_stream_recv_nbx(ep->ucp_ep, buf,
+                                                           cap, &length,
+                                                           &param),
+                                   HRDMA_REQ_STREAM_RECV, op_cookie, cap);
     *received_p = (status == HRDMA_OK) ? length : 0;
     return status;
 }
 
-int hrdma_ep_close(hrdma_ep_t *ep, int force, uint64_t op_cookie)
+static void hrdma_ep_closing_add(hrdma_ep_t *ep)
+{
+    if (!ep->on_closing) {
+        ucs_list_add_tail(&ep->worker->closing, &ep->close_link);
+        ep->on_closing = 1;
+    }
+}
+
+static void hrdma_ep_closing_del(hrdma_ep_t *ep)
+{
+    if (ep->on_closing) {
+        ucs_list_del(&ep->close_link);
+        ep->on_closing = 0;
+    }
+}
+
+/* Tracks the request a ucp_ep_close_nbx call handed back (CLOSING), or
+ * notes that the endpoint is gone from UCX already. */
+static int hrdma_ep_close_posted(hrdma_ep_t *ep, ucs_status_ptr_t sp,
+                                 int silent)
+{
+    if (UCS_PTR_IS_PTR(sp)) {
+        hrdma_req_track(ep->worker, ep, sp, HRDMA_REQ_CLOSE, ep->token,
+                        ep->close_cookie, 0);
+        ep->close_req         = sp;
+        ep->close_req->silent = (uint8_t)silent;
+        ep->close_state       = HRDMA_CLOSE_CLOSING;
+        return HRDMA_INPROGRESS;
+    }
+    /* Done at once; closing a failed endpoint succeeds too (the failure
+     * was reported). */
+    ep->close_state = HRDMA_CLOSE_DONE;
+    hrdma_worker_ep_remove(ep);
+    return HRDMA_OK;
+}
+
+/* Forced close: UCX cancels the endpoint's requests (their callbacks run
+ * with an error in a later progress call, or in hrdma_worker_destroy) and
+ * releases the endpoint. */
+static int hrdma_ep_close_force(hrdma_ep_t *ep, int silent)
 {
     ucp_request_param_t param;
-    ucs_status_ptr_t sp;
+
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_FLAGS;
+    param.cb.send      = hrdma_close_cb;
+    param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+    return hrdma_ep_close_posted(ep, ucp_ep_close_nbx(ep->ucp_ep, &param),
+                                 silent);
+}
+
+/* Hands the endpoint to UCX once none of its requests are outstanding:
+ * flush, then disconnect (forced if the endpoint failed). From here on the
+ * close cannot be forced any more, and need not be. */
+static int hrdma_ep_close_ucx(hrdma_ep_t *ep)
+{
+    ucp_request_param_t param;
+
+    if (ep->failed) {
+        /* A failed endpoint cannot be flushed any more. */
+        return hrdma_ep_close_force(ep, 0);
+    }
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_FLAGS;
+    param.cb.send      = hrdma_close_cb;
+    param.flags        = 0;
+    return hrdma_ep_close_posted(ep, ucp_ep_close_nbx(ep->ucp_ep, &param), 0);
+}
+
+/* The UCX close request in flight is nobody's any more: it completes
+ * without a callback, or hrdma_worker_destroy releases it. */
+static void hrdma_ep_close_orphan(hrdma_ep_t *ep)
+{
+    if (ep->close_req != NULL) {
+        ep->close_req->ep     = NULL;
+        ep->close_req->silent = 1;
+        ep->close_req         = NULL;
+    }
+}
+
+/* The close is over: report it to the owner, who may destroy the endpoint
+ * from the callback. */
+static void hrdma_ep_close_finish(hrdma_ep_t *ep, int status)
+{
+    hrdma_worker_t *worker = ep->worker;
+
+    hrdma_ep_closing_del(ep);
+    ep->close_state = HRDMA_CLOSE_DONE;
+    hrdma_worker_ep_remove(ep);
+    worker->cb.on_op_done(worker->cb.arg, ep->token, ep->close_cookie, status,
+                          0);
+}
+
+/* Moves closes on (after progress): a DRAINING endpoint whose requests are
+ * done goes to UCX; past the close timeout a DRAINING endpoint is
+ * force-closed and a CLOSING one is left to UCX, and the owner gets
+ * HRDMA_ERR_TIMEOUT. One endpoint at a time, starting over after each:
+ * the owner's callbacks may close or destroy endpoints. */
+static void hrdma_worker_closes_advance(hrdma_worker_t *worker)
+{
+    uint64_t now = hrdma_now_ms();
+    hrdma_ep_t *ep;
+
+again:
+    ucs_list_for_each(ep, &worker->closing, close_link) {
+        if (ep->close_state == HRDMA_CLOSE_DRAINING) {
+            if ((ep->n_wait == 0) || ep->failed) {
+                if (hrdma_ep_close_ucx(ep) != HRDMA_INPROGRESS) {
+                    hrdma_ep_close_finish(ep, HRDMA_OK);
+                }
+                goto again;
+            }
+            if (now >= ep->close_deadline_ms) {
+                if (hrdma_ep_close_force(ep, 0) == HRDMA_INPROGRESS) {
+                    hrdma_ep_close_orphan(ep);
+                }
+                hrdma_ep_close_finish(ep, HRDMA_ERR_TIMEOUT);
+                goto again;
+            }
+        } else if ((ep->close_state == HRDMA_CLOSE_CLOSING) &&
+                   (now >= ep->close_deadline_ms)) {
+            hrdma_ep_close_orphan(ep);
+            hrdma_ep_close_finish(ep, HRDMA_ERR_TIMEOUT);
+            goto again;
+        }
+    }
+}
+
+int hrdma_ep_close(hrdma_ep_t *ep, int force, uint64_t op_cookie)
+{
     int status;
 
     if (ep == NULL) {
@@ -819,27 +1095,30 @@ int hrdma_ep_close(hrdma_ep_t *ep, int force, uint64_t op_cookie)
     if (ep->closing) {
         return HRDMA_ERR_CLOSED;
     }
-    ep->closing = 1;
-    memset(&param, 0, sizeof(param));
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_FLAGS;
-    param.cb.send      = hrdma_close_cb;
-    /* A failed endpoint cannot be flushed any more. */
-    param.flags        = (force || ep->failed) ? UCP_EP_CLOSE_FLAG_FORCE : 0;
-    sp = ucp_ep_close_nbx(ep->ucp_ep, &param);
-    if (UCS_PTR_IS_PTR(sp)) {
-        status        = hrdma_req_result(ep, sp, op_cookie, 0);
-        ep->close_req = sp;
-        ep->close_req->ep = ep;
-        return status;
+    ep->closing           = 1;
+    ep->close_cookie      = op_cookie;
+    ep->close_deadline_ms = hrdma_now_ms() +
+                            (uint64_t)ep->worker->close_timeout_ms;
+    if (force || ep->failed) {
+        status = hrdma_ep_close_force(ep, 0);
+    } else if (ep->n_wait == 0) {
+        status = hrdma_ep_close_ucx(ep);
+    } else {
+        /* Requests of the endpoint are outstanding: UCX would destroy the
+         * endpoint under them. Wait for them first (progress). */
+        ep->close_state = HRDMA_CLOSE_DRAINING;
+        status          = HRDMA_INPROGRESS;
     }
-    hrdma_worker_ep_remove(ep);
-    /* Closing a failed endpoint succeeds; the failure was reported. */
-    return HRDMA_OK;
+    if (status == HRDMA_INPROGRESS) {
+        hrdma_ep_closing_add(ep);
+    }
+    return status;
 }
 
 void hrdma_ep_destroy(hrdma_ep_t *ep)
 {
     hrdma_worker_t *worker;
+    hrdma_req_t *req;
 
     if (ep == NULL) {
         return;
@@ -847,15 +1126,23 @@ void hrdma_ep_destroy(hrdma_ep_t *ep)
     worker = ep->worker;
     if (!ep->closing) {
         /* Not closed by the owner: drop it without a callback. */
-        hrdma_ep_close(ep, 1, 0);
+        ep->closing = 1;
+        hrdma_ep_close_force(ep, 1);
+    } else if (ep->close_state == HRDMA_CLOSE_DRAINING) {
+        /* The owner stops waiting for a graceful close while requests of
+         * the endpoint are outstanding: cancel them (force). */
+        hrdma_ep_close_force(ep, 1);
     }
-    if (ep->close_req != NULL) {
-        /* The owner is done with the endpoint while its close is in flight:
-         * hand the request back to UCX now (no callback follows). A request
-         * still held at ucp_worker_destroy trips an assertion in UCX. */
-        ep->close_req->ep = NULL;
-        ucp_request_free(ep->close_req);
-        ep->close_req = NULL;
+    hrdma_ep_closing_del(ep);
+    /* A UCX close still in flight completes without a callback; no request
+     * of ours is queued on that endpoint any more. */
+    hrdma_ep_close_orphan(ep);
+    /* Requests of the endpoint still outstanding (canceled by the forced
+     * close) report to the owner by token, as before. */
+    ucs_list_for_each(req, &worker->reqs, list) {
+        if (req->ep == ep) {
+            req->ep = NULL;
+        }
     }
     hrdma_worker_ep_remove(ep);
     worker->num_eps--;
