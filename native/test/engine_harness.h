@@ -180,6 +180,25 @@ static void progress2(side_t *a, side_t *b)
         } \
     } while (0)
 
+/* A forked server's start: a context and worker, a listener on a free port
+ * of 127.0.0.1 whose port goes to stdout (the parent reads it), then
+ * progress until the client's first active message has arrived in small. */
+static inline hrdma_listener_t *serve_first_message(side_t *s, const char *config,
+                                                    hrdma_ctx_t **ctx_p, char *small)
+{
+    hrdma_listener_t *listener;
+
+    CHECK_EQ(hrdma_ctx_create(config, ctx_p), HRDMA_OK);
+    side_init(s, "server", *ctx_p, 1000);
+    s->am_dst = small;
+    CHECK_EQ(hrdma_listener_create(s->worker, "127.0.0.1", 0, 1, &listener),
+             HRDMA_OK);
+    printf("%d\n", hrdma_listener_port(listener));
+    fflush(stdout);
+    WAIT_UNTIL(s, NULL, s->recv_done == 1, 30);
+    return listener;
+}
+
 /* Treats HRDMA_OK (done at once) like a completed op record. */
 static void op_post(uint64_t cookie, int status, size_t len)
 {

@@ -32,20 +32,12 @@
 static int server_main(const char *mode, const char *config)
 {
     hrdma_ctx_t *ctx;
-    hrdma_listener_t *listener;
     side_t S;
     char small[64], line[16];
     char *buf = NULL;
     int i, status;
 
-    CHECK_EQ(hrdma_ctx_create(config, &ctx), HRDMA_OK);
-    side_init(&S, "server", ctx, 1000);
-    S.am_dst = small;
-    CHECK_EQ(hrdma_listener_create(S.worker, "127.0.0.1", 0, 1, &listener),
-             HRDMA_OK);
-    printf("%d\n", hrdma_listener_port(listener));
-    fflush(stdout);
-    WAIT_UNTIL(&S, NULL, S.recv_done == 1, 30);
+    (void)serve_first_message(&S, config, &ctx, small); /* held until the parent ends it */
     if (strcmp(mode, "source") == 0) {
         buf = malloc(8 * MiB);
         CHECK(buf != NULL);
