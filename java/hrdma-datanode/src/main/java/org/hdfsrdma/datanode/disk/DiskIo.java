@@ -149,6 +149,17 @@ public final class DiskIo implements AutoCloseable {
     return openRead(v, settings.dropBehindReads() || direct ? dn.blockPath(block) : null, direct);
   }
 
+  /**
+   * Starts reading a block file of volume {@code v} the way a client's read
+   * of it is served (the same scheduler, and on ssd/adaptive volumes the same
+   * O_DIRECT io_uring channel from {@link ReadStream#direct}), without a
+   * DataNode: {@code hrdma bench disk} measures the disk stage alone with it.
+   */
+  public ReadStream openRead(Volume v, Path blockFile) {
+    boolean direct = uringOk && isSsdPolicy(v) && !noDirect.contains(v.storageId());
+    return openRead(v, settings.dropBehindReads() || direct ? blockFile.toString() : null, direct);
+  }
+
   private boolean isSsdPolicy(Volume v) {
     String p = scheduler(v).policy().name();
     return p.equals("ssd") || p.equals("adaptive");
