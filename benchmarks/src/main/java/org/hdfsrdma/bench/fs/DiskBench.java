@@ -263,7 +263,7 @@ public final class DiskBench {
 
   /**
    * The DataNode's settings for the ssd policy at depth {@code qd}: requests of --request, and
-   * a read-ahead window of depth requests, 8 MB at least.
+   * a read-ahead window of depth + 1 requests (depth in flight while one is copied out), 8 MB at least.
    */
   static Map<String, String> ssdConf(Options o, int qd) {
     Map<String, String> ssd = baseConf(o);
@@ -271,7 +271,7 @@ public final class DiskBench {
     ssd.put(DiskSettings.POLICY_KEY_PREFIX + "ssd", "ssd");
     ssd.put(DiskSettings.SSD_DEPTH_KEY, Integer.toString(qd));
     ssd.put(DiskSettings.SSD_REQUEST_BYTES_KEY, Integer.toString(o.request()));
-    ssd.put(DiskSettings.READ_AHEAD_BYTES_KEY, Long.toString(Math.max(8L << 20, (long) qd * o.request())));
+    ssd.put(DiskSettings.READ_AHEAD_BYTES_KEY, Long.toString(Math.max(8L << 20, (qd + 1L) * o.request())));
     return ssd;
   }
 

@@ -100,7 +100,7 @@ class DiskStageTest {
   }
 
   @Test
-  void ssdRowsCompareEachPathWithFioAtItsDepth() throws Exception {
+  void ssdRowsCompareEachPathWithFioAtItsDepthAndTheWindowHoldsDepthPlusOne() throws Exception {
     assertArrayEquals(new String[] {"4", "500", "0.25", "1900", "0.95", "2000"},
         DiskBench.ssdRow(4, 500, 1900, 2000));
     DiskBench.Options o = DiskBench.parse(new String[] {"--depths", "1,16", "--request", "1M"});
@@ -109,6 +109,6 @@ class DiskStageTest {
     assertEquals("ssd", c16.get(DiskSettings.POLICY_KEY_PREFIX + "ssd"));
     assertEquals("16", c16.get(DiskSettings.SSD_DEPTH_KEY));
     assertEquals(Integer.toString(8 << 20), c1.get(DiskSettings.READ_AHEAD_BYTES_KEY), "8 MB at least");
-    assertEquals(Integer.toString(16 << 20), c16.get(DiskSettings.READ_AHEAD_BYTES_KEY));
+    assertEquals(Integer.toString(17 << 20), c16.get(DiskSettings.READ_AHEAD_BYTES_KEY));
   }
 }

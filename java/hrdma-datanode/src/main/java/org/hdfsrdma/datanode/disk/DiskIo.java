@@ -47,7 +47,8 @@ public final class DiskIo implements AutoCloseable {
   private final ThreadLocal<NativeDisk.Ring> rings = new ThreadLocal<>();
   private final java.util.Queue<NativeDisk.Ring> allRings = new java.util.concurrent.ConcurrentLinkedQueue<>();
   private final boolean uringOk;
-  private static final int RING_DEPTH = 64;
+  /** A worker has one direct read in flight at a time (the scheduler's depth is the number of workers busy). */
+  private static final int RING_DEPTH = 4;
   private volatile boolean closed;
 
   public DiskIo(DiskSettings settings, List<Volume> volumes) {
