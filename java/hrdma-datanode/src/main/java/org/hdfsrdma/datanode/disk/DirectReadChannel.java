@@ -28,7 +28,9 @@ import org.hdfsrdma.nativelib.NativeException;
  *
  * <p>To keep {@code depth} requests in flight while the reader holds the
  * request it copies from, the window needs {@code (depth + 1) x requestBytes};
- * a smaller window caps the depth.
+ * in a smaller window the requests are made smaller (window / (depth + 1),
+ * aligned), so the depth holds (the adaptive policy raises depth and size
+ * together, beyond any window the size alone would fit).
  *
  * <p>Not thread-safe (one reader). Closing waits for the requests in flight
  * (the ring writes into the window until they are reaped), then closes the
@@ -155,7 +157,9 @@ final class DirectReadChannel implements ReadableByteChannel {
   /** Issues requests while the window has room and fewer than the policy's depth are in flight. */
   private void topUp() throws IOException {
     int depth = Math.max(1, sched.policy().depth());
-    int requestBytes = sched.requestBytes();
+    // depth requests ahead plus the one being copied out must fit the window: where the
+    // policy's size would not let them, the requests get smaller, not fewer
+    int requestBytes = (int) Math.min(sched.requestBytes(), windowBytes / (depth + 1L));
     int chunk = Math.max(align, requestBytes - requestBytes % align);
     int inFlight = 0;
     for (Req r : pending) {

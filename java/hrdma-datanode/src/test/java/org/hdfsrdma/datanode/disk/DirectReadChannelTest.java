@@ -137,24 +137,29 @@ class DirectReadChannelTest {
         ByteBuffer b = ByteBuffer.allocateDirect(1);
         assertEquals(1, ch.read(b));
         assertEquals(depth + 1, ch.pendingRequests(), "the one being read and depth more");
-        // once a request is copied out, its room is read again further on at once
+        // once a request is copied out, its room is read again further on (at the latest when
+        // the reader waits for the next one, whose slot on the device is then free)
         ByteBuffer rest = ByteBuffer.allocateDirect(req - 1);
         while (rest.hasRemaining()) {
           ch.read(rest);
         }
+        assertEquals(1, ch.read(ByteBuffer.allocateDirect(1)));
         assertEquals(depth + 1, ch.pendingRequests());
       }
       // closing waited for what was in flight: depth + 1 at first, one more after the first was copied out
       assertEquals(depth + 2, io.schedulers().get("ssd-1").stats().snapshot().requests());
     }
-    // a smaller window caps how far ahead it reads
-    try (DiskIo io = diskIo(dir, depth, req, 2 * req)) {
+    // in a window too small for depth + 1 requests of the policy's size, the requests get smaller, not fewer
+    int small = (depth + 1) * 100 * 1024; // room for depth + 1 requests of 100 KB, not of 256 KB
+    try (DiskIo io = diskIo(dir, depth, req, small)) {
       DiskIo.ReadStream rs = io.openRead(volume(dir), p);
       try (rs; DirectReadChannel ch = (DirectReadChannel) rs.direct(FileChannel.open(p, StandardOpenOption.READ),
           0, 16 * MB)) {
         assertEquals(1, ch.read(ByteBuffer.allocateDirect(1)));
-        assertEquals(2, ch.pendingRequests());
+        assertEquals(depth + 1, ch.pendingRequests());
       }
+      VolumeStats.Snapshot st = io.schedulers().get("ssd-1").stats().snapshot();
+      assertEquals(st.directRequests() * 100 * 1024, st.directBytes(), "requests of window / (depth + 1)");
     }
   }
 }
