@@ -182,20 +182,25 @@ public final class DiskBench {
     }
   }
 
-  /** The ssd policy at each depth on an [SSD] volume, beside fio on the same block files. */
+  /** How long the disk stage reads (whole passes over the block files), as long as fio runs. */
+  private static final long DISK_STAGE_NANOS = 3_000_000_000L;
+
+  /**
+   * The ssd policy at each depth on an [SSD] volume, three figures from the same block files:
+   * end to end (our client reading through the transport from the DataNode's O_DIRECT
+   * io_uring reads), the disk stage alone (the plugin's DiskIo reading the block files
+   * into registered packet buffers that are then discarded), and fio at the same depth and
+   * request size. Then the disk stage with the adaptive policy at its defaults.
+   */
   private static void ssdPart(java.nio.file.Path base, Options o, PrintStream out) throws Exception {
-    {
-      out.println();
-      out.printf(" %-6s %12s %12s %7s%n", "depth", "ours[MB/s]", "fio[MB/s]", "ratio");
-      double bestFio = 0;
-      double bestOurs = 0;
+    List<String[]> rows = new ArrayList<>();
+    double bestFio = 0;
+    double bestOurs = 0;
+    double bestDisk = 0;
+    String adaptive = null;
+    try (org.hdfsrdma.transport.Transport t = packetTransport(o)) {
       for (int qd : o.depths()) {
-        Map<String, String> ssd = baseConf(o);
-        ssd.put(ClusterConfig.STORAGE_TYPES_KEY, "SSD");
-        ssd.put(DiskSettings.POLICY_KEY_PREFIX + "ssd", "ssd");
-        ssd.put(DiskSettings.SSD_DEPTH_KEY, Integer.toString(qd));
-        ssd.put(DiskSettings.SSD_REQUEST_BYTES_KEY, Integer.toString(o.request()));
-        ssd.put(DiskSettings.READ_AHEAD_BYTES_KEY, Long.toString(Math.max(8L << 20, (long) qd * o.request())));
+        Map<String, String> ssd = ssdConf(o, qd);
         try (LocalCluster c = LocalCluster.start(base.resolve("ssd-qd" + qd), 1, ssd, out);
             FileSystem ours = c.newClient(true);
             DistributedFileSystem stock = (DistributedFileSystem) c.newClient(false)) {
@@ -210,15 +215,109 @@ public final class DiskBench {
           long t0 = System.nanoTime();
           read(ours, f);
           double mbps = o.size() / 1e6 / ((System.nanoTime() - t0) / 1e9);
+          double disk = diskStage(ssd, blocks, t.allocator());
           double fio = fio(blocks, qd, o.request());
           bestFio = Math.max(bestFio, fio);
           bestOurs = Math.max(bestOurs, mbps);
-          out.printf(" %-6d %12.0f %12.0f %7.2f%n", qd, mbps, fio, mbps / fio);
+          bestDisk = Math.max(bestDisk, disk);
+          rows.add(ssdRow(qd, mbps, disk, fio));
+          if (qd == o.depths().get(o.depths().size() - 1)) {
+            Map<String, String> a = baseConf(o);
+            a.put(DiskSettings.POLICY_KEY_PREFIX + "ssd", "adaptive");
+            DiskSettings as = DiskSettings.of(hadoopConf(a));
+            Stage ad = diskStageRun(a, blocks, t.allocator());
+            adaptive = String.format("disk stage, adaptive policy at its defaults (depth %d..%d, requests %dK..%dK,"
+                + " read-ahead %dK): %.0f MB/s, %.2f of fio's best (%.0f MB/s); ended at depth %d x %dK"
+                + " (%d raises, %d lowers)", as.adaptiveMinDepth(), as.adaptiveMaxDepth(),
+                as.adaptiveMinBytes() >> 10, as.adaptiveMaxBytes() >> 10, as.readAheadBytes() >> 10, ad.mbps(),
+                ad.mbps() / bestFio, bestFio, ad.end().depth(), ad.end().requestBytes() >> 10,
+                ad.end().depthRaises(), ad.end().depthLowers());
+          }
         }
       }
-      out.printf("target: reads >= 95%% of fio at its best depth: best ours %.0f MB/s vs fio %.0f MB/s = %.0f%% %s%n",
-          bestOurs, bestFio, 100 * bestOurs / bestFio, bestOurs >= 0.95 * bestFio ? "PASS" : "MISS");
     }
+    out.println();
+    out.println(" end-to-end: our client reading the file through the transport from the DataNode (the target's figure)");
+    out.println(" disk stage: the DataNode's DiskIo alone reading the same block files into registered buffers,"
+        + " bytes discarded");
+    out.println(" fio:        fio --direct=1 --ioengine=io_uring on the same block files; same depth and request size");
+    out.printf(" %-6s %9s %8s %10s %9s %10s%n", "depth", "e2e[MB/s]", "e2e/fio", "disk[MB/s]", "disk/fio",
+        "fio[MB/s]");
+    for (String[] r : rows) {
+      out.printf(" %-6s %9s %8s %10s %9s %10s%n", (Object[]) r);
+    }
+    out.printf("disk stage at its best depth: %.0f MB/s vs fio's best %.0f MB/s = %.0f%%%n", bestDisk, bestFio,
+        100 * bestDisk / bestFio);
+    if (adaptive != null) {
+      out.println(adaptive);
+    }
+    out.printf("target: reads >= 95%% of fio at its best depth: best ours %.0f MB/s vs fio %.0f MB/s = %.0f%% %s%n",
+        bestOurs, bestFio, 100 * bestOurs / bestFio, bestOurs >= 0.95 * bestFio ? "PASS" : "MISS");
+  }
+
+  /** One line of the ssd table: depth, end to end and its ratio to fio, disk stage and its ratio, fio. */
+  static String[] ssdRow(int qd, double e2e, double disk, double fio) {
+    return new String[] {Integer.toString(qd), String.format("%.0f", e2e), String.format("%.2f", e2e / fio),
+      String.format("%.0f", disk), String.format("%.2f", disk / fio), String.format("%.0f", fio)};
+  }
+
+  /**
+   * The DataNode's settings for the ssd policy at depth {@code qd}: requests of --request, and
+   * a read-ahead window of depth + 1 requests (depth in flight while one is copied out), 8 MB at least.
+   */
+  static Map<String, String> ssdConf(Options o, int qd) {
+    Map<String, String> ssd = baseConf(o);
+    ssd.put(ClusterConfig.STORAGE_TYPES_KEY, "SSD");
+    ssd.put(DiskSettings.POLICY_KEY_PREFIX + "ssd", "ssd");
+    ssd.put(DiskSettings.SSD_DEPTH_KEY, Integer.toString(qd));
+    ssd.put(DiskSettings.SSD_REQUEST_BYTES_KEY, Integer.toString(o.request()));
+    ssd.put(DiskSettings.READ_AHEAD_BYTES_KEY, Long.toString(Math.max(8L << 20, (qd + 1L) * o.request())));
+    return ssd;
+  }
+
+  private static org.apache.hadoop.conf.Configuration hadoopConf(Map<String, String> m) {
+    org.apache.hadoop.conf.Configuration c = new org.apache.hadoop.conf.Configuration(false);
+    m.forEach(c::set);
+    return c;
+  }
+
+  /**
+   * The DataNode's disk stage alone, in this JVM: a DiskIo with the DataNode's settings
+   * reading the block files as it serves a read (see {@link DiskStage}); MB/s.
+   */
+  static double diskStage(Map<String, String> conf, List<java.nio.file.Path> blocks,
+      org.hdfsrdma.transport.BufferAllocator alloc) throws IOException {
+    return diskStageRun(conf, blocks, alloc).mbps();
+  }
+
+  /** A disk-stage run: MB/s, and the volume's counters at its end (the policy's shape then). */
+  record Stage(double mbps, org.hdfsrdma.datanode.disk.VolumeStats.Snapshot end) {}
+
+  static Stage diskStageRun(Map<String, String> conf, List<java.nio.file.Path> blocks,
+      org.hdfsrdma.transport.BufferAllocator alloc) throws IOException {
+    org.apache.hadoop.conf.Configuration c = hadoopConf(conf);
+    DiskSettings s = DiskSettings.of(c);
+    org.hdfsrdma.datanode.compat.DataNodeAccess.Volume v = new org.hdfsrdma.datanode.compat.DataNodeAccess.Volume(
+        "bench-disk-stage", org.apache.hadoop.fs.StorageType.SSD, blocks.get(0).getParent().toString());
+    int packet = c.getInt("hrdma.datanode.read.packet-bytes", 1 << 20);
+    try (org.hdfsrdma.datanode.disk.DiskIo io = new org.hdfsrdma.datanode.disk.DiskIo(s, List.of(v))) {
+      double mbps = DiskStage.run(io, v, blocks, alloc, packet, DISK_STAGE_NANOS, b -> {});
+      return new Stage(mbps, io.schedulers().get(v.storageId()).stats().snapshot());
+    }
+  }
+
+  /** A transport whose registered allocator holds the disk stage's packets: the first of the order that starts. */
+  private static org.hdfsrdma.transport.Transport packetTransport(Options o) throws IOException {
+    org.hdfsrdma.transport.TransportConf tc = org.hdfsrdma.transport.TransportConf.of(o.conf());
+    IOException last = null;
+    for (String name : tc.order()) {
+      try {
+        return org.hdfsrdma.transport.Transports.create(name, tc);
+      } catch (IOException | RuntimeException e) {
+        last = e instanceof IOException io ? io : new IOException(e);
+      }
+    }
+    throw last != null ? last : new IOException("no transport in " + tc.order());
   }
 
   private static Map<String, String> baseConf(Options o) {

@@ -46,7 +46,7 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The task owns the request message's buffer until it completes.
  */
-final class BlockReadTask {
+final class BlockReadTask implements ReadQueue.Read {
   private static final Logger LOG = LoggerFactory.getLogger(BlockReadTask.class);
   /** BlockMetadataHeader: u16 version (1), then the checksum header (u8 type, u32 bytesPerChecksum). */
   private static final int META_VERSION = 1;
@@ -71,6 +71,7 @@ final class BlockReadTask {
   private long end;
   private long seqno;
   private boolean lastSent;
+  private boolean handedOn;
 
   private final Object lock = new Object();
   private int inflight;          // guarded by lock
@@ -87,17 +88,20 @@ final class BlockReadTask {
     this.id = request.requestId();
   }
 
-  long requestId() {
+  @Override
+  public long requestId() {
     return id;
   }
 
   /** Starts serving (called by the connection when it is this request's turn). */
-  void start() {
+  @Override
+  public void start() {
     schedule();
   }
 
   /** Stops early: the client cancelled or the connection closed. */
-  void cancel() {
+  @Override
+  public void cancel() {
     synchronized (lock) {
       cancelled = true;
     }
@@ -105,7 +109,8 @@ final class BlockReadTask {
   }
 
   /** Never started, never will: the connection closed or the client withdrew the request. */
-  void abandon() {
+  @Override
+  public void abandon() {
     synchronized (lock) {
       finished = true;
     }
@@ -113,7 +118,8 @@ final class BlockReadTask {
   }
 
   /** Never started: answered with an error. */
-  void refuse(Status status, String message) {
+  @Override
+  public void refuse(Status status, String message) {
     RequestDispatcher.sendError(ep, id, status, message);
     abandon();
   }
@@ -193,6 +199,10 @@ final class BlockReadTask {
           throw e;
         }
         ep.send(p).whenComplete(this::sent);
+        if (lastSent && !handedOn) {
+          handedOn = true;
+          owner.handOn(ep, this); // the connection's next read may start while these packets drain
+        }
       }
     } catch (IOException | RuntimeException e) {
       String what = block == null ? "request " + id : block + " at offset " + next;

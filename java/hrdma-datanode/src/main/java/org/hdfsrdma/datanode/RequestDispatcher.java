@@ -7,8 +7,6 @@ import java.net.NetworkInterface;
 import java.net.ProtocolException;
 import java.net.SocketException;
 import java.nio.ByteBuffer;
-import java.util.ArrayDeque;
-import java.util.Iterator;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.RejectedExecutionException;
@@ -45,9 +43,11 @@ import org.slf4j.LoggerFactory;
  * that ended are dropped); anything else gets an ERROR naming what was
  * wrong, and the connection stays open.
  *
- * <p>A connection's reads are served one after the other, in arrival order,
- * so a client's read-ahead requests queue up behind the current one and the
- * next starts without a round trip; connections are served concurrently.
+ * <p>A connection's reads are served one after the other, in arrival order
+ * ({@link ReadQueue}), so a client's read-ahead requests queue up behind the
+ * current one and the next starts without a round trip, as soon as the one
+ * before has handed its last packet to the transport; connections are
+ * served concurrently.
  */
 final class RequestDispatcher implements EndpointHandler {
   private static final Logger LOG = LoggerFactory.getLogger(RequestDispatcher.class);
@@ -295,6 +295,14 @@ final class RequestDispatcher implements EndpointHandler {
     return conns.values().stream().mapToInt(c -> c.writes.size()).sum();
   }
 
+  /** {@code t} has sent its last packet: the connection's next read may start. */
+  void handOn(Endpoint ep, BlockReadTask t) {
+    Conn c = conns.get(ep);
+    if (c != null) {
+      c.handOn(t);
+    }
+  }
+
   void done(Endpoint ep, BlockReadTask t) {
     Conn c = conns.get(ep);
     if (c != null) {
@@ -305,29 +313,17 @@ final class RequestDispatcher implements EndpointHandler {
   /** One connection's reads: the one being served and those queued behind it. */
   private static final class Conn {
     private final Endpoint ep;
-    private final int maxQueued;
-    private final ArrayDeque<BlockReadTask> queue = new ArrayDeque<>(); // guarded by this
-    private BlockReadTask active;  // guarded by this
+    private final ReadQueue reads;
     private boolean closed;        // guarded by this
     final ConcurrentHashMap<Long, BlockWriteTask> writes = new ConcurrentHashMap<>();
 
     Conn(Endpoint ep, int maxQueued) {
       this.ep = ep;
-      this.maxQueued = maxQueued;
+      this.reads = new ReadQueue(maxQueued);
     }
 
-    synchronized void submit(BlockReadTask t) {
-      if (closed) {
-        t.abandon();
-      } else if (queue.size() >= maxQueued) {
-        t.refuse(Status.ERROR, "too many read requests queued on this connection (" + maxQueued + ", "
-            + ReadSettings.MAX_QUEUED_KEY + ")");
-      } else {
-        queue.add(t);
-        if (active == null) {
-          startNext();
-        }
-      }
+    void submit(BlockReadTask t) {
+      reads.submit(t);
     }
 
     void startWrite(BlockWriteTask t) {
@@ -352,20 +348,12 @@ final class RequestDispatcher implements EndpointHandler {
       return writes.get(id);
     }
 
-    synchronized void done(BlockReadTask t) {
-      if (active == t) {
-        active = null;
-        if (!closed) {
-          startNext();
-        }
-      }
+    void done(BlockReadTask t) {
+      reads.done(t);
     }
 
-    private void startNext() {
-      active = queue.poll();
-      if (active != null) {
-        active.start();
-      }
+    void handOn(BlockReadTask t) {
+      reads.handOn(t);
     }
 
     /**
@@ -384,18 +372,7 @@ final class RequestDispatcher implements EndpointHandler {
       if (s == Status.ERROR_CHECKSUM) {
         LOG.warn("hrdma datanode: client {} reports a checksum error in request {}", ep.remoteAddress(), id);
       }
-      if (active != null && active.requestId() == id) {
-        active.cancel();
-        return;
-      }
-      for (Iterator<BlockReadTask> it = queue.iterator(); it.hasNext(); ) {
-        BlockReadTask t = it.next();
-        if (t.requestId() == id) {
-          it.remove();
-          t.abandon();
-          return;
-        }
-      }
+      reads.cancel(id);
     }
 
     synchronized void close() {
@@ -403,13 +380,7 @@ final class RequestDispatcher implements EndpointHandler {
       for (BlockWriteTask w : writes.values()) {
         w.abort();
       }
-      for (BlockReadTask t : queue) {
-        t.abandon();
-      }
-      queue.clear();
-      if (active != null) {
-        active.cancel();
-      }
+      reads.close();
     }
   }
 }

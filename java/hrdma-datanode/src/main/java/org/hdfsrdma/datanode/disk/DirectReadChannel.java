@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ReadableByteChannel;
+import java.util.ArrayDeque;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
@@ -13,35 +14,42 @@ import org.hdfsrdma.nativelib.NativeDisk;
 import org.hdfsrdma.nativelib.NativeException;
 
 /**
- * A block file read sequentially with O_DIRECT through an io_uring, double
- * buffered: the read-ahead window is two halves; while the reader is served
- * from one, the next range is read into the other. Each fill puts several
- * large requests in flight at once ({@code depth} x {@code requestBytes}, as
- * the volume's policy says at that moment, within the half, never past
- * {@code limit}). The page cache is bypassed.
+ * A block file read sequentially with O_DIRECT through io_uring, with the
+ * device kept busy: the read-ahead window is a circular buffer, and as long
+ * as it has room, requests of the policy's current size are kept in flight
+ * ahead of the reader, up to the policy's current depth. Each request is one
+ * request of the volume's scheduler (stream {@code streamKey}), so the depth
+ * the policy sets is the depth the device sees and every completion feeds
+ * the policy's measurements; it runs on an I/O worker with that worker's
+ * ring. When the reader has copied a request's bytes out, its part of the
+ * window is read again further on, at once: the reads of what comes next
+ * overlap the reader's work (packets being built and sent). Never past
+ * {@code limit} (rounded up to the alignment). The page cache is bypassed.
  *
- * <p>Each fill is one request of the volume's scheduler (stream
- * {@code streamKey}) and runs on its I/O worker, with that worker's ring;
- * reads served from a half touch no disk and stay on the caller's thread.
- * Not thread-safe (one reader). Closing waits for a fill in flight, then
- * closes the O_DIRECT file and the wrapped channel and gives the window back.
+ * <p>To keep {@code depth} requests in flight while the reader holds the
+ * request it copies from, the window needs {@code (depth + 1) x requestBytes};
+ * in a smaller window the requests are made smaller (window / (depth + 1),
+ * aligned), so the depth holds (the adaptive policy raises depth and size
+ * together, beyond any window the size alone would fit).
+ *
+ * <p>Not thread-safe (one reader). Closing waits for the requests in flight
+ * (the ring writes into the window until they are reaped), then closes the
+ * O_DIRECT file and the wrapped channel and gives the window back.
  */
 final class DirectReadChannel implements ReadableByteChannel {
-  /** One half of the window and what it holds. */
-  private static final class Half {
-    final ByteBuffer buf;
-    final long addr;
-    long start;
-    int len;
-    boolean eof;
+  /** One request: [offset, offset + length) of the file, at windowOffset in the window. */
+  private static final class Req {
+    final long offset;
+    final int length;
+    final int windowOffset;
+    final CompletableFuture<Integer> done;
+    int valid = -1; // bytes read, once awaited
 
-    Half(ByteBuffer buf) {
-      this.buf = buf;
-      this.addr = Jni.bufferAddress0(buf);
-    }
-
-    boolean holds(long pos) {
-      return pos >= start && pos < start + len;
+    Req(long offset, int length, int windowOffset, CompletableFuture<Integer> done) {
+      this.offset = offset;
+      this.length = length;
+      this.windowOffset = windowOffset;
+      this.done = done;
     }
   }
 
@@ -51,13 +59,19 @@ final class DirectReadChannel implements ReadableByteChannel {
   private final VolumeScheduler sched;
   private final Object streamKey;
   private final int align;
+  private final long end; // limit rounded up to the alignment: no request goes past it
   private final long limit;
   private final Consumer<ByteBuffer> giveBack;
   private final ByteBuffer window;
-  private Half cur;
-  private Half spare;
-  private CompletableFuture<Void> ahead; // filling `spare`
+  private final ByteBuffer view; // a duplicate of the window the copies go through
+  private final long windowAddr;
+  private final int windowBytes;
+  private final long base;       // the aligned offset the window's byte 0 maps to (mod windowBytes)
+  private final ArrayDeque<Req> pending = new ArrayDeque<>(); // issued, in file order
+  private long issuedTo;         // requests are issued up to here
+  private long eofAt = Long.MAX_VALUE;
   private long pos;
+  private IOException failure;   // a request failed: every later read fails
   private boolean open = true;
 
   /**
@@ -76,18 +90,21 @@ final class DirectReadChannel implements ReadableByteChannel {
     this.sched = sched;
     this.streamKey = streamKey;
     this.align = file.directAlignment();
-    int half = window.capacity() / 2;
-    half -= half % align;
-    if (half < align || Jni.bufferAddress0(window) % align != 0) {
+    int w = window.capacity() - window.capacity() % align;
+    this.windowAddr = Jni.bufferAddress0(window);
+    if (w < align || windowAddr % align != 0) {
       throw new NativeException("read-ahead window of " + window.capacity() + " bytes not aligned to " + align,
           NativeException.ERR_INVALID);
     }
+    this.windowBytes = w;
     this.limit = limit;
+    this.end = limit + (align - limit % align) % align;
     this.giveBack = giveBack;
     this.window = window;
-    this.cur = new Half(window.duplicate().position(0).limit(half).slice());
-    this.spare = new Half(window.duplicate().position(half).limit(2 * half).slice());
+    this.view = window.duplicate();
     this.pos = start;
+    this.base = start - start % align;
+    this.issuedTo = base;
   }
 
   @Override
@@ -95,95 +112,99 @@ final class DirectReadChannel implements ReadableByteChannel {
     if (!open) {
       throw new ClosedChannelException();
     }
-    if (pos >= limit) {
+    if (failure != null) {
+      throw failure;
+    }
+    if (pos >= limit || pos >= eofAt) {
       return -1;
     }
-    if (!cur.holds(pos)) {
-      if (ahead != null) {
-        CompletableFuture<Void> a = ahead;
-        ahead = null;
-        sched.await(a);
-        Half t = cur;
-        cur = spare;
-        spare = t;
-      }
-      if (!cur.holds(pos)) { // the first read, or the reader moved
-        long at = pos - pos % align;
-        sched.call(streamKey, false, at, fillLength(cur, at), () -> {
-          fill(cur, at);
-          return null;
-        });
-        if (!cur.holds(pos)) {
-          return -1;
-        }
-      }
-      long next = cur.start + cur.len;
-      if (!cur.eof && next < limit) {
-        Half h = spare;
-        ahead = sched.submit(streamKey, false, next, fillLength(h, next), () -> {
-          fill(h, next);
-          return null;
-        });
-      }
+    if (!dst.hasRemaining()) {
+      return 0;
     }
-    int off = (int) (pos - cur.start);
-    int n = Math.min(dst.remaining(), cur.len - off);
-    dst.put(cur.buf.duplicate().position(off).limit(off + n));
+    topUp();
+    Req head = pending.peekFirst();
+    if (head == null) {
+      return -1;
+    }
+    if (head.valid < 0) {
+      try {
+        head.valid = sched.await(head.done);
+      } catch (IOException e) {
+        failure = e;
+        throw e;
+      }
+      if (head.valid < head.length) {
+        eofAt = Math.min(eofAt, head.offset + head.valid); // a short read is the end of the file
+      }
+      topUp(); // its slot on the device is free: the next request goes now, before the copy
+    }
+    long stop = Math.min(Math.min(limit, eofAt), head.offset + head.valid);
+    if (pos >= stop) {
+      return -1;
+    }
+    int off = head.windowOffset + (int) (pos - head.offset);
+    int n = (int) Math.min(dst.remaining(), stop - pos);
+    view.limit(off + n).position(off);
+    dst.put(view);
     pos += n;
+    if (pos >= head.offset + head.length) {
+      pending.pollFirst(); // its part of the window is free: read further on into it
+      topUp();
+    }
     return n;
   }
 
-  /** What a fill of {@code h} from {@code start} reads: the half, not past the limit (rounded up to the alignment). */
-  private int fillLength(Half h, long start) {
-    long want = Math.max(align, limit - start);
-    want += (align - want % align) % align;
-    return (int) Math.min(h.buf.capacity(), want);
+  /** Issues requests while the window has room and fewer than the policy's depth are in flight. */
+  private void topUp() throws IOException {
+    int depth = Math.max(1, sched.policy().depth());
+    // depth requests ahead plus the one being copied out must fit the window: where the
+    // policy's size would not let them, the requests get smaller, not fewer
+    int requestBytes = (int) Math.min(sched.requestBytes(), windowBytes / (depth + 1L));
+    int chunk = Math.max(align, requestBytes - requestBytes % align);
+    int inFlight = 0;
+    for (Req r : pending) {
+      if (!r.done.isDone()) {
+        inFlight++;
+      }
+    }
+    long consumed = pos - pos % align; // the window below this is free again
+    while (inFlight < depth && issuedTo < end && issuedTo < eofAt) {
+      int at = (int) Math.floorMod(issuedTo - base, (long) windowBytes);
+      long len = Math.min(Math.min(chunk, windowBytes - at), end - issuedTo);
+      if (issuedTo + len > consumed + windowBytes) {
+        return; // the window is full: the reader has not copied out what is there yet
+      }
+      long offset = issuedTo;
+      int length = (int) len;
+      long addr = windowAddr + at;
+      CompletableFuture<Integer> f = sched.submit(streamKey, false, offset, length, () -> readOne(addr, length,
+          offset));
+      pending.addLast(new Req(offset, length, at, f));
+      issuedTo += length;
+      inFlight++;
+    }
   }
 
-  /** Reads [start, start + fillLength) into {@code h} with up to depth requests in flight (on an I/O worker). */
-  private void fill(Half h, long start) throws IOException {
-    int want = fillLength(h, start);
-    int requestBytes = sched.requestBytes();
-    int chunk = Math.min(want, Math.max(align, requestBytes - requestBytes % align));
+  /** One O_DIRECT read on the calling I/O worker's ring; the bytes read (short at the end of the file). */
+  private int readOne(long addr, int length, long offset) throws IOException {
     NativeDisk.Ring r = ring.get();
-    int k = (int) Math.max(1, Math.min(Math.min(sched.policy().depth(), r.depth()), (want + chunk - 1) / chunk));
-    long[] cookies = new long[k];
-    long[] results = new long[k];
-    int issued = 0;
-    int valid = 0;
-    boolean eof = false;
-    // k requests in flight at a time until the half is filled or the file ends
-    int completed = 0;
-    int total = (want + chunk - 1) / chunk;
-    long[] byIndex = new long[total];
-    while (completed < total) {
-      while (issued < total && issued - completed < k) {
-        int len = (int) Math.min(chunk, want - (long) issued * chunk);
-        r.read(file, h.addr + (long) issued * chunk, len, start + (long) issued * chunk, issued);
-        issued++;
-      }
-      int n = r.reap(cookies, results, 1);
-      for (int i = 0; i < n; i++) {
-        byIndex[(int) cookies[i]] = results[i];
-      }
-      completed += n;
+    long[] cookie = new long[1];
+    long[] result = new long[1];
+    r.read(file, addr, length, offset, 0);
+    while (r.reap(cookie, result, 1) == 0) {
+      // reap waits for one; 0 only when interrupted
     }
-    for (int i = 0; i < total; i++) {
-      long res = byIndex[i];
-      if (res < 0) {
-        throw new NativeException("O_DIRECT read of " + file + " at " + (start + (long) i * chunk) + ": "
-            + HrdmaNative.statusString((int) res), (int) res);
-      }
-      valid += (int) res;
-      if (res < Math.min(chunk, want - (long) i * chunk)) {
-        eof = true; // a short read is the end of the file
-        break;
-      }
+    if (result[0] < 0) {
+      throw new NativeException("O_DIRECT read of " + file + " at " + offset + ": "
+          + HrdmaNative.statusString((int) result[0]), (int) result[0]);
     }
-    h.start = start;
-    h.len = valid;
-    h.eof = eof;
-    sched.stats().direct(total, valid);
+    sched.stats().direct(1, result[0]);
+    return (int) result[0];
+  }
+
+  /** Requests issued and not yet copied out by the reader (the one it copies from included), for tests. */
+  int pendingRequests() {
+    return pending.size();
   }
 
   @Override
@@ -198,14 +219,14 @@ final class DirectReadChannel implements ReadableByteChannel {
     }
     open = false;
     try {
-      if (ahead != null) {
+      for (Req r : pending) {
         try {
-          sched.await(ahead); // the ring writes into the window until then
+          sched.await(r.done); // the ring writes into the window until then
         } catch (IOException | RuntimeException e) {
           // closing anyway
         }
-        ahead = null;
       }
+      pending.clear();
       giveBack.accept(window);
       file.close();
     } finally {

@@ -49,7 +49,8 @@ public final class DiskIo implements AutoCloseable {
   private final ThreadLocal<NativeDisk.Ring> rings = new ThreadLocal<>();
   private final java.util.Queue<NativeDisk.Ring> allRings = new java.util.concurrent.ConcurrentLinkedQueue<>();
   private final boolean uringOk;
-  private static final int RING_DEPTH = 64;
+  /** A worker has one direct read in flight at a time (the scheduler's depth is the number of workers busy). */
+  private static final int RING_DEPTH = 4;
   private volatile boolean closed;
 
   public DiskIo(DiskSettings settings, List<Volume> volumes) {
@@ -149,6 +150,17 @@ public final class DiskIo implements AutoCloseable {
     }
     boolean direct = uringOk && settings.directReads() && isSsdPolicy(v) && !noDirect.contains(v.storageId());
     return openRead(v, settings.dropBehindReads() || direct ? dn.blockPath(block) : null, direct);
+  }
+
+  /**
+   * Starts reading a block file of volume {@code v} the way a client's read
+   * of it is served (the same scheduler, and on ssd/adaptive volumes the same
+   * O_DIRECT io_uring channel from {@link ReadStream#direct}), without a
+   * DataNode: {@code hrdma bench disk} measures the disk stage alone with it.
+   */
+  public ReadStream openRead(Volume v, Path blockFile) {
+    boolean direct = uringOk && isSsdPolicy(v) && !noDirect.contains(v.storageId());
+    return openRead(v, settings.dropBehindReads() || direct ? blockFile.toString() : null, direct);
   }
 
   private boolean isSsdPolicy(Volume v) {

@@ -210,6 +210,9 @@ public final class VolumeScheduler implements AutoCloseable {
           r = core.poll(now);
           if (r != null) {
             space.signalAll(); // a dispatch frees room in the queue too
+            if (core.queued() > 0 && core.inFlight() < policy.depth()) {
+              work.signal(); // more can go now: one more worker (it passes the signal on in turn)
+            }
             break;
           }
           long wake = core.wakeNanos();
@@ -229,7 +232,10 @@ public final class VolumeScheduler implements AutoCloseable {
       lock.lock();
       try {
         core.complete(r, ok ? r.length : 0, System.nanoTime());
-        work.signalAll(); // a slot is free; the policy's depth may have changed
+        // the slot it freed is this worker's own next poll; waking every idle worker on each
+        // completion costs a context switch each for nothing. A policy whose depth grew is
+        // served by the chain of signals at dispatch; one whose choice changed with the
+        // completion (a lingering stream) by this worker's poll.
         space.signalAll();
       } finally {
         lock.unlock();

@@ -68,6 +68,38 @@ class VolumeSchedulerTest {
   }
 
   @Test
+  void requestsSubmittedAtOnceAllReachTheDeviceUpToTheDepth() throws Exception {
+    // one caller submits ahead without waiting (the direct read-ahead): every one of them gets a
+    // worker, with no completion in between to wake the others
+    int depth = 6;
+    CountDownLatch started = new CountDownLatch(depth);
+    CountDownLatch gate = new CountDownLatch(1);
+    AtomicInteger maxRunning = new AtomicInteger();
+    AtomicInteger running = new AtomicInteger();
+    try (VolumeScheduler s = new VolumeScheduler("v", new Policies.RoundRobin("ssd", depth, 4096), 64, 64,
+        10 * SEC, 30 * SEC)) {
+      List<java.util.concurrent.CompletableFuture<Integer>> f = new ArrayList<>();
+      for (int i = 0; i < depth + 2; i++) {
+        f.add(s.submit("one", false, i, 1, () -> {
+          maxRunning.accumulateAndGet(running.incrementAndGet(), Math::max);
+          started.countDown();
+          await(gate);
+          running.decrementAndGet();
+          return 1;
+        }));
+      }
+      assertTrue(started.await(20, TimeUnit.SECONDS), (depth - started.getCount()) + " of " + depth + " started");
+      assertEquals(2, s.stats().snapshot().queued(), "the rest wait for a slot");
+      gate.countDown();
+      for (var x : f) {
+        assertEquals(1, s.await(x));
+      }
+      assertEquals(depth, maxRunning.get());
+      assertEquals(depth + 2, s.stats().snapshot().requests());
+    }
+  }
+
+  @Test
   void aSlowVolumeDoesNotHoldUpAnother() throws Exception {
     CountDownLatch stuck = new CountDownLatch(1);
     ExecutorService callers = Executors.newFixedThreadPool(2);
