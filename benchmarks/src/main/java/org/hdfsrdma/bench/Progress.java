@@ -3,6 +3,7 @@ package org.hdfsrdma.bench;
 import java.io.PrintStream;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
 
 /**
  * A status line for long runs: a bar, steps done of all, the phase, the time spent and
@@ -16,11 +17,12 @@ public final class Progress implements AutoCloseable {
   private final PrintStream out;
   private final boolean tty;
   private final int total;
-  private final long t0 = System.nanoTime();
+  private final LongSupplier clock; // nanoseconds
+  private final long t0;
   private final Thread ticker;
   private int done;
   private double stepSecondsSum;
-  private long stepStart = System.nanoTime();
+  private long stepStart;
   private String phase = "starting";
   private long lastPrinted;
   private int lastWidth;
@@ -28,6 +30,14 @@ public final class Progress implements AutoCloseable {
 
   /** {@code total} steps; {@code tty}: redraw one line in place. */
   public Progress(PrintStream out, int total, boolean tty) {
+    this(out, total, tty, System::nanoTime);
+  }
+
+  /** With the clock given (nanoseconds), for tests. */
+  Progress(PrintStream out, int total, boolean tty, LongSupplier clock) {
+    this.clock = clock;
+    this.t0 = clock.getAsLong();
+    this.stepStart = t0;
     this.out = out;
     this.tty = tty;
     this.total = Math.max(1, total);
@@ -44,7 +54,7 @@ public final class Progress implements AutoCloseable {
 
   /** One step finished. */
   public synchronized void stepDone() {
-    long now = System.nanoTime();
+    long now = clock.getAsLong();
     stepSecondsSum += (now - stepStart) / 1e9;
     stepStart = now;
     done = Math.min(total, done + 1);
@@ -53,18 +63,18 @@ public final class Progress implements AutoCloseable {
 
   /** The time spent outside steps (a cluster start) does not count into the step mean. */
   public synchronized void restartStepClock() {
-    stepStart = System.nanoTime();
+    stepStart = clock.getAsLong();
   }
 
   /** The status line as shown now. */
   public synchronized String line() {
-    double elapsed = (System.nanoTime() - t0) / 1e9;
+    double elapsed = (clock.getAsLong() - t0) / 1e9;
     int filled = (int) Math.round(BAR * done / (double) total);
     String eta;
     if (done == 0) {
       eta = "ETA --:--";
     } else {
-      double inStep = (System.nanoTime() - stepStart) / 1e9;
+      double inStep = (clock.getAsLong() - stepStart) / 1e9;
       double mean = stepSecondsSum / done;
       eta = "ETA " + clock(Math.max(0, mean * (total - done) - Math.min(inStep, mean)));
     }
@@ -95,7 +105,7 @@ public final class Progress implements AutoCloseable {
   }
 
   private void print(boolean changed) {
-    long now = System.nanoTime();
+    long now = clock.getAsLong();
     if (!tty && !changed && now - lastPrinted < TimeUnit.SECONDS.toNanos(30)) {
       return;
     }

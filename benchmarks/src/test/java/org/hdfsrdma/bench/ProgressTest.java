@@ -12,16 +12,18 @@ class ProgressTest {
   @Test
   void barPhaseAndEta() throws Exception {
     ByteArrayOutputStream buf = new ByteArrayOutputStream();
-    try (Progress p = new Progress(new PrintStream(buf, true, StandardCharsets.UTF_8), 4, false)) {
+    java.util.concurrent.atomic.AtomicLong now = new java.util.concurrent.atomic.AtomicLong(1_000_000_000L);
+    try (Progress p = new Progress(new PrintStream(buf, true, StandardCharsets.UTF_8), 4, false, now::get)) {
       p.phase("dfsio ours run 1/2");
-      assertTrue(p.line().startsWith("[--------------------] 0/4 dfsio ours run 1/2 | 0:00 elapsed, ETA --:--"),
-          p.line());
-      Thread.sleep(200);
+      assertEquals("[--------------------] 0/4 dfsio ours run 1/2 | 0:00 elapsed, ETA --:--", p.line());
+      now.addAndGet(90_000_000_000L); // a step of 90 s
       p.stepDone();
       p.phase("dfsio stock run 1/2");
-      // one step of ~0.2 s done, three left
-      assertTrue(p.line().matches("\\[#####-{15}\\] 1/4 dfsio stock run 1/2 \\| 0:00 elapsed, ETA 0:0[01]"),
-          p.line());
+      // three steps of 90 s left
+      assertEquals("[#####---------------] 1/4 dfsio stock run 1/2 | 1:30 elapsed, ETA 4:30", p.line());
+      // 20 s into the next step (under the 30 s after which a log line is due): they count off the ETA
+      now.addAndGet(20_000_000_000L);
+      assertEquals("[#####---------------] 1/4 dfsio stock run 1/2 | 1:50 elapsed, ETA 4:10", p.line());
     }
     String out = buf.toString(StandardCharsets.UTF_8);
     // not a terminal: one line per change, no carriage returns
