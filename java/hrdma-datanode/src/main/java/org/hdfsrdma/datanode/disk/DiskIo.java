@@ -1,10 +1,14 @@
 package org.hdfsrdma.datanode.disk;
 
+import com.sun.nio.file.ExtendedOpenOption;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.channels.ReadableByteChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.nio.file.StandardOpenOption;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -15,7 +19,6 @@ import org.hdfsrdma.datanode.compat.DataNodeAccess;
 import org.hdfsrdma.datanode.compat.DataNodeAccess.Volume;
 import org.hdfsrdma.datanode.compat.RbwReplica;
 import org.hdfsrdma.nativelib.HrdmaNative;
-import org.hdfsrdma.nativelib.Jni;
 import org.hdfsrdma.nativelib.NativeDisk;
 import org.hdfsrdma.nativelib.NativeException;
 import org.slf4j.Logger;
@@ -60,7 +63,7 @@ public final class DiskIo implements AutoCloseable {
       LOG.warn("hrdma disk: libhrdma is unavailable ({}); no preallocation, trim or page-cache dropping",
           HrdmaNative.unavailabilityCause().toString());
     }
-    this.uringOk = nativeOk && (settings.directReads() || settings.directWrites()) && probeUring();
+    this.uringOk = nativeOk && settings.directReads() && probeUring();
     for (Volume v : volumes) {
       scheduler(v);
     }
@@ -71,7 +74,7 @@ public final class DiskIo implements AutoCloseable {
     try (NativeDisk.Ring r = new NativeDisk.Ring(1)) {
       return true;
     } catch (NativeException | RuntimeException e) {
-      LOG.warn("hrdma disk: no io_uring ({}); reads and writes stay buffered", e.getMessage());
+      LOG.warn("hrdma disk: no io_uring ({}); reads stay buffered", e.getMessage());
       return false;
     }
   }
@@ -148,7 +151,7 @@ public final class DiskIo implements AutoCloseable {
     if (v == null) {
       throw new IOException("no volume holds " + block);
     }
-    boolean direct = uringOk && settings.directReads() && isSsdPolicy(v) && !noDirect.contains(v.storageId());
+    boolean direct = uringOk && isSsdPolicy(v) && !noDirect.contains(v.storageId());
     return openRead(v, settings.dropBehindReads() || direct ? dn.blockPath(block) : null, direct);
   }
 
@@ -174,7 +177,7 @@ public final class DiskIo implements AutoCloseable {
     if (nativeOk && (settings.preallocate() || settings.dropBehindWrites())) {
       f = open(v, s, blockFile, NativeDisk.WRITE);
     }
-    WriteStream w = new WriteStream(v, s, f, openDirectWrite(v, s, blockFile));
+    WriteStream w = new WriteStream(v, s, f, openDirectWrite(v, s, blockFile), blockFile);
     if (f != null && settings.preallocate() && !noPreallocate.contains(v.storageId())) {
       NativeDisk.File file = f;
       try {
@@ -196,20 +199,38 @@ public final class DiskIo implements AutoCloseable {
     return w;
   }
 
-  /** The block file opened with O_DIRECT for {@link WriteStream#writeDirect}, or null (off, or refused here). */
-  private NativeDisk.File openDirectWrite(Volume v, VolumeScheduler s, Path blockFile) {
-    if (!uringOk || !settings.directWrites() || noDirectWrite.contains(v.storageId())) {
+  /**
+   * The block file opened with O_DIRECT (the JDK's own DIRECT option: its
+   * writes are plain pwrites on the calling I/O worker) for
+   * {@link WriteStream#writeDirect}, or null: off, or refused on this volume.
+   */
+  private FileChannel openDirectWrite(Volume v, VolumeScheduler s, Path blockFile) {
+    if (!settings.directWrites() || noDirectWrite.contains(v.storageId())) {
       return null;
     }
     try {
-      return NativeDisk.File.open(blockFile, NativeDisk.WRITE | NativeDisk.DIRECT);
-    } catch (NativeException e) {
-      if (e.status() == NativeException.ERR_UNSUPPORTED || e.status() == NativeException.ERR_INVALID) {
-        giveUp(noDirectWrite, v, s, "O_DIRECT writes", e);
+      return FileChannel.open(blockFile, StandardOpenOption.WRITE, ExtendedOpenOption.DIRECT);
+    } catch (IOException | UnsupportedOperationException e) {
+      if (refusesDirect(e)) {
+        giveUpDirectWrites(v, s, "opening " + blockFile + ": " + e.getMessage());
       } else {
-        LOG.warn("hrdma disk: cannot open {} for direct writes: {}", blockFile, e.getMessage());
+        LOG.warn("hrdma disk: cannot open {} for direct writes: {}", blockFile, e.toString());
       }
       return null;
+    }
+  }
+
+  /** The filesystem does not do O_DIRECT (EINVAL), as opposed to a failing device. */
+  private static boolean refusesDirect(Exception e) {
+    return e instanceof UnsupportedOperationException
+        || (e.getMessage() != null && e.getMessage().contains("Invalid argument"));
+  }
+
+  private void giveUpDirectWrites(Volume v, VolumeScheduler s, String why) {
+    if (noDirectWrite.add(v.storageId())) {
+      s.stats().fallback();
+      LOG.warn("hrdma disk: O_DIRECT writes fail on volume {} ({}): {}; writing through the page cache",
+          v.storageId(), v.baseDir(), why);
     }
   }
 
@@ -297,19 +318,19 @@ public final class DiskIo implements AutoCloseable {
   public final class WriteStream extends BlockStream implements RbwReplica.DirectWriter {
     private long writtenBack; // write-back started up to here
     private long dropped;     // dropped from the cache up to here
-    private NativeDisk.File direct; // the block file with O_DIRECT, or null
+    private FileChannel direct; // the block file with O_DIRECT, or null
     private int align;
-    private final long[] cookies = new long[1];
-    private final long[] results = new long[1];
 
-    WriteStream(Volume volume, VolumeScheduler sched, NativeDisk.File file, NativeDisk.File direct) {
+    WriteStream(Volume volume, VolumeScheduler sched, NativeDisk.File file, FileChannel direct, Path blockFile) {
       super(volume, sched, file);
       this.direct = direct;
       if (direct != null) {
         try {
-          align = direct.directAlignment();
-        } catch (NativeException e) {
-          LOG.warn("hrdma disk: {}; writing {} through the page cache", e.getMessage(), direct);
+          // what the JDK checks O_DIRECT buffers, offsets and lengths against
+          align = Math.toIntExact(Files.getFileStore(blockFile).getBlockSize());
+        } catch (IOException | RuntimeException e) {
+          LOG.warn("hrdma disk: no block size for {} ({}); writing it through the page cache", blockFile,
+              e.toString());
           closeDirect();
         }
       }
@@ -323,7 +344,7 @@ public final class DiskIo implements AutoCloseable {
     /**
      * Writes the longest prefix of {@code data} that O_DIRECT can take at
      * block offset {@code at} (offset and length multiples of the
-     * filesystem's alignment), copied through an aligned buffer, and moves
+     * filesystem's block size), copied through an aligned buffer, and moves
      * {@code data}'s position past it. Returns the bytes written: 0 when
      * direct writes are off, refused on this volume, or do not fit here;
      * the caller writes the rest through the page cache. Call inside a
@@ -333,7 +354,7 @@ public final class DiskIo implements AutoCloseable {
      */
     @Override
     public int writeDirect(ByteBuffer data, long at) throws IOException {
-      NativeDisk.File f = direct;
+      FileChannel f = direct;
       if (f == null) {
         return 0;
       }
@@ -343,28 +364,23 @@ public final class DiskIo implements AutoCloseable {
       }
       ByteBuffer w = window();
       try {
-        long addr = Jni.bufferAddress0(w);
         int room = w.capacity() - w.capacity() % align;
-        NativeDisk.Ring r = ring();
         int done = 0;
         while (done < n) {
           int len = Math.min(room, n - done);
-          w.clear().put(0, data, data.position() + done, len);
-          r.write(f, addr, len, at + done, 0);
-          r.reap(cookies, results, 1);
-          long res = results[0];
-          if (res < 0 && done == 0
-              && (res == NativeException.ERR_INVALID || res == NativeException.ERR_UNSUPPORTED)) {
-            // the filesystem takes O_DIRECT opens but not these writes: buffered from now on
-            giveUp(noDirectWrite, volume, sched, "O_DIRECT writes", new NativeException("O_DIRECT write of "
-                + f + " at " + at + ": " + HrdmaNative.statusString((int) res), (int) res));
-            closeDirect();
-            return 0;
-          }
-          if (res != len) {
-            throw new NativeException("O_DIRECT write of " + len + " bytes to " + f + " at " + (at + done) + ": "
-                + (res < 0 ? HrdmaNative.statusString((int) res) : "only " + res + " written"),
-                res < 0 ? (int) res : NativeException.ERR_IO);
+          ByteBuffer out = w.clear().put(0, data, data.position() + done, len).slice(0, len);
+          try {
+            while (out.hasRemaining()) {
+              f.write(out, at + done + out.position());
+            }
+          } catch (IOException e) {
+            if (done == 0 && refusesDirect(e)) {
+              // the filesystem takes O_DIRECT opens but not these writes: buffered from now on
+              giveUpDirectWrites(volume, sched, "writing at " + at + ": " + e.getMessage());
+              closeDirect();
+              return 0;
+            }
+            throw e;
           }
           done += len;
         }
@@ -377,13 +393,13 @@ public final class DiskIo implements AutoCloseable {
     }
 
     private void closeDirect() {
-      NativeDisk.File f = direct;
+      FileChannel f = direct;
       direct = null;
       if (f != null) {
         try {
           f.close();
-        } catch (NativeException e) {
-          LOG.warn("hrdma disk: {}", e.getMessage());
+        } catch (IOException e) {
+          LOG.warn("hrdma disk: closing the O_DIRECT channel: {}", e.toString());
         }
       }
     }
