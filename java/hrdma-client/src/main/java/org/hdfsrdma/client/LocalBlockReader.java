@@ -7,6 +7,10 @@ import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.ArrayDeque;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.zip.CRC32C;
 import org.apache.hadoop.fs.ChecksumException;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
@@ -26,14 +30,31 @@ import org.apache.hadoop.util.DataChecksum;
  * reader; should it (an HDFS truncate racing the read), the fault is an
  * IOException.
  *
- * <p>A chunk that fails its checksum is a {@link org.apache.hadoop.fs.ChecksumException}.
- * Reads whole chunks from the chunk holding the range's start, up to
- * {@code bufferBytes} at a time. Not thread-safe.
+ * <p>Verifying ahead: when the range spans more than one window and the
+ * reader has a verifier (the client's small shared executor), up to
+ * {@code ahead} windows beyond the one being read are handed to it, so the
+ * mapping's pages are faulted in and checked on the other core while the
+ * caller copies an already verified window out of the cache. A window the
+ * verifier has not started when the caller reaches it is verified by the
+ * caller itself (so a busy or shut-down verifier only costs the overlap);
+ * while the verifier is on the window the caller needs, the caller verifies
+ * the next one nobody has started, then waits for it: both cores verify when
+ * the caller is the faster. No byte is handed out before its
+ * window is verified: a window that fails is the caller's
+ * {@link ChecksumException} (at the bad chunk's position) when the caller
+ * reaches it, not before, and again on every later read. {@link #close()}
+ * withdraws the windows not started and waits for one being verified (a
+ * window's work is bounded), so nothing of the reader is in use afterwards;
+ * a closed reader fails every read.
+ *
+ * <p>Reads whole chunks from the chunk holding the range's start, up to one
+ * window per call. Not thread-safe (the verifier only reads what the
+ * constructor set up).
  */
 final class LocalBlockReader implements BlockReader {
   private final ExtendedBlock block;
   private final String dataPath;
-  private final MappedByteBuffer map; // the block file from mapStart to fileEnd
+  private final MappedByteBuffer map; // the block file from mapStart to fileEnd; never moved, only sliced
   private final long mapStart;
   private final FileChannel meta;
   private final DataChecksum checksum;
@@ -43,18 +64,34 @@ final class LocalBlockReader implements BlockReader {
   private final long end;       // block offset after the range
   private final long fileEnd;   // block offset after the last byte that may be read (chunk end or replica end)
   private final int window;
-  private ByteBuffer buf; // verified bytes [bufStart, bufStart + buf.limit()) of the map, position = next to deliver
-  private final ByteBuffer sums;
-  private final CRC32C crc = new CRC32C();
-  private long bufStart;
-  private long next;            // block offset of the next chunk to read from the file
+  private final Executor verifier; // null: the caller verifies every window
+  private final int ahead;         // windows queued beyond the one being read
+  /** Windows made, not yet handed to the caller, in block order; the head is the next to read. */
+  private final ArrayDeque<Window> queued = new ArrayDeque<>();
+  private long nextWindow;      // block offset of the first window not made yet
+  private ByteBuffer buf;       // the verified window being read, position = next to deliver
+  private long pos;             // block offset of the next byte to deliver
+  private boolean closed;
 
   /**
-   * @param visibleLength the replica's length as the DataNode reported it
-   * @throws IOException the files cannot be opened (no permission, gone) or are not what they should be
+   * A reader that verifies each window itself, up to {@code bufferBytes} a window.
+   *
+   * @see #LocalBlockReader(ExtendedBlock, String, String, long, long, long, int, Executor, int)
    */
   LocalBlockReader(ExtendedBlock block, String dataPath, String metaPath, long visibleLength, long offsetInBlock,
       long length, int bufferBytes) throws IOException {
+    this(block, dataPath, metaPath, visibleLength, offsetInBlock, length, bufferBytes, null, 0);
+  }
+
+  /**
+   * @param visibleLength the replica's length as the DataNode reported it
+   * @param windowBytes bytes verified (and at most handed out) at a time, rounded down to whole chunks
+   * @param verifier where windows are verified ahead of the caller, or null
+   * @param ahead windows the verifier may be given beyond the one being read (0: none)
+   * @throws IOException the files cannot be opened (no permission, gone) or are not what they should be
+   */
+  LocalBlockReader(ExtendedBlock block, String dataPath, String metaPath, long visibleLength, long offsetInBlock,
+      long length, int windowBytes, Executor verifier, int ahead) throws IOException {
     if (offsetInBlock < 0 || length < 0 || offsetInBlock + length > visibleLength) {
       throw new IOException("range [" + offsetInBlock + ", " + (offsetInBlock + length) + ") is not in "
           + block + " of " + visibleLength + " bytes");
@@ -87,12 +124,10 @@ final class LocalBlockReader implements BlockReader {
     this.headerBytes = BlockMetadataHeader.getHeaderSize();
     this.end = offsetInBlock + length;
     this.fileEnd = Math.min(visibleLength, (end + bpc - 1) / bpc * bpc);
-    int chunks = Math.max(1, bufferBytes / bpc);
-    this.window = chunks * bpc;
-    this.sums = ByteBuffer.allocateDirect(chunks * sumSize);
-    this.next = offsetInBlock / bpc * bpc;
-    this.bufStart = next;
-    this.mapStart = next;
+    this.window = Math.max(1, windowBytes / bpc) * bpc;
+    this.mapStart = offsetInBlock / bpc * bpc;
+    this.nextWindow = mapStart;
+    this.pos = offsetInBlock;
     try {
       if (fileEnd - mapStart > Integer.MAX_VALUE) {
         throw new IOException("[" + mapStart + ", " + fileEnd + ") of " + block + " is too large to map");
@@ -104,55 +139,203 @@ final class LocalBlockReader implements BlockReader {
     } finally {
       d.close(); // the mapping stays valid
     }
+    // a range of one window is verified by the caller: handing it over would only add a wait
+    boolean overlap = verifier != null && ahead > 0 && end - mapStart > window;
+    this.verifier = overlap ? verifier : null;
+    this.ahead = overlap ? ahead : 0;
     this.buf = map.slice(0, 0);
-    if (offsetInBlock > next) {
-      fill();
-      buf.position((int) (offsetInBlock - bufStart));
-    }
+    queueWindows();
   }
 
   @Override
   public long remaining() {
-    return end - (bufStart + buf.position());
-  }
-
-  /** Reads and verifies the next chunks into {@link #buf}; false at the end of the range. */
-  private boolean fill() throws IOException {
-    if (next >= end) {
-      return false;
-    }
-    int n = (int) Math.min(window, fileEnd - next);
-    int chunks = (n + bpc - 1) / bpc;
-    sums.clear().limit(chunks * sumSize);
-    readFully(meta, sums, headerBytes + next / bpc * sumSize);
-    sums.flip();
-    ByteBuffer w = map.slice((int) (next - mapStart), n);
-    try {
-      verify(w, next);
-    } catch (InternalError e) { // a fault reading the mapping: the file shrank under us
-      throw new IOException("the block file of " + block + " changed while it was read: " + e.getMessage(), e);
-    }
-    buf = w;
-    bufStart = next;
-    next += n;
-    // deliver no further than the range
-    buf.limit((int) Math.min(n, end - bufStart));
-    return true;
+    return end - pos;
   }
 
   /**
-   * Verifies the chunks of {@code w} (block offset {@code at}) against
-   * {@link #sums}. CRC32C (what HDFS writes) runs straight on the mapping
-   * (the JDK's intrinsic; Hadoop's own verifier copies each chunk of a direct
-   * buffer into an array first); other checksum types go to Hadoop's.
+   * Makes windows until {@code ahead + 1} are queued (the next to read and
+   * the ones beyond it) and hands them to the verifier.
    */
-  private void verify(ByteBuffer w, long at) throws ChecksumException {
+  private void queueWindows() {
+    while (queued.size() <= ahead && nextWindow < end) {
+      int n = (int) Math.min(window, fileEnd - nextWindow);
+      Window w = new Window(nextWindow, map.slice((int) (nextWindow - mapStart), n));
+      queued.addLast(w);
+      nextWindow += n;
+      if (verifier != null) {
+        try {
+          verifier.execute(w);
+        } catch (RejectedExecutionException e) {
+          // the verifier is full or shut down: the caller verifies this window when it gets there
+        }
+      }
+    }
+  }
+
+  /** Makes the next verified window {@link #buf}; false at the end of the range. */
+  private boolean fill() throws IOException {
+    checkOpen();
+    queueWindows();
+    Window w = queued.peekFirst();
+    if (w == null) {
+      return false;
+    }
+    if (!w.verify() && !w.isVerified()) {
+      // the verifier is on it: meanwhile verify the first window it has not started
+      for (Window x : queued) {
+        if (x.verify()) {
+          break;
+        }
+      }
+    }
+    w.await();
+    w.rethrow(); // it stays at the head: every later read fails the same way
+    queued.removeFirst();
+    buf = w.data;
+    // deliver from the range's start (the first window starts at its chunk) and no further than its end
+    buf.limit((int) Math.min(buf.limit(), end - w.start));
+    buf.position((int) (pos - w.start));
+    queueWindows();
+    return true;
+  }
+
+  private void checkOpen() throws IOException {
+    if (closed) {
+      throw new IOException(this + " is closed");
+    }
+  }
+
+  /** A window of the range: its chunks verified by whichever thread runs it first. */
+  final class Window implements Runnable {
+    private static final int NEW = 0;
+    private static final int RUNNING = 1;
+    private static final int DONE = 2;
+    private static final int WITHDRAWN = 3;
+
+    final long start;
+    final ByteBuffer data; // a slice of the map, never moved by the verifying thread
+    private final java.util.concurrent.atomic.AtomicInteger state = new java.util.concurrent.atomic.AtomicInteger();
+    private Throwable failure; // written before state turns DONE
+    private Thread verifiedBy;
+
+    Window(long start, ByteBuffer data) {
+      this.start = start;
+      this.data = data;
+    }
+
+    @Override
+    public void run() {
+      verify();
+    }
+
+    /** Verifies the window unless someone started it already or it was withdrawn; true if it did. */
+    boolean verify() {
+      if (!state.compareAndSet(NEW, RUNNING)) {
+        return false;
+      }
+      Throwable f = null;
+      try {
+        verifyWindow(data.duplicate(), start);
+      } catch (InternalError e) { // a fault reading the mapping: the file shrank under us
+        f = new IOException("the block file of " + block + " changed while it was read: " + e.getMessage(), e);
+      } catch (Throwable t) {
+        f = t;
+      }
+      failure = f;
+      verifiedBy = Thread.currentThread();
+      synchronized (this) {
+        state.set(DONE);
+        notifyAll();
+      }
+      return true;
+    }
+
+    /** Takes the window back if nobody started it; true then. */
+    boolean withdraw() {
+      return state.compareAndSet(NEW, WITHDRAWN);
+    }
+
+    /** Waits until a started window is verified (bounded: one window's work). */
+    void await() {
+      if (state.get() == DONE || state.get() == WITHDRAWN) {
+        return;
+      }
+      boolean interrupted = false;
+      synchronized (this) {
+        while (state.get() == RUNNING) {
+          try {
+            wait();
+          } catch (InterruptedException e) {
+            interrupted = true;
+          }
+        }
+      }
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+
+    void rethrow() throws IOException {
+      Throwable f = failure;
+      if (f == null) {
+        return;
+      }
+      if (f instanceof IOException e) {
+        throw e;
+      }
+      if (f instanceof RuntimeException e) {
+        throw e;
+      }
+      if (f instanceof Error e) {
+        throw e;
+      }
+      throw new IOException(f);
+    }
+
+    /** Waits until someone has verified the window (tests: it must be run by someone). */
+    void awaitVerified() throws InterruptedException {
+      synchronized (this) {
+        while (state.get() != DONE) {
+          wait();
+        }
+      }
+    }
+
+    /** Whether a thread is verifying it right now (tests). */
+    boolean isRunning() {
+      return state.get() == RUNNING;
+    }
+
+    /** The thread that verified it (tests); null until verified. */
+    Thread verifiedBy() {
+      return state.get() == DONE ? verifiedBy : null;
+    }
+
+    boolean isVerified() {
+      return state.get() == DONE;
+    }
+  }
+
+  /**
+   * Verifies the chunks of {@code w} (block offset {@code at}) against their
+   * sums in the .meta file. CRC32C (what HDFS writes) runs straight on the
+   * mapping (the JDK's intrinsic; Hadoop's own verifier copies each chunk of
+   * a direct buffer into an array first); other checksum types go to
+   * Hadoop's. Runs on any thread: touches only what the constructor set up.
+   */
+  private void verifyWindow(ByteBuffer w, long at) throws IOException {
+    int n = w.remaining();
+    int chunks = (n + bpc - 1) / bpc;
+    ByteBuffer sums = ByteBuffer.allocate(chunks * sumSize);
+    readFully(meta, sums, headerBytes + at / bpc * sumSize);
+    sums.flip();
     if (checksum.getChecksumType() != DataChecksum.Type.CRC32C) {
-      checksum.verifyChunkedSums(w, sums, dataPath, at);
+      // a DataChecksum has state of its own: one per window, windows may be verified at once
+      DataChecksum.newDataChecksum(checksum.getChecksumType(), bpc).verifyChunkedSums(w, sums, dataPath, at);
       return;
     }
+    CRC32C crc = new CRC32C();
     ByteBuffer d = w.duplicate();
-    int n = w.remaining();
     for (int off = 0; off < n; off += bpc) {
       int len = Math.min(bpc, n - off);
       d.limit(off + len).position(off);
@@ -178,12 +361,19 @@ final class LocalBlockReader implements BlockReader {
   }
 
   private boolean ensure() throws IOException {
-    return buf.hasRemaining() || fill();
+    checkOpen();
+    while (!buf.hasRemaining()) {
+      if (!fill()) { // a window may hold nothing of the range: an empty range not on a chunk boundary
+        return false;
+      }
+    }
+    return true;
   }
 
   @Override
   public int read(ByteBuffer dst) throws IOException {
     if (!dst.hasRemaining()) {
+      checkOpen();
       return 0;
     }
     if (!ensure()) {
@@ -191,17 +381,20 @@ final class LocalBlockReader implements BlockReader {
     }
     int n = Math.min(dst.remaining(), buf.remaining());
     try {
-      dst.put(buf.slice(buf.position(), n));
+      dst.put(dst.position(), buf, buf.position(), n);
     } catch (InternalError e) {
       throw new IOException("the block file of " + block + " changed while it was read: " + e.getMessage(), e);
     }
+    dst.position(dst.position() + n);
     buf.position(buf.position() + n);
+    pos += n;
     return n;
   }
 
   @Override
   public int read(byte[] b, int off, int len) throws IOException {
     if (len == 0) {
+      checkOpen();
       return 0;
     }
     if (!ensure()) {
@@ -213,6 +406,7 @@ final class LocalBlockReader implements BlockReader {
     } catch (InternalError e) {
       throw new IOException("the block file of " + block + " changed while it was read: " + e.getMessage(), e);
     }
+    pos += n;
     return n;
   }
 
@@ -228,8 +422,31 @@ final class LocalBlockReader implements BlockReader {
     }
   }
 
+  /** The windows queued beyond what was handed out (tests). */
+  java.util.List<Window> queuedWindows() {
+    return java.util.List.copyOf(queued);
+  }
+
+  /**
+   * Withdraws the windows the verifier has not started, waits for those it is
+   * verifying, then closes the .meta file. Idempotent.
+   */
   @Override
   public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    for (Window w : queued) {
+      if (w.withdraw() && verifier instanceof ThreadPoolExecutor pool) {
+        pool.remove(w); // let go of it now rather than when the verifier dequeues it
+      }
+    }
+    for (Window w : queued) {
+      w.await();
+    }
+    queued.clear();
+    buf = map.slice(0, 0);
     try {
       meta.close();
     } catch (IOException ignored) {

@@ -6,7 +6,11 @@ import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
@@ -61,6 +65,24 @@ public final class RdmaBlockClient implements Closeable {
    */
   public static final String LOCAL_READS_KEY = "hrdma.client.read.local";
   public static final boolean LOCAL_READS_DEFAULT = false;
+  /** Bytes a short-circuit reader verifies (and at most hands out) at a time. */
+  public static final String LOCAL_WINDOW_BYTES_KEY = "hrdma.client.read.local.window-bytes";
+  public static final int LOCAL_WINDOW_BYTES_DEFAULT = 512 * 1024;
+  /**
+   * Threads of the client's verifier, shared by its short-circuit readers:
+   * they verify the windows ahead of the one being read. 0: every reader
+   * verifies its windows itself.
+   */
+  public static final String LOCAL_VERIFY_THREADS_KEY = "hrdma.client.read.local.verify-threads";
+  public static final int LOCAL_VERIFY_THREADS_DEFAULT = 1;
+  /** Windows a short-circuit reader hands to the verifier beyond the one being read. */
+  public static final String LOCAL_VERIFY_AHEAD_KEY = "hrdma.client.read.local.verify-ahead";
+  public static final int LOCAL_VERIFY_AHEAD_DEFAULT = 2;
+  /** Windows waiting for the verifier, over all readers, per verifier thread; beyond, readers verify their own. */
+  private static final int VERIFY_QUEUE_PER_THREAD = 64;
+  /** An idle verifier thread ends after this long. */
+  private static final long VERIFY_KEEP_ALIVE_MS = 10_000;
+  private static final AtomicInteger VERIFIER_THREADS = new AtomicInteger();
 
   private final Configuration conf;
   private final HrdmaConnector connector;
@@ -70,6 +92,10 @@ public final class RdmaBlockClient implements Closeable {
   private final long timeoutMs;
   private final int maxConnections;
   private final boolean localReads;
+  private final int localWindowBytes;
+  private final int localVerifyAhead;
+  /** Verifies short-circuit readers' windows ahead of them; null when off. Daemon threads that end when idle. */
+  private final ThreadPoolExecutor localVerifier;
   /** By DataNode (uuid and plugin address). */
   private final ConcurrentHashMap<String, DataNodeConnection> cache = new ConcurrentHashMap<>();
   private final Object connectLock = new Object();
@@ -91,6 +117,24 @@ public final class RdmaBlockClient implements Closeable {
       throw new IllegalArgumentException("bad hrdma.client.read settings: request-bytes " + requestBytes
           + ", requests-in-flight " + requestsInFlight + ", timeout-ms " + timeoutMs + ", max-connections "
           + maxConnections);
+    }
+    this.localWindowBytes = conf.getInt(LOCAL_WINDOW_BYTES_KEY, LOCAL_WINDOW_BYTES_DEFAULT);
+    int verifyThreads = conf.getInt(LOCAL_VERIFY_THREADS_KEY, LOCAL_VERIFY_THREADS_DEFAULT);
+    this.localVerifyAhead = conf.getInt(LOCAL_VERIFY_AHEAD_KEY, LOCAL_VERIFY_AHEAD_DEFAULT);
+    if (localWindowBytes < 1 || verifyThreads < 0 || localVerifyAhead < 0) {
+      throw new IllegalArgumentException("bad hrdma.client.read.local settings: window-bytes " + localWindowBytes
+          + ", verify-threads " + verifyThreads + ", verify-ahead " + localVerifyAhead);
+    }
+    if (localReads && verifyThreads > 0 && localVerifyAhead > 0) {
+      localVerifier = new ThreadPoolExecutor(verifyThreads, verifyThreads, VERIFY_KEEP_ALIVE_MS,
+          TimeUnit.MILLISECONDS, new ArrayBlockingQueue<>(VERIFY_QUEUE_PER_THREAD * verifyThreads), r -> {
+            Thread t = new Thread(r, VERIFIER_THREAD_PREFIX + VERIFIER_THREADS.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+          }, new ThreadPoolExecutor.AbortPolicy()); // a reader whose window is refused verifies it itself
+      localVerifier.allowCoreThreadTimeOut(true);
+    } else {
+      localVerifier = null;
     }
     this.connector = new HrdmaConnector(HadoopTransportConf.of(conf));
   }
@@ -165,7 +209,7 @@ public final class RdmaBlockClient implements Closeable {
     }
     ExtendedBlock b = PBHelperClient.convert(reply.getBlock());
     return new LocalBlockReader(b, reply.getLocalPath(), reply.getLocalMetaPath(), b.getNumBytes(), offsetInBlock,
-        length, (int) Math.min(requestBytes, 4 << 20));
+        length, localWindowBytes, localVerifier, localVerifyAhead);
   }
 
   /** Reads all of {@code [offsetInBlock, offsetInBlock + length)} into {@code buf} at {@code off}. */
@@ -286,5 +330,22 @@ public final class RdmaBlockClient implements Closeable {
     }
     closeConnections();
     connector.close();
+    if (localVerifier != null) {
+      // windows queued still run (readers not closed yet may wait for them); idle threads end now
+      localVerifier.shutdown();
+    }
+  }
+
+  /** Name prefix of the verifier's threads. */
+  static final String VERIFIER_THREAD_PREFIX = "hrdma-local-verify-";
+
+  /** Verifier threads started so far (tests). */
+  int verifierThreadsStarted() {
+    return localVerifier == null ? 0 : localVerifier.getLargestPoolSize();
+  }
+
+  /** Waits until the verifier's threads have ended after {@link #close()} (tests); true if they have. */
+  boolean awaitVerifierTermination(long timeoutMs) throws InterruptedException {
+    return localVerifier == null || localVerifier.awaitTermination(timeoutMs, TimeUnit.MILLISECONDS);
   }
 }

@@ -2,6 +2,8 @@ package org.hdfsrdma.client;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -9,7 +11,10 @@ import java.io.File;
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Random;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.ChecksumException;
 import org.apache.hadoop.fs.FSDataInputStream;
@@ -19,6 +24,7 @@ import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.hdfs.DFSTestUtil;
 import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.hdfs.protocol.BlockLocalPathInfo;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.server.datanode.DataNode;
@@ -32,12 +38,17 @@ import org.junit.jupiter.api.Timeout;
  * Short-circuit reads ({@code hrdma.client.read.local=true}) on a
  * MiniDFSCluster whose DataNodes all run on this host: finalized replicas are
  * read from their files after the plugin checked the token, byte-identical,
- * checksums verified; a block still being written is read over hrdma.
+ * checksums verified; a block still being written is read over hrdma. The
+ * client verifies small windows ({@value #WINDOW} bytes) {@value #AHEAD} ahead
+ * of the reader on its verifier thread, so every test crosses many windows
+ * verified ahead.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Timeout(180)
 class LocalReadTest {
   private static final int BLOCK = PluginCluster.BLOCK;
+  private static final int WINDOW = 16 * 1024;
+  private static final int AHEAD = 3;
 
   private MiniDFSCluster cluster;
   private DistributedFileSystem stock;
@@ -47,9 +58,15 @@ class LocalReadTest {
   void start() throws Exception {
     cluster = PluginCluster.start(PluginCluster.baseConf(), getClass(), 3);
     stock = cluster.getFileSystem();
+    fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), localConf());
+  }
+
+  private Configuration localConf() {
     Configuration c = PluginCluster.rdmaClientConf(cluster);
     c.setBoolean(RdmaBlockClient.LOCAL_READS_KEY, true);
-    fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), c);
+    c.setInt(RdmaBlockClient.LOCAL_WINDOW_BYTES_KEY, WINDOW);
+    c.setInt(RdmaBlockClient.LOCAL_VERIFY_AHEAD_KEY, AHEAD);
+    return c;
   }
 
   @AfterAll
@@ -123,21 +140,25 @@ class LocalReadTest {
     }
   }
 
-  /** Flips one byte of {@code lb}'s replica on {@code dn} (found through that DataNode's own dataset). */
-  private void flip(DatanodeInfo dn, LocatedBlock lb, long at) throws IOException {
+  /** The block and .meta files of {@code lb}'s replica on {@code dn}, from that DataNode's own dataset. */
+  private BlockLocalPathInfo files(DatanodeInfo dn, LocatedBlock lb) throws IOException {
     for (DataNode d : cluster.getDataNodes()) {
       if (d.getDatanodeUuid().equals(dn.getDatanodeUuid())) {
-        File f = new File(d.getFSDataset().getBlockLocalPathInfo(lb.getBlock()).getBlockPath());
-        try (RandomAccessFile raf = new RandomAccessFile(f, "rw")) {
-          raf.seek(at);
-          int v = raf.read();
-          raf.seek(at);
-          raf.write(v ^ 0x01);
-        }
-        return;
+        return d.getFSDataset().getBlockLocalPathInfo(lb.getBlock());
       }
     }
     throw new AssertionError("no DataNode " + dn);
+  }
+
+  /** Flips one byte of {@code lb}'s replica on {@code dn}. */
+  private void flip(DatanodeInfo dn, LocatedBlock lb, long at) throws IOException {
+    File f = new File(files(dn, lb).getBlockPath());
+    try (RandomAccessFile raf = new RandomAccessFile(f, "rw")) {
+      raf.seek(at);
+      int v = raf.read();
+      raf.seek(at);
+      raf.write(v ^ 0x01);
+    }
   }
 
   @Test
@@ -163,5 +184,167 @@ class LocalReadTest {
       assertThrows(ChecksumException.class, () -> in.readFully(new byte[data.length]));
     }
     assertEquals(rdma0, fs.rdmaBytesRead(), "the short-circuit reader itself found every bad chunk");
+  }
+
+  /**
+   * A chunk gone bad in a window the verifier checked ahead: the bytes before
+   * its window are handed out, then the caller gets the ChecksumException at
+   * the bad chunk's position, on this read and every later one, and no byte
+   * of that window.
+   */
+  @Test
+  void aWindowVerifiedAheadThatFailsIsTheCallersChecksumExceptionAtItsChunk() throws Exception {
+    byte[] data = PluginCluster.random(BLOCK, 21);
+    Path p = writeStock("/local/ahead", data);
+    LocatedBlock lb = stock.getClient().getLocatedBlocks(p.toString(), 0).get(0);
+    DatanodeInfo dn = lb.getLocations()[0];
+    int bad = 2 * WINDOW + 1234;
+    flip(dn, lb, bad);
+    try (LocalBlockReader r = (LocalBlockReader) fs.blockClient().openLocal(lb, dn, 0, BLOCK)) {
+      byte[] got = new byte[2 * WINDOW];
+      r.readFully(got, 0, WINDOW); // window 0; windows 1 to 1 + AHEAD are the verifier's now
+      LocalBlockReader.Window w2 = r.queuedWindows().get(1);
+      assertEquals(2 * WINDOW, w2.start);
+      w2.awaitVerified();
+      assertTrue(w2.verifiedBy().getName().startsWith(RdmaBlockClient.VERIFIER_THREAD_PREFIX),
+          "verified ahead, by " + w2.verifiedBy());
+      r.readFully(got, WINDOW, WINDOW); // window 1 is good
+      assertArrayEquals(Arrays.copyOf(data, 2 * WINDOW), got);
+      ChecksumException e = assertThrows(ChecksumException.class, () -> r.read(new byte[10], 0, 10));
+      assertEquals(bad / PluginCluster.BPC * PluginCluster.BPC, e.getPos());
+      assertEquals(BLOCK - 2 * WINDOW, r.remaining(), "no byte of the bad window handed out");
+      ChecksumException again = assertThrows(ChecksumException.class, () -> r.read(ByteBuffer.allocate(10)));
+      assertEquals(e.getPos(), again.getPos());
+    }
+  }
+
+  /**
+   * The replica being read goes bad beyond the windows made so far: when the
+   * stream reaches the window (verified ahead), it reads the rest from another
+   * replica, byte-identical, and reports the bad one once.
+   */
+  @Test
+  void aReplicaFoundBadAheadIsLeftForAnotherAndReported() throws Exception {
+    byte[] data = PluginCluster.random(2 * BLOCK, 22);
+    Path p = writeStock("/local/ahead-stream", data);
+    long errors0 = fs.checksumErrors();
+    long reported0 = fs.badReplicasReported();
+    long local0 = fs.localBytesRead();
+    byte[] got = new byte[data.length];
+    try (FSDataInputStream in = fs.open(p)) {
+      in.readFully(got, 0, 100);
+      DatanodeInfo dn = ((RdmaInputStream) in.getWrappedStream()).currentDataNode();
+      LocatedBlock lb = stock.getClient().getLocatedBlocks(p.toString(), 0).get(0);
+      flip(dn, lb, (2L + AHEAD) * WINDOW + 77); // no window made there yet
+      in.readFully(got, 100, data.length - 100);
+    }
+    assertArrayEquals(data, got);
+    assertEquals(errors0 + 1, fs.checksumErrors());
+    assertEquals(reported0 + 1, fs.badReplicasReported());
+    assertEquals(data.length, fs.localBytesRead() - local0, "every byte by short-circuit, from two replicas");
+  }
+
+  /**
+   * close() with windows out: those nobody started are withdrawn (a verifier
+   * running them later does nothing), one being verified is waited for; the
+   * reader fails every read afterwards. The verifier here holds the windows
+   * until the test runs them.
+   */
+  @Test
+  void closeWithWindowsOutWithdrawsThemAndTheReaderFailsAfterwards() throws Exception {
+    byte[] data = PluginCluster.random(BLOCK, 23);
+    Path p = writeStock("/local/close", data);
+    LocatedBlock lb = stock.getClient().getLocatedBlocks(p.toString(), 0).get(0);
+    BlockLocalPathInfo f = files(lb.getLocations()[0], lb);
+    List<Runnable> held = new ArrayList<>();
+    LocalBlockReader r = new LocalBlockReader(lb.getBlock(), f.getBlockPath(), f.getMetaPath(), BLOCK, 0, BLOCK,
+        WINDOW, held::add, AHEAD);
+    byte[] got = new byte[100];
+    r.readFully(got, 0, got.length); // the caller verified window 0 itself: the verifier had not started it
+    assertArrayEquals(Arrays.copyOf(data, 100), got);
+    List<LocalBlockReader.Window> out = r.queuedWindows();
+    assertEquals(AHEAD + 1, out.size());
+    assertEquals(AHEAD + 2, held.size(), "window 0 and the ones ahead were handed to the verifier");
+    Thread running = new Thread(held.get(1)); // window 1: verifying, or verified, when close() runs
+    running.start();
+    r.close();
+    for (LocalBlockReader.Window w : out) {
+      assertFalse(w.isRunning(), "close() returned while " + w.start + " was being verified");
+    }
+    running.join();
+    for (Runnable w : held) {
+      w.run(); // the verifier gets to them after close(): nothing happens
+    }
+    for (LocalBlockReader.Window w : out.subList(1, out.size())) {
+      assertFalse(w.isVerified(), "window " + w.start + " was verified after close()");
+      assertNull(w.verifiedBy());
+    }
+    IOException e = assertThrows(IOException.class, () -> r.read(new byte[10], 0, 10));
+    assertTrue(e.getMessage().contains("closed"), e.getMessage());
+    assertThrows(IOException.class, () -> r.read(ByteBuffer.allocate(10)));
+    r.close(); // idempotent
+  }
+
+  /** Ranges that start inside a chunk: the bytes from their start; an empty one ends at once. */
+  @Test
+  void unalignedAndEmptyRanges() throws Exception {
+    byte[] data = PluginCluster.random(BLOCK, 26);
+    Path p = writeStock("/local/ranges", data);
+    LocatedBlock lb = stock.getClient().getLocatedBlocks(p.toString(), 0).get(0);
+    DatanodeInfo dn = lb.getLocations()[0];
+    try (BlockReader r = fs.blockClient().openLocal(lb, dn, 1000, 0)) {
+      assertEquals(0, r.remaining());
+      assertEquals(-1, r.read(new byte[10], 0, 10));
+    }
+    int from = 3 * WINDOW - 7;
+    int len = 2 * WINDOW + 20;
+    try (BlockReader r = fs.blockClient().openLocal(lb, dn, from, len)) {
+      byte[] got = new byte[len];
+      r.readFully(got, 0, len);
+      assertArrayEquals(Arrays.copyOfRange(data, from, from + len), got);
+      assertEquals(0, r.remaining());
+      assertEquals(-1, r.read(ByteBuffer.allocate(10)));
+    }
+  }
+
+  /** Seeks (each dropping a reader with windows out) and unbuffer while reading: the right bytes every time. */
+  @Test
+  void seeksAndUnbufferWhileWindowsAreVerifiedAheadReadTheRightBytes() throws Exception {
+    byte[] data = PluginCluster.random(2 * BLOCK + 5000, 24);
+    Path p = writeStock("/local/seeks", data);
+    Random rnd = new Random(24);
+    byte[] b = new byte[3 * WINDOW + 100];
+    try (FSDataInputStream in = fs.open(p)) {
+      for (int i = 0; i < 200; i++) {
+        int at = rnd.nextInt(data.length - b.length);
+        in.seek(at);
+        in.readFully(b);
+        assertArrayEquals(Arrays.copyOfRange(data, at, at + b.length), b, "at " + at);
+        if (i % 7 == 0) {
+          in.unbuffer();
+        }
+      }
+    }
+  }
+
+  /** The client's verifier threads end when the client is closed. */
+  @Test
+  void theVerifierEndsWithTheClient() throws Exception {
+    byte[] data = PluginCluster.random(BLOCK, 25);
+    Path p = writeStock("/local/verifier", data);
+    RdmaDistributedFileSystem other = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), localConf());
+    RdmaBlockClient client;
+    try {
+      byte[] got = new byte[data.length];
+      try (FSDataInputStream in = other.open(p)) {
+        in.readFully(got);
+      }
+      assertArrayEquals(data, got);
+      client = other.blockClient();
+      assertTrue(client.verifierThreadsStarted() > 0, "the verifier was used");
+    } finally {
+      other.close();
+    }
+    assertTrue(client.awaitVerifierTermination(60_000), "verifier threads left after close");
   }
 }
