@@ -11,11 +11,11 @@ import java.util.ArrayDeque;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
-import java.util.zip.CRC32C;
 import org.apache.hadoop.fs.ChecksumException;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.server.datanode.BlockMetadataHeader;
 import org.apache.hadoop.util.DataChecksum;
+import org.hdfsrdma.protocol.ChunkSums;
 
 /**
  * A short-circuit read: a range of a finalized replica on this host read
@@ -334,19 +334,7 @@ final class LocalBlockReader implements BlockReader {
       DataChecksum.newDataChecksum(checksum.getChecksumType(), bpc).verifyChunkedSums(w, sums, dataPath, at);
       return;
     }
-    CRC32C crc = new CRC32C();
-    ByteBuffer d = w.duplicate();
-    for (int off = 0; off < n; off += bpc) {
-      int len = Math.min(bpc, n - off);
-      d.limit(off + len).position(off);
-      crc.reset();
-      crc.update(d);
-      int expected = sums.getInt();
-      if ((int) crc.getValue() != expected) {
-        throw new ChecksumException("Checksum CRC32C not matched for file " + dataPath + " at position "
-            + (at + off) + String.format(": expected=%X but computed=%X", expected, (int) crc.getValue()), at + off);
-      }
-    }
+    ChunkSums.verifyCrc32c(w, sums, bpc, dataPath, at);
   }
 
   private void readFully(FileChannel ch, ByteBuffer dst, long at) throws IOException {

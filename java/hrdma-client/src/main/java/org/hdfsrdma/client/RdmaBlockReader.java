@@ -6,8 +6,6 @@ import java.net.ProtocolException;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.zip.CRC32;
-import java.util.zip.CRC32C;
-import java.util.zip.Checksum;
 import org.apache.hadoop.fs.ChecksumException;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
@@ -21,6 +19,7 @@ import org.apache.hadoop.hdfs.security.token.block.InvalidBlockTokenException;
 import org.apache.hadoop.security.token.Token;
 import org.apache.hadoop.util.DataChecksum;
 import org.hdfsrdma.protocol.BlockOps;
+import org.hdfsrdma.protocol.ChunkSums;
 import org.hdfsrdma.protocol.Message;
 import org.hdfsrdma.protocol.MessageCodec;
 import org.hdfsrdma.protocol.MessageKind;
@@ -329,33 +328,46 @@ public final class RdmaBlockReader implements BlockReader {
     if (r.checksumSize == 0) {
       return; // checksum type NULL: nothing stored, nothing to check
     }
-    Checksum sum = switch (r.type) {
-      case CRC32C -> new CRC32C();
-      case CRC32 -> new CRC32();
-      default -> null;
-    };
-    if (sum == null) {
-      throw new IllegalStateException("checksum type " + r.type + " of " + block + " is not supported");
-    }
     int bpc = r.bytesPerChecksum;
+    int bad = switch (r.type) {
+      case CRC32C -> ChunkSums.firstBadCrc32c(bytes, sums, bpc);
+      case CRC32 -> firstBadCrc32(bytes, sums, bpc);
+      default -> throw new IllegalStateException("checksum type " + r.type + " of " + block + " is not supported");
+    };
+    if (bad < 0) {
+      return;
+    }
+    int i = bad * bpc;
+    int len = Math.min(bpc, bytes.remaining() - i);
+    int stored = sums.getInt(bad * r.checksumSize);
+    int computed = r.type == DataChecksum.Type.CRC32C ? ChunkSums.crc32cOfChunk(bytes, bad, bpc)
+        : (int) crc32(bytes.slice(i, len));
+    long at = off + i;
+    ChecksumException e = new ChecksumException("checksum error in " + block + " from DataNode "
+        + datanode.getXferAddr() + " (" + datanode.getDatanodeUuid() + ", " + conn.transportName()
+        + ") at offset " + at + " of the block: the chunk of " + len + " bytes has " + r.type
+        + " 0x" + Integer.toHexString(computed) + ", the replica stores 0x" + Integer.toHexString(stored), at);
+    finish(r, Status.ERROR_CHECKSUM);
+    throw e;
+  }
+
+  /** The first chunk of {@code bytes} whose CRC32 (HDFS's older checksum) differs from its stored sum, or -1. */
+  private static int firstBadCrc32(ByteBuffer bytes, ByteBuffer sums, int bpc) {
+    ByteBuffer d = bytes.duplicate();
     int n = bytes.remaining();
     for (int i = 0, c = 0; i < n; i += bpc, c++) {
-      int len = Math.min(bpc, n - i);
-      sum.reset();
-      sum.update(bytes.slice(i, len));
-      int computed = (int) sum.getValue();
-      int stored = sums.getInt(c * r.checksumSize);
-      if (computed != stored) {
-        long at = off + i;
-        ChecksumException e = new ChecksumException("checksum error in " + block + " from DataNode "
-            + datanode.getXferAddr() + " (" + datanode.getDatanodeUuid() + ", " + conn.transportName()
-            + ") at offset " + at + " of the block: the chunk of " + len + " bytes has " + r.type
-            + " 0x" + Integer.toHexString(computed) + ", the replica stores 0x" + Integer.toHexString(stored),
-            at);
-        finish(r, Status.ERROR_CHECKSUM);
-        throw e;
+      d.limit(Math.min(i + bpc, n)).position(i);
+      if ((int) crc32(d) != sums.getInt(c * 4)) {
+        return c;
       }
     }
+    return -1;
+  }
+
+  private static long crc32(ByteBuffer chunk) {
+    CRC32 c = new CRC32();
+    c.update(chunk);
+    return c.getValue();
   }
 
   /** Ends a request: tells the DataNode how it went and stops listening for it. */

@@ -527,13 +527,7 @@ final class BlockWriteTask {
       checksum.verifyChunkedSums(data, sums, block.toString(), offsetInBlock);
       return;
     }
-    int bad = ChunkSums.firstBadCrc32c(data, sums, bytesPerChecksum);
-    if (bad >= 0) {
-      long at = offsetInBlock + (long) bad * bytesPerChecksum;
-      throw new ChecksumException(String.format("Checksum CRC32C not matched for file %s at position %d: "
-          + "expected=%X but computed=%X", block, at, sums.getInt(sums.position() + bad * checksumSize),
-          ChunkSums.crc32cOfChunk(data, bad, bytesPerChecksum)), at);
-    }
+    ChunkSums.verifyCrc32c(data, sums, bytesPerChecksum, block.toString(), offsetInBlock);
   }
 
   /** Verifies and writes one packet, then queues it for its ack. */

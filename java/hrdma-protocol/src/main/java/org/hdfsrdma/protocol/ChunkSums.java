@@ -2,6 +2,7 @@ package org.hdfsrdma.protocol;
 
 import java.nio.ByteBuffer;
 import java.util.zip.CRC32C;
+import org.apache.hadoop.fs.ChecksumException;
 
 /**
  * CRC32C of HDFS's chunked layout (one checksum per {@code bytesPerChecksum}
@@ -42,6 +43,22 @@ public final class ChunkSums {
       }
     }
     return -1;
+  }
+
+  /**
+   * {@link #firstBadCrc32c}, failing as Hadoop's verifier does: a
+   * ChecksumException naming {@code name} and the bad chunk's position
+   * ({@code basePos} is the position of {@code data}'s first byte).
+   */
+  public static void verifyCrc32c(ByteBuffer data, ByteBuffer sums, int bytesPerChecksum, String name, long basePos)
+      throws ChecksumException {
+    int bad = firstBadCrc32c(data, sums, bytesPerChecksum);
+    if (bad >= 0) {
+      long at = basePos + (long) bad * bytesPerChecksum;
+      throw new ChecksumException(String.format("Checksum CRC32C not matched for file %s at position %d: "
+          + "expected=%X but computed=%X", name, at, sums.getInt(sums.position() + 4 * bad),
+          crc32cOfChunk(data, bad, bytesPerChecksum)), at);
+    }
   }
 
   /** The CRC32C of chunk {@code chunk} of {@code data} (position to limit), for error messages. */

@@ -52,6 +52,18 @@ class ChunkSumsTest {
   }
 
   @org.junit.jupiter.api.Test
+  void verifyFailsAsHadoopsVerifierAtTheBadChunksPosition() throws Exception {
+    ByteBuffer[] s = sample(3 * BPC, true, 2);
+    ChunkSums.verifyCrc32c(s[0], s[1], BPC, "blk_1", 4096); // intact: no exception
+    s[0].put(7 + BPC + 5, (byte) (s[0].get(7 + BPC + 5) ^ 1));
+    org.apache.hadoop.fs.ChecksumException e = assertThrows(org.apache.hadoop.fs.ChecksumException.class,
+        () -> ChunkSums.verifyCrc32c(s[0], s[1], BPC, "blk_1", 4096));
+    assertEquals(4096 + BPC, e.getPos());
+    org.junit.jupiter.api.Assertions.assertTrue(e.getMessage().startsWith("Checksum CRC32C not matched for file blk_1 at position "
+        + (4096 + BPC) + ": expected="), e.getMessage());
+  }
+
+  @org.junit.jupiter.api.Test
   void tooFewChecksumsIsAnError() {
     ByteBuffer[] s = sample(3 * BPC, true, 1);
     ByteBuffer shortSums = s[1].duplicate();
