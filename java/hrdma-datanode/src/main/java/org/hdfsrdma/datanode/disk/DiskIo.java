@@ -311,10 +311,9 @@ public final class DiskIo implements AutoCloseable {
   }
 
   /**
-   * One block being written: its writes go through the volume's scheduler,
-   * with O_DIRECT where they can ({@link #writeDirect}); behind buffered
-   * writes, written ranges are written back and dropped from the page cache.
-   * Used by one writer thread at a time.
+   * One block being written: its writes go through the volume's scheduler;
+   * behind it, written ranges are written back and dropped from the page
+   * cache. Used by one writer thread at a time.
    */
   public final class WriteStream extends BlockStream implements RbwReplica.DirectWriter {
     private long writtenBack; // write-back started up to here
@@ -415,9 +414,7 @@ public final class DiskIo implements AutoCloseable {
     public void write(long offset, int len, VolumeScheduler.IoAction<?> write) throws IOException {
       sched.call(this, true, offset, len, () -> {
         write.run();
-        if (direct == null) { // O_DIRECT leaves nothing in the page cache to write back or drop
-          behind(offset + len);
-        }
+        behind(offset + len);
         return null;
       });
     }
