@@ -331,7 +331,7 @@ public final class RdmaBlockReader implements BlockReader {
     int bpc = r.bytesPerChecksum;
     int bad = switch (r.type) {
       case CRC32C -> ChunkSums.firstBadCrc32c(bytes, sums, bpc);
-      case CRC32 -> firstBadCrc32(bytes, sums, bpc);
+      case CRC32 -> ChunkSums.firstBad(new CRC32(), bytes, sums, bpc);
       default -> throw new IllegalStateException("checksum type " + r.type + " of " + block + " is not supported");
     };
     if (bad < 0) {
@@ -349,19 +349,6 @@ public final class RdmaBlockReader implements BlockReader {
         + " 0x" + Integer.toHexString(computed) + ", the replica stores 0x" + Integer.toHexString(stored), at);
     finish(r, Status.ERROR_CHECKSUM);
     throw e;
-  }
-
-  /** The first chunk of {@code bytes} whose CRC32 (HDFS's older checksum) differs from its stored sum, or -1. */
-  private static int firstBadCrc32(ByteBuffer bytes, ByteBuffer sums, int bpc) {
-    ByteBuffer d = bytes.duplicate();
-    int n = bytes.remaining();
-    for (int i = 0, c = 0; i < n; i += bpc, c++) {
-      d.limit(Math.min(i + bpc, n)).position(i);
-      if ((int) crc32(d) != sums.getInt(c * 4)) {
-        return c;
-      }
-    }
-    return -1;
   }
 
   private static long crc32(ByteBuffer chunk) {

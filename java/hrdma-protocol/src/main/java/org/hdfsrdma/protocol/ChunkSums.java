@@ -2,6 +2,7 @@ package org.hdfsrdma.protocol;
 
 import java.nio.ByteBuffer;
 import java.util.zip.CRC32C;
+import java.util.zip.Checksum;
 import org.apache.hadoop.fs.ChecksumException;
 
 /**
@@ -23,22 +24,32 @@ public final class ChunkSums {
    * @throws IllegalArgumentException {@code sums} holds fewer checksums than {@code data} has chunks
    */
   public static int firstBadCrc32c(ByteBuffer data, ByteBuffer sums, int bytesPerChecksum) {
+    return firstBad(new CRC32C(), data, sums, bytesPerChecksum);
+  }
+
+  /**
+   * {@link #firstBadCrc32c} for any 4-byte checksum of the JDK's
+   * ({@code java.util.zip.CRC32} for HDFS's older type); {@code sum} is reset per chunk.
+   */
+  public static int firstBad(Checksum sum, ByteBuffer data, ByteBuffer sums, int bytesPerChecksum) {
+    if (bytesPerChecksum <= 0) {
+      throw new IllegalArgumentException("bytesPerChecksum " + bytesPerChecksum + " is not positive");
+    }
     int n = data.remaining();
     int chunks = (n + bytesPerChecksum - 1) / bytesPerChecksum;
-    if (bytesPerChecksum <= 0 || sums.remaining() < 4L * chunks) {
+    if (sums.remaining() < 4L * chunks) {
       throw new IllegalArgumentException(chunks + " chunks of " + bytesPerChecksum + " bytes need " + 4L * chunks
           + " checksum bytes; " + sums.remaining() + " given");
     }
     ByteBuffer d = data.duplicate();
     int start = data.position();
     int s = sums.position();
-    CRC32C crc = new CRC32C();
     for (int c = 0; c < chunks; c++) {
       int off = start + c * bytesPerChecksum;
       d.limit(Math.min(off + bytesPerChecksum, start + n)).position(off);
-      crc.reset();
-      crc.update(d);
-      if ((int) crc.getValue() != sums.getInt(s + 4 * c)) {
+      sum.reset();
+      sum.update(d);
+      if ((int) sum.getValue() != sums.getInt(s + 4 * c)) {
         return c;
       }
     }
