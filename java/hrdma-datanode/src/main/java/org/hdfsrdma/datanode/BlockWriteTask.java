@@ -72,8 +72,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Memory: packets waiting here keep their buffers, which hold the
  * upstream sender's credits, so the transport bounds how many can pile up.
- * The data is written to the block file from the buffer it arrived in (and
- * forwarded downstream from that same buffer): no copy in Java.
+ * The data is forwarded downstream from the buffer it arrived in and
+ * written to the block file from it: through the file's channel, or with
+ * O_DIRECT after one copy into an aligned buffer (see DiskIo#writeDirect).
  */
 final class BlockWriteTask {
   private static final Logger LOG = LoggerFactory.getLogger(BlockWriteTask.class);

@@ -220,6 +220,37 @@ public final class DiskIo implements AutoCloseable {
     }
   }
 
+  /** Per volume: the block size the JDK checks O_DIRECT buffers, offsets and lengths against. */
+  private final ConcurrentHashMap<String, Integer> directAlign = new ConcurrentHashMap<>();
+  /** Each thread's aligned buffer for O_DIRECT writes, grown to the largest write it made. */
+  private final ThreadLocal<ByteBuffer> staging = new ThreadLocal<>();
+
+  /** The volume's O_DIRECT alignment (looked up once: the JDK reads the mount table for it), or 0. */
+  private int directAlignment(Volume v, Path blockFile) {
+    return directAlign.computeIfAbsent(v.storageId(), id -> {
+      try {
+        long b = Files.getFileStore(blockFile).getBlockSize();
+        if (b > 0 && b <= 1 << 20 && Long.bitCount(b) == 1) {
+          return (int) b;
+        }
+        LOG.warn("hrdma disk: volume {} has block size {}; writing it through the page cache", id, b);
+      } catch (IOException | RuntimeException e) {
+        LOG.warn("hrdma disk: no block size for volume {} ({}); writing it through the page cache", id,
+            e.toString());
+      }
+      return 0;
+    });
+  }
+
+  private ByteBuffer staging(int bytes, int align) {
+    ByteBuffer b = staging.get();
+    if (b == null || b.capacity() < bytes || b.alignmentOffset(0, align) != 0) {
+      b = ByteBuffer.allocateDirect(bytes + align).alignedSlice(align);
+      staging.set(b);
+    }
+    return b;
+  }
+
   /** The filesystem does not do O_DIRECT (EINVAL), as opposed to a failing device. */
   private static boolean refusesDirect(Exception e) {
     return e instanceof UnsupportedOperationException
@@ -291,10 +322,6 @@ public final class DiskIo implements AutoCloseable {
       this.file = file;
     }
 
-    public VolumeScheduler scheduler() {
-      return sched;
-    }
-
     /** Leaves the scheduler, closes the native file. Idempotent. */
     @Override
     public void close() {
@@ -325,12 +352,8 @@ public final class DiskIo implements AutoCloseable {
       super(volume, sched, file);
       this.direct = direct;
       if (direct != null) {
-        try {
-          // what the JDK checks O_DIRECT buffers, offsets and lengths against
-          align = Math.toIntExact(Files.getFileStore(blockFile).getBlockSize());
-        } catch (IOException | RuntimeException e) {
-          LOG.warn("hrdma disk: no block size for {} ({}); writing it through the page cache", blockFile,
-              e.toString());
+        align = directAlignment(volume, blockFile);
+        if (align <= 0) {
           closeDirect();
         }
       }
@@ -362,34 +385,24 @@ public final class DiskIo implements AutoCloseable {
       if (n == 0 || at % align != 0) {
         return 0;
       }
-      ByteBuffer w = window();
+      ByteBuffer w = staging(n, align);
+      w.clear().put(0, data, data.position(), n).limit(n);
       try {
-        int room = w.capacity() - w.capacity() % align;
-        int done = 0;
-        while (done < n) {
-          int len = Math.min(room, n - done);
-          ByteBuffer out = w.clear().put(0, data, data.position() + done, len).slice(0, len);
-          try {
-            while (out.hasRemaining()) {
-              f.write(out, at + done + out.position());
-            }
-          } catch (IOException e) {
-            if (done == 0 && refusesDirect(e)) {
-              // the filesystem takes O_DIRECT opens but not these writes: buffered from now on
-              giveUpDirectWrites(volume, sched, "writing at " + at + ": " + e.getMessage());
-              closeDirect();
-              return 0;
-            }
-            throw e;
-          }
-          done += len;
+        while (w.hasRemaining()) {
+          f.write(w, at + w.position());
         }
-        data.position(data.position() + n);
-        sched.stats().directWritten(n);
-        return n;
-      } finally {
-        giveBack(w);
+      } catch (IOException e) {
+        if (w.position() == 0 && refusesDirect(e)) {
+          // the filesystem takes O_DIRECT opens but not these writes: buffered from now on
+          giveUpDirectWrites(volume, sched, "writing at " + at + ": " + e.getMessage());
+          closeDirect();
+          return 0;
+        }
+        throw e;
       }
+      data.position(data.position() + n);
+      sched.stats().directWritten(n);
+      return n;
     }
 
     private void closeDirect() {
