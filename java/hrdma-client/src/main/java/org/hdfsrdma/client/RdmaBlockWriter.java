@@ -95,12 +95,13 @@ public final class RdmaBlockWriter implements Closeable {
    * client name) and its configuration, the file, its replication, and a
    * callback run after each recovery (a metric).
    */
-  public record RecoveryContext(DFSClient dfs, Configuration conf, String src, long fileId, short replication,
+  public record RecoveryContext(DFSClient dfs, String src, long fileId, short replication,
       Runnable onRecovered) {}
 
   private static final byte[] EMPTY = new byte[0];
 
   private final RdmaBlockClient client;
+  private final Configuration conf;
   private final ExtendedBlock block;
   private final int bytesPerChecksum;
   private final int packetBytes;
@@ -162,6 +163,7 @@ public final class RdmaBlockWriter implements Closeable {
   private RdmaBlockWriter(RdmaBlockClient client, LocatedBlock lb, Configuration conf, RecoveryContext recovery)
       throws IOException {
     this.client = client;
+    this.conf = conf;
     this.block = new ExtendedBlock(lb.getBlock());
     this.block.setNumBytes(0);
     this.timeoutMs = client.timeoutMs();
@@ -325,11 +327,6 @@ public final class RdmaBlockWriter implements Closeable {
   /** The DataNodes of the current pipeline. */
   public DatanodeInfo[] pipeline() {
     return nodes.clone();
-  }
-
-  /** Pipeline recoveries of this block so far. */
-  public int recoveries() {
-    return recoveries;
   }
 
   /** The pipeline index of the DataNode an error ack named, or -1. */
@@ -613,6 +610,11 @@ public final class RdmaBlockWriter implements Closeable {
   }
 
   private int indexOf(String xferAddr) {
+    return indexOf(nodes, xferAddr);
+  }
+
+  /** The index of the DataNode with transfer address {@code xferAddr} in {@code nodes}, or -1. */
+  static int indexOf(DatanodeInfo[] nodes, String xferAddr) {
     for (int i = 0; i < nodes.length; i++) {
       if (nodes[i].getXferAddr().equals(xferAddr)) {
         return i;
@@ -683,7 +685,7 @@ public final class RdmaBlockWriter implements Closeable {
       DatanodeInfo added = lb.getLocations()[d];
       DatanodeInfo source = original[tried % original.length];
       try {
-        StockTransfer.transfer(recovery.dfs(), recovery.conf(), source, current, lb.getBlockToken(), added,
+        StockTransfer.transfer(recovery.dfs(), conf, source, current, lb.getBlockToken(), added,
             lb.getStorageTypes()[d], lb.getStorageIDs()[d], (int) Math.min(Integer.MAX_VALUE, timeoutMs));
       } catch (IOException e) {
         LOG.warn("hrdma client: copying {} from {} to {} failed: {}", block, source, added, e.getMessage());

@@ -98,7 +98,7 @@ final class RdmaOutputStream extends OutputStream implements Syncable, StreamCap
     this.addBlockRetries = conf.getInt("dfs.client.block.write.locateFollowingBlock.retries", 5);
     this.blockWriteRetries = conf.getInt(HdfsClientConfigKeys.BlockWrite.RETRIES_KEY,
         HdfsClientConfigKeys.BlockWrite.RETRIES_DEFAULT);
-    this.recovery = new RdmaBlockWriter.RecoveryContext(fs.getClient(), conf, src, fileId, replication,
+    this.recovery = new RdmaBlockWriter.RecoveryContext(fs.getClient(), src, fileId, replication,
         fs::countPipelineRecovery);
   }
 
@@ -167,14 +167,9 @@ final class RdmaOutputStream extends OutputStream implements Syncable, StreamCap
         throw new IOException(msg, e);
       }
       // as stock: abandon the block and ask again without the DataNode that failed
-      DatanodeInfo bad = lb.getLocations()[0];
-      if (e instanceof RdmaBlockWriter.PipelineSetupException p) {
-        for (DatanodeInfo d : lb.getLocations()) {
-          if (d.getXferAddr().equals(p.firstBadLink)) {
-            bad = d;
-          }
-        }
-      }
+      int i = e instanceof RdmaBlockWriter.PipelineSetupException p
+          ? RdmaBlockWriter.indexOf(lb.getLocations(), p.firstBadLink) : -1;
+      DatanodeInfo bad = lb.getLocations()[Math.max(i, 0)];
       excluded.add(bad);
       LOG.warn("{}; excluding {} and allocating the block again", msg, bad);
     }

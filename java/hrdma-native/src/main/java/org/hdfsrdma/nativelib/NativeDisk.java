@@ -45,10 +45,6 @@ public final class NativeDisk {
       return new File((int) r, path.toString());
     }
 
-    public int fd() {
-      return fd;
-    }
-
     /** Reserves [offset, offset + len) without changing the length (fallocate KEEP_SIZE). */
     public void preallocate(long offset, long len) throws NativeException {
       check(Jni.diskPreallocate0(fd, offset, len), "fallocate " + path);
@@ -116,17 +112,9 @@ public final class NativeDisk {
       this.outAddr = Jni.bufferAddress0(out);
     }
 
-    public int depth() {
-      return depth;
-    }
-
     /** Queues and submits a read of {@code len} bytes at {@code offset} into native memory at {@code addr}. */
     public void read(File f, long addr, long len, long offset, long cookie) throws NativeException {
       check(Jni.diskRingSubmit0(ring, false, f.fd, addr, len, offset, cookie), "io_uring read " + f);
-    }
-
-    public void write(File f, long addr, long len, long offset, long cookie) throws NativeException {
-      check(Jni.diskRingSubmit0(ring, true, f.fd, addr, len, offset, cookie), "io_uring write " + f);
     }
 
     /**

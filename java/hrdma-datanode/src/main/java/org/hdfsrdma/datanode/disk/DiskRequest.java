@@ -33,10 +33,6 @@ public final class DiskRequest {
     return stream;
   }
 
-  public boolean isWrite() {
-    return write;
-  }
-
   public long offset() {
     return offset;
   }

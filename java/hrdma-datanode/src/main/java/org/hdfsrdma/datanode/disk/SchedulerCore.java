@@ -286,9 +286,4 @@ public final class SchedulerCore {
   public int inFlight() {
     return inFlight;
   }
-
-  /** Streams known (queued, in flight, or not yet closed). */
-  public int streams() {
-    return streams.size();
-  }
 }
