@@ -42,12 +42,14 @@ public final class DiskBench {
   private DiskBench() {}
 
   static final String USAGE = """
-      usage: hrdma bench disk [--size 512M] [--streams 1,2,4] [--depths 1,4,16] [--request 1M] [--dir DIR]
-                              [--conf KEY=VALUE]... [--part all|streams|ssd]
+      usage: hrdma bench disk [--size 512M] [--streams 1,2,4] [--depths 1,4,16] [--request 1M] [--rounds 3]
+                              [--dir DIR] [--conf KEY=VALUE]... [--part all|streams|ssd]
         --size      bytes each writer writes / reader reads (default 512M: 4 blocks of 128 MB)
         --streams   concurrent writers and readers to run (default 1,2,4)
         --depths    queue depths of the ssd policy and fio (default 1,4,16)
         --request   request size of the ssd policy and fio's block size (default 1M)
+        --rounds    ssd part: rounds of end to end, disk stage and fio in turn at each depth, after one
+                    untimed warm-up pass; medians are reported (default 3)
         --dir       where the clusters live (default: a temporary directory, deleted)
         --conf      a setting for the daemons and the clients (e.g. hrdma.transport.order=tcp)
         --part      both experiments (all), only the 1..4 streams, or only the ssd policy beside fio
@@ -62,14 +64,15 @@ public final class DiskBench {
     System.exit(run(args, System.out, System.err));
   }
 
-  record Options(long size, List<Integer> streams, List<Integer> depths, int request, java.nio.file.Path dir,
-      Map<String, String> conf, String part) {}
+  record Options(long size, List<Integer> streams, List<Integer> depths, int request, int rounds,
+      java.nio.file.Path dir, Map<String, String> conf, String part) {}
 
   static Options parse(String[] args) throws UsageException {
     long size = 512L << 20;
     List<Integer> streams = List.of(1, 2, 4);
     List<Integer> depths = List.of(1, 4, 16);
     int request = 1 << 20;
+    int rounds = 3;
     java.nio.file.Path dir = null;
     Map<String, String> conf = new LinkedHashMap<>();
     String part = "all";
@@ -85,6 +88,7 @@ public final class DiskBench {
           case "--streams" -> streams = Sizes.parseList(v);
           case "--depths" -> depths = Sizes.parseList(v);
           case "--request" -> request = (int) Sizes.parse(v);
+          case "--rounds" -> rounds = Integer.parseInt(v);
           case "--dir" -> dir = java.nio.file.Path.of(v);
           case "--part" -> {
             if (!List.of("all", "streams", "ssd").contains(v)) {
@@ -105,11 +109,13 @@ public final class DiskBench {
         throw new UsageException(a + ": " + e.getMessage());
       }
     }
-    if (size < BLOCK || streams.isEmpty() || depths.isEmpty() || request < 4096
+    if (size < BLOCK || streams.isEmpty() || depths.isEmpty() || request < 4096 || request > (256 << 20)
+        || rounds < 1 || rounds > 50
         || streams.stream().anyMatch(n -> n < 1 || n > 16) || depths.stream().anyMatch(n -> n < 1 || n > 256)) {
-      throw new UsageException("--size at least 128M, --streams 1..16, --depths 1..256, --request at least 4K");
+      throw new UsageException("--size at least 128M, --streams 1..16, --depths 1..256, --request 4K..256M,"
+          + " --rounds 1..50");
     }
-    return new Options(size, streams, depths, request, dir, conf, part);
+    return new Options(size, streams, depths, request, rounds, dir, conf, part);
   }
 
   public static int run(String[] args, PrintStream out, PrintStream err) {
@@ -182,15 +188,17 @@ public final class DiskBench {
     }
   }
 
-  /** How long the disk stage reads (whole passes over the block files), as long as fio runs. */
-  private static final long DISK_STAGE_NANOS = 3_000_000_000L;
+  /** How long the adaptive policy's disk stage reads (whole passes over the block files): time to adapt. */
+  private static final long ADAPTIVE_STAGE_NANOS = 3_000_000_000L;
 
   /**
-   * The ssd policy at each depth on an [SSD] volume, three figures from the same block files:
-   * end to end (our client reading through the transport from the DataNode's O_DIRECT
-   * io_uring reads), the disk stage alone (the plugin's DiskIo reading the block files
-   * into registered packet buffers that are then discarded), and fio at the same depth and
-   * request size. Then the disk stage with the adaptive policy at its defaults.
+   * The ssd policy at each depth on an [SSD] volume, three figures from the same block files,
+   * each one pass over them with the page cache dropped: end to end (our client reading the
+   * file through the transport from the DataNode's O_DIRECT io_uring reads), the disk stage
+   * alone (the plugin's DiskIo reading the block files into registered packet buffers that
+   * are then discarded), and fio at the same depth and request size. One untimed pass of the
+   * first two warms the JVMs (the JIT), then {@code --rounds} rounds run the three in turn;
+   * the medians are reported. Then the disk stage with the adaptive policy at its defaults.
    */
   private static void ssdPart(java.nio.file.Path base, Options o, PrintStream out) throws Exception {
     List<String[]> rows = new ArrayList<>();
@@ -212,39 +220,54 @@ public final class DiskBench {
           List<java.nio.file.Path> blocks = blockFiles(c, stock, f);
           sync(blocks);
           dropCache(blocks);
-          long t0 = System.nanoTime();
-          read(ours, f);
-          double mbps = o.size() / 1e6 / ((System.nanoTime() - t0) / 1e9);
-          double disk = diskStage(ssd, blocks, t.allocator());
-          double fio = fio(blocks, qd, o.request());
-          bestFio = Math.max(bestFio, fio);
-          bestOurs = Math.max(bestOurs, mbps);
-          bestDisk = Math.max(bestDisk, disk);
-          rows.add(ssdRow(qd, mbps, disk, fio));
+          read(ours, f); // warm-up, untimed
+          diskStage(ssd, blocks, t.allocator());
+          double[] e2e = new double[o.rounds()];
+          double[] disk = new double[o.rounds()];
+          double[] fio = new double[o.rounds()];
+          for (int r = 0; r < o.rounds(); r++) {
+            dropCache(blocks);
+            long t0 = System.nanoTime();
+            read(ours, f);
+            e2e[r] = Stats.mbPerSecond(o.size(), System.nanoTime() - t0);
+            disk[r] = diskStage(ssd, blocks, t.allocator());
+            fio[r] = fio(blocks, qd, o.request());
+            out.printf("bench disk: ssd depth %d round %d: end to end %.0f MB/s, disk stage %.0f, fio %.0f%n", qd,
+                r + 1, e2e[r], disk[r], fio[r]);
+          }
+          Stats e = Stats.of(e2e);
+          Stats d = Stats.of(disk);
+          Stats fi = Stats.of(fio);
+          bestFio = Math.max(bestFio, fi.median());
+          bestOurs = Math.max(bestOurs, e.median());
+          bestDisk = Math.max(bestDisk, d.median());
+          rows.add(ssdRow(qd, e, d, fi));
           if (qd == o.depths().get(o.depths().size() - 1)) {
             Map<String, String> a = baseConf(o);
             a.put(DiskSettings.POLICY_KEY_PREFIX + "ssd", "adaptive");
             DiskSettings as = DiskSettings.of(hadoopConf(a));
-            Stage ad = diskStageRun(a, blocks, t.allocator());
+            Stage ad = diskStageRun(a, blocks, t.allocator(), ADAPTIVE_STAGE_NANOS);
             adaptive = String.format("disk stage, adaptive policy at its defaults (depth %d..%d, requests %dK..%dK,"
-                + " read-ahead %dK): %.0f MB/s, %.2f of fio's best (%.0f MB/s); ended at depth %d x %dK"
-                + " (%d raises, %d lowers)", as.adaptiveMinDepth(), as.adaptiveMaxDepth(),
-                as.adaptiveMinBytes() >> 10, as.adaptiveMaxBytes() >> 10, as.readAheadBytes() >> 10, ad.mbps(),
-                ad.mbps() / bestFio, bestFio, ad.end().depth(), ad.end().requestBytes() >> 10,
-                ad.end().depthRaises(), ad.end().depthLowers());
+                + " read-ahead %dK), %.0f s of passes: %.0f MB/s, %.2f of fio's best median (%.0f MB/s); ended at"
+                + " depth %d x %dK (%d raises, %d lowers)", as.adaptiveMinDepth(), as.adaptiveMaxDepth(),
+                as.adaptiveMinBytes() >> 10, as.adaptiveMaxBytes() >> 10, as.readAheadBytes() >> 10,
+                ADAPTIVE_STAGE_NANOS / 1e9, ad.mbps(), ad.mbps() / bestFio, bestFio, ad.end().depth(),
+                ad.end().requestBytes() >> 10, ad.end().depthRaises(), ad.end().depthLowers());
           }
         }
       }
     }
     out.println();
+    out.printf(" each figure: one pass over the %d MB file's block files with the page cache dropped; median of %d"
+        + " rounds [min-max]%n", o.size() / 1_000_000, o.rounds());
     out.println(" end-to-end: our client reading the file through the transport from the DataNode (the target's figure)");
     out.println(" disk stage: the DataNode's DiskIo alone reading the same block files into registered buffers,"
         + " bytes discarded");
     out.println(" fio:        fio --direct=1 --ioengine=io_uring on the same block files; same depth and request size");
-    out.printf(" %-6s %9s %8s %10s %9s %10s%n", "depth", "e2e[MB/s]", "e2e/fio", "disk[MB/s]", "disk/fio",
+    out.printf(" %-6s %-20s %8s %-20s %9s %-20s%n", "depth", "e2e[MB/s]", "e2e/fio", "disk[MB/s]", "disk/fio",
         "fio[MB/s]");
     for (String[] r : rows) {
-      out.printf(" %-6s %9s %8s %10s %9s %10s%n", (Object[]) r);
+      out.printf(" %-6s %-20s %8s %-20s %9s %-20s%n", (Object[]) r);
     }
     out.printf("disk stage at its best depth: %.0f MB/s vs fio's best %.0f MB/s = %.0f%%%n", bestDisk, bestFio,
         100 * bestDisk / bestFio);
@@ -255,10 +278,16 @@ public final class DiskBench {
         bestOurs, bestFio, 100 * bestOurs / bestFio, bestOurs >= 0.95 * bestFio ? "PASS" : "MISS");
   }
 
-  /** One line of the ssd table: depth, end to end and its ratio to fio, disk stage and its ratio, fio. */
-  static String[] ssdRow(int qd, double e2e, double disk, double fio) {
-    return new String[] {Integer.toString(qd), String.format("%.0f", e2e), String.format("%.2f", e2e / fio),
-      String.format("%.0f", disk), String.format("%.2f", disk / fio), String.format("%.0f", fio)};
+  /** One line of the ssd table: depth, end to end and its ratio to fio, disk stage and its ratio, fio (medians). */
+  static String[] ssdRow(int qd, Stats e2e, Stats disk, Stats fio) {
+    return new String[] {Integer.toString(qd), spread(e2e), String.format("%.2f", e2e.median() / fio.median()),
+      spread(disk), String.format("%.2f", disk.median() / fio.median()), spread(fio)};
+  }
+
+  /** "median [min-max]" in MB/s; the median alone for one sample. */
+  static String spread(Stats s) {
+    return s.count() > 1 ? String.format("%.0f [%.0f-%.0f]", s.median(), s.min(), s.max())
+        : String.format("%.0f", s.median());
   }
 
   /**
@@ -287,21 +316,21 @@ public final class DiskBench {
    */
   static double diskStage(Map<String, String> conf, List<java.nio.file.Path> blocks,
       org.hdfsrdma.transport.BufferAllocator alloc) throws IOException {
-    return diskStageRun(conf, blocks, alloc).mbps();
+    return diskStageRun(conf, blocks, alloc, 0).mbps(); // one pass
   }
 
   /** A disk-stage run: MB/s, and the volume's counters at its end (the policy's shape then). */
   record Stage(double mbps, org.hdfsrdma.datanode.disk.VolumeStats.Snapshot end) {}
 
   static Stage diskStageRun(Map<String, String> conf, List<java.nio.file.Path> blocks,
-      org.hdfsrdma.transport.BufferAllocator alloc) throws IOException {
+      org.hdfsrdma.transport.BufferAllocator alloc, long minNanos) throws IOException {
     org.apache.hadoop.conf.Configuration c = hadoopConf(conf);
     DiskSettings s = DiskSettings.of(c);
     org.hdfsrdma.datanode.compat.DataNodeAccess.Volume v = new org.hdfsrdma.datanode.compat.DataNodeAccess.Volume(
         "bench-disk-stage", org.apache.hadoop.fs.StorageType.SSD, blocks.get(0).getParent().toString());
     int packet = c.getInt("hrdma.datanode.read.packet-bytes", 1 << 20);
     try (org.hdfsrdma.datanode.disk.DiskIo io = new org.hdfsrdma.datanode.disk.DiskIo(s, List.of(v))) {
-      double mbps = DiskStage.run(io, v, blocks, alloc, packet, DISK_STAGE_NANOS, b -> {});
+      double mbps = DiskStage.run(io, v, blocks, alloc, packet, minNanos, b -> {});
       return new Stage(mbps, io.schedulers().get(v.storageId()).stats().snapshot());
     }
   }
@@ -497,12 +526,12 @@ public final class DiskBench {
     return String.format("%.2f", (after[1] - before[1]) / (double) (after[0] - before[0]) / (1 << 20));
   }
 
-  /** fio reading the block files at depth qd, O_DIRECT through io_uring; MB/s (10^6). */
+  /** fio reading the block files once, in order, at depth qd, O_DIRECT through io_uring; MB/s (10^6). */
   static double fio(List<java.nio.file.Path> blocks, int qd, int bs) throws IOException, InterruptedException {
     List<String> cmd = new ArrayList<>(List.of("fio", "--name=anchor", "--rw=read", "--direct=1",
         "--ioengine=io_uring", "--iodepth=" + qd, "--bs=" + bs, "--readonly", "--output-format=json",
         "--filename=" + String.join(":", blocks.stream().map(java.nio.file.Path::toString).toList()),
-        "--file_service_type=sequential", "--time_based", "--runtime=3"));
+        "--file_service_type=sequential"));
     Process p = new ProcessBuilder(cmd).redirectErrorStream(false).start();
     byte[] outb = p.getInputStream().readAllBytes();
     String errs = new String(p.getErrorStream().readAllBytes());

@@ -2,6 +2,7 @@ package org.hdfsrdma.bench.fs;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
@@ -101,9 +102,18 @@ class DiskStageTest {
 
   @Test
   void ssdRowsCompareEachPathWithFioAtItsDepthAndTheWindowHoldsDepthPlusOne() throws Exception {
-    assertArrayEquals(new String[] {"4", "500", "0.25", "1900", "0.95", "2000"},
-        DiskBench.ssdRow(4, 500, 1900, 2000));
+    assertArrayEquals(new String[] {"4", "500 [400-700]", "0.25", "1900 [1800-1950]", "0.95", "2000 [1000-2100]"},
+        DiskBench.ssdRow(4, Stats.of(700, 400, 500), Stats.of(1900, 1800, 1950), Stats.of(2100, 1000, 2000)),
+        "medians, their ratios, and each spread");
+    assertArrayEquals(new String[] {"1", "500", "0.50", "900", "0.90", "1000"},
+        DiskBench.ssdRow(1, Stats.of(500), Stats.of(900), Stats.of(1000)), "one round: no spread");
     DiskBench.Options o = DiskBench.parse(new String[] {"--depths", "1,16", "--request", "1M"});
+    assertEquals(3, o.rounds());
+    assertEquals(5, DiskBench.parse(new String[] {"--rounds", "5"}).rounds());
+    for (String bad : new String[] {"0", "51", "x"}) {
+      assertThrows(org.hdfsrdma.bench.UsageException.class, () -> DiskBench.parse(new String[] {"--rounds", bad}),
+          "--rounds " + bad);
+    }
     Map<String, String> c1 = DiskBench.ssdConf(o, 1);
     Map<String, String> c16 = DiskBench.ssdConf(o, 16);
     assertEquals("ssd", c16.get(DiskSettings.POLICY_KEY_PREFIX + "ssd"));
