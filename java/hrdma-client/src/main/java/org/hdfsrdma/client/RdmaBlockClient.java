@@ -49,6 +49,13 @@ public final class RdmaBlockClient implements Closeable {
   /** Bytes asked for by one READ_REQUEST; a reader splits its range into such requests. */
   public static final String REQUEST_BYTES_KEY = "hrdma.client.read.request-bytes";
   public static final long REQUEST_BYTES_DEFAULT = 4L << 20;
+  /**
+   * The largest READ_REQUEST: a reader's requests start at {@value #REQUEST_BYTES_KEY} and
+   * double, up to this, while it reads on (a long sequential read asks in large requests, so
+   * the DataNode's disk read-ahead runs on, instead of starting again every few MB).
+   */
+  public static final String MAX_REQUEST_BYTES_KEY = "hrdma.client.read.max-request-bytes";
+  public static final long MAX_REQUEST_BYTES_DEFAULT = 64L << 20;
   /** READ_REQUESTs a reader keeps in flight (the one being read, plus read-ahead). */
   public static final String REQUESTS_IN_FLIGHT_KEY = "hrdma.client.read.requests-in-flight";
   public static final int REQUESTS_IN_FLIGHT_DEFAULT = 2;
@@ -88,6 +95,7 @@ public final class RdmaBlockClient implements Closeable {
   private final HrdmaConnector connector;
   private final String clientName;
   private final long requestBytes;
+  private final long maxRequestBytes;
   private final int requestsInFlight;
   private final long timeoutMs;
   private final int maxConnections;
@@ -109,12 +117,15 @@ public final class RdmaBlockClient implements Closeable {
     this.conf = conf;
     this.clientName = clientName;
     this.requestBytes = conf.getLong(REQUEST_BYTES_KEY, REQUEST_BYTES_DEFAULT);
+    this.maxRequestBytes = conf.getLong(MAX_REQUEST_BYTES_KEY, Math.max(requestBytes, MAX_REQUEST_BYTES_DEFAULT));
     this.requestsInFlight = conf.getInt(REQUESTS_IN_FLIGHT_KEY, REQUESTS_IN_FLIGHT_DEFAULT);
     this.timeoutMs = conf.getLong(TIMEOUT_KEY, TIMEOUT_DEFAULT);
     this.maxConnections = conf.getInt(MAX_CONNECTIONS_KEY, MAX_CONNECTIONS_DEFAULT);
     this.localReads = conf.getBoolean(LOCAL_READS_KEY, LOCAL_READS_DEFAULT);
-    if (requestBytes < 1 || requestsInFlight < 1 || timeoutMs < 1 || maxConnections < 1) {
+    if (requestBytes < 1 || maxRequestBytes < requestBytes || requestsInFlight < 1 || timeoutMs < 1
+        || maxConnections < 1) {
       throw new IllegalArgumentException("bad hrdma.client.read settings: request-bytes " + requestBytes
+          + ", max-request-bytes " + maxRequestBytes + " (at least request-bytes)"
           + ", requests-in-flight " + requestsInFlight + ", timeout-ms " + timeoutMs + ", max-connections "
           + maxConnections);
     }
@@ -279,6 +290,10 @@ public final class RdmaBlockClient implements Closeable {
 
   long requestBytes() {
     return requestBytes;
+  }
+
+  long maxRequestBytes() {
+    return maxRequestBytes;
   }
 
   int requestsInFlight() {

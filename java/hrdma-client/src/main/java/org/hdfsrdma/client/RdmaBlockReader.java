@@ -30,8 +30,11 @@ import org.hdfsrdma.transport.TransportException;
  * sequentially, verifying every chunk's checksum (as stored in the replica's
  * .meta file) before handing its bytes out.
  *
- * <p>The range is asked for in READ_REQUESTs of at most
- * {@value RdmaBlockClient#REQUEST_BYTES_KEY} bytes, and
+ * <p>The range is asked for in READ_REQUESTs: the first of
+ * {@value RdmaBlockClient#REQUEST_BYTES_KEY} bytes, each next one twice the
+ * size of the one before, up to {@value RdmaBlockClient#MAX_REQUEST_BYTES_KEY}
+ * (a short read costs the DataNode little; a long one runs in requests large
+ * enough that its disk read-ahead rarely starts again), and
  * {@value RdmaBlockClient#REQUESTS_IN_FLIGHT_KEY} of them are kept in flight:
  * while the caller consumes one request's packets, the DataNode already
  * serves the next, so a sequential reader never waits a round trip between
@@ -59,6 +62,7 @@ public final class RdmaBlockReader implements BlockReader {
   /** Requests sent and not finished, oldest (the one being read) first. */
   private final ArrayDeque<Request> inflight = new ArrayDeque<>();
   private long nextRequestOffset;
+  private long nextRequestBytes;   // the size of the next request, before the range's end cuts it
   private long position;           // next byte handed out
   private Message packet;          // the packet being handed out, or null
   private ByteBuffer data;         // the rest of its bytes to hand out
@@ -94,6 +98,7 @@ public final class RdmaBlockReader implements BlockReader {
     this.start = offset;
     this.end = offset + length;
     this.nextRequestOffset = offset;
+    this.nextRequestBytes = client.requestBytes();
     this.position = offset;
     fillWindow();
   }
@@ -215,9 +220,10 @@ public final class RdmaBlockReader implements BlockReader {
   /** Sends requests until the window is full or the range is all asked for. */
   private void fillWindow() throws IOException {
     while (inflight.size() < client.requestsInFlight() && nextRequestOffset < end) {
-      long len = Math.min(client.requestBytes(), end - nextRequestOffset);
+      long len = Math.min(nextRequestBytes, end - nextRequestOffset);
       send(nextRequestOffset, len);
       nextRequestOffset += len;
+      nextRequestBytes = Math.min(client.maxRequestBytes(), 2 * nextRequestBytes);
     }
   }
 

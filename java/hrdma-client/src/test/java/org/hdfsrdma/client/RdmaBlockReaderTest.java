@@ -207,6 +207,7 @@ class RdmaBlockReaderTest {
     LocatedBlock lb = blocks("/ahead/file").get(0);
     Configuration c = new Configuration(conf);
     c.setLong(RdmaBlockClient.REQUEST_BYTES_KEY, 100_000); // not a multiple of the chunk size
+    c.setLong(RdmaBlockClient.MAX_REQUEST_BYTES_KEY, 100_000); // every request the same size
     c.setInt(RdmaBlockClient.REQUESTS_IN_FLIGHT_KEY, 3);
     try (RdmaBlockClient small = new RdmaBlockClient(c)) {
       try (RdmaBlockReader r = small.open(lb, lb.getLocations()[0], 7, BLOCK - 7)) {
@@ -229,6 +230,35 @@ class RdmaBlockReaderTest {
       // the last READ_STATUS may still be on its way out
       eventually(() -> small.buffersOutstanding() == 0, () -> small.buffersOutstanding() + " buffers");
     }
+  }
+
+  @Test
+  @Order(3)
+  void requestsDoubleUpToTheLargestAsTheReadGoesOn() throws Exception {
+    byte[] data = write("/ramp/file", PluginCluster.random(BLOCK, 5), 1);
+    LocatedBlock lb = blocks("/ramp/file").get(0);
+    Configuration c = new Configuration(conf);
+    c.setLong(RdmaBlockClient.REQUEST_BYTES_KEY, 64 << 10);
+    c.setLong(RdmaBlockClient.MAX_REQUEST_BYTES_KEY, 256 << 10);
+    try (RdmaBlockClient ramp = new RdmaBlockClient(c)) {
+      try (RdmaBlockReader r = ramp.open(lb, lb.getLocations()[0], 0, BLOCK)) {
+        byte[] got = new byte[BLOCK];
+        int done = 0;
+        while (done < got.length) {
+          done += r.read(got, done, Math.min(8192, got.length - done));
+        }
+        assertArrayEquals(data, got);
+        // 64K, 128K, then 256K three times (960K), then the 64K left: 6 requests
+        // (fixed requests of 64K would be 16, of 256K 4)
+        assertEquals(6, r.requestsSent());
+      }
+      eventually(() -> ramp.buffersOutstanding() == 0, () -> ramp.buffersOutstanding() + " buffers");
+    }
+    Configuration bad = new Configuration(conf);
+    bad.setLong(RdmaBlockClient.REQUEST_BYTES_KEY, 1 << 20);
+    bad.setLong(RdmaBlockClient.MAX_REQUEST_BYTES_KEY, 1 << 19);
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new RdmaBlockClient(bad));
+    assertTrue(e.getMessage().contains("max-request-bytes 524288 (at least request-bytes)"), e.getMessage());
   }
 
   private int indexOf(DatanodeInfo dn) {
