@@ -23,8 +23,12 @@ import org.hdfsrdma.nativelib.NativeException;
  * the policy's measurements; it runs on an I/O worker with that worker's
  * ring. When the reader has copied a request's bytes out, its part of the
  * window is read again further on, at once: the reads of what comes next
- * overlap the reader's work (packets being built and sent). Never past
- * {@code limit} (rounded up to the alignment). The page cache is bypassed.
+ * overlap the reader's work (packets being built and sent). A request that
+ * completes also issues the next one from its I/O worker when the window has
+ * room, so the depth holds while the reader is away (waiting for the
+ * transport to take its packets); that refill never waits for room in the
+ * scheduler's queue. Never past {@code limit} (rounded up to the alignment).
+ * The page cache is bypassed.
  *
  * <p>To keep {@code depth} requests in flight while the reader holds the
  * request it copies from, the window needs {@code (depth + 1) x requestBytes};
@@ -32,9 +36,13 @@ import org.hdfsrdma.nativelib.NativeException;
  * aligned), so the depth holds (the adaptive policy raises depth and size
  * together, beyond any window the size alone would fit).
  *
- * <p>Not thread-safe (one reader). Closing waits for the requests in flight
- * (the ring writes into the window until they are reaped), then closes the
- * O_DIRECT file and the wrapped channel and gives the window back.
+ * <p>One reader thread; the I/O workers' refills share the request
+ * bookkeeping with it under this object's lock, which is never held while
+ * waiting (for the disk, for room in the queue, or for the reader's copy:
+ * the bytes the reader copies are below {@code pos}'s request, which no
+ * refill touches). Closing waits for the requests in flight (the ring writes
+ * into the window until they are reaped), then closes the O_DIRECT file and
+ * the wrapped channel and gives the window back.
  */
 final class DirectReadChannel implements ReadableByteChannel {
   /** One request: [offset, offset + length) of the file, at windowOffset in the window. */
@@ -42,14 +50,14 @@ final class DirectReadChannel implements ReadableByteChannel {
     final long offset;
     final int length;
     final int windowOffset;
-    final CompletableFuture<Integer> done;
-    int valid = -1; // bytes read, once awaited
+    final CompletableFuture<Integer> done = new CompletableFuture<>(); // the bytes read
+    volatile CompletableFuture<Integer> counted; // the scheduler's: done and counted by the scheduler
+    int valid = -1; // bytes read, once awaited (the reader's)
 
-    Req(long offset, int length, int windowOffset, CompletableFuture<Integer> done) {
+    Req(long offset, int length, int windowOffset) {
       this.offset = offset;
       this.length = length;
       this.windowOffset = windowOffset;
-      this.done = done;
     }
   }
 
@@ -67,6 +75,7 @@ final class DirectReadChannel implements ReadableByteChannel {
   private final long windowAddr;
   private final int windowBytes;
   private final long base;       // the aligned offset the window's byte 0 maps to (mod windowBytes)
+  // guarded by this
   private final ArrayDeque<Req> pending = new ArrayDeque<>(); // issued, in file order
   private long issuedTo;         // requests are issued up to here
   private long eofAt = Long.MAX_VALUE;
@@ -109,80 +118,161 @@ final class DirectReadChannel implements ReadableByteChannel {
 
   @Override
   public int read(ByteBuffer dst) throws IOException {
-    if (!open) {
-      throw new ClosedChannelException();
-    }
-    if (failure != null) {
-      throw failure;
-    }
-    if (pos >= limit || pos >= eofAt) {
-      return -1;
-    }
-    if (!dst.hasRemaining()) {
-      return 0;
+    Req head;
+    synchronized (this) {
+      if (!open) {
+        throw new ClosedChannelException();
+      }
+      if (failure != null) {
+        throw failure;
+      }
+      if (pos >= limit || pos >= eofAt) {
+        return -1;
+      }
+      if (!dst.hasRemaining()) {
+        return 0;
+      }
     }
     topUp();
-    Req head = pending.peekFirst();
+    synchronized (this) {
+      head = pending.peekFirst();
+    }
     if (head == null) {
       return -1;
     }
     if (head.valid < 0) {
+      int valid;
       try {
-        head.valid = sched.await(head.done);
+        valid = sched.await(head.done);
       } catch (IOException e) {
-        failure = e;
+        synchronized (this) {
+          failure = e;
+        }
         throw e;
       }
-      if (head.valid < head.length) {
-        eofAt = Math.min(eofAt, head.offset + head.valid); // a short read is the end of the file
+      head.valid = valid;
+      if (valid < head.length) {
+        synchronized (this) {
+          eofAt = Math.min(eofAt, head.offset + valid); // a short read is the end of the file
+        }
       }
       topUp(); // its slot on the device is free: the next request goes now, before the copy
     }
-    long stop = Math.min(Math.min(limit, eofAt), head.offset + head.valid);
-    if (pos >= stop) {
-      return -1;
+    long at;
+    synchronized (this) {
+      at = pos;
+      if (at >= Math.min(Math.min(limit, eofAt), head.offset + head.valid)) {
+        return -1;
+      }
     }
-    int off = head.windowOffset + (int) (pos - head.offset);
-    int n = (int) Math.min(dst.remaining(), stop - pos);
+    long stop = Math.min(limit, head.offset + head.valid); // eofAt is at or past it
+    int off = head.windowOffset + (int) (at - head.offset);
+    int n = (int) Math.min(dst.remaining(), stop - at);
     view.limit(off + n).position(off);
-    dst.put(view);
-    pos += n;
-    if (pos >= head.offset + head.length) {
-      pending.pollFirst(); // its part of the window is free: read further on into it
+    dst.put(view); // below pos's request: no refill reads into it
+    boolean freed;
+    synchronized (this) {
+      pos = at + n;
+      freed = pos >= head.offset + head.length;
+      if (freed) {
+        pending.pollFirst(); // its part of the window is free: read further on into it
+      }
+    }
+    if (freed) {
       topUp();
     }
     return n;
   }
 
-  /** Issues requests while the window has room and fewer than the policy's depth are in flight. */
+  /**
+   * The reader: issues requests while the window has room and fewer than the policy's depth
+   * are in flight; may wait for room in the scheduler's queue (never holding this lock).
+   */
   private void topUp() throws IOException {
+    Req r;
+    while ((r = reserve()) != null) {
+      try {
+        r.counted = sched.submit(streamKey, false, r.offset, r.length, io(r));
+      } catch (IOException | RuntimeException e) {
+        r.done.completeExceptionally(e);
+        throw e;
+      }
+    }
+  }
+
+  /**
+   * An I/O worker, after a request completed: issues what {@link #topUp} would, without
+   * waiting; where the queue is full the reader's next top-up issues it instead.
+   */
+  private void refill() {
+    synchronized (this) {
+      Req r;
+      while ((r = reserve()) != null) {
+        boolean queued = false;
+        try {
+          r.counted = sched.trySubmit(streamKey, false, r.offset, r.length, io(r));
+          queued = r.counted != null;
+        } catch (IOException | RuntimeException e) {
+          // closed: the reader meets it on its next submit
+        }
+        if (!queued) {
+          pending.pollLast(); // r, just added: nothing of it was issued
+          issuedTo -= r.length;
+          return;
+        }
+      }
+    }
+  }
+
+  /**
+   * The next request, added to {@code pending} and the window accounted for it, if the
+   * policy's depth and the window allow one now; else null.
+   */
+  private synchronized Req reserve() {
+    if (!open || failure != null) {
+      return null;
+    }
     int depth = Math.max(1, sched.policy().depth());
-    // depth requests ahead plus the one being copied out must fit the window: where the
-    // policy's size would not let them, the requests get smaller, not fewer
-    int requestBytes = (int) Math.min(sched.requestBytes(), windowBytes / (depth + 1L));
-    int chunk = Math.max(align, requestBytes - requestBytes % align);
     int inFlight = 0;
     for (Req r : pending) {
       if (!r.done.isDone()) {
         inFlight++;
       }
     }
-    long consumed = pos - pos % align; // the window below this is free again
-    while (inFlight < depth && issuedTo < end && issuedTo < eofAt) {
-      int at = (int) Math.floorMod(issuedTo - base, (long) windowBytes);
-      long len = Math.min(Math.min(chunk, windowBytes - at), end - issuedTo);
-      if (issuedTo + len > consumed + windowBytes) {
-        return; // the window is full: the reader has not copied out what is there yet
-      }
-      long offset = issuedTo;
-      int length = (int) len;
-      long addr = windowAddr + at;
-      CompletableFuture<Integer> f = sched.submit(streamKey, false, offset, length, () -> readOne(addr, length,
-          offset));
-      pending.addLast(new Req(offset, length, at, f));
-      issuedTo += length;
-      inFlight++;
+    if (inFlight >= depth || issuedTo >= end || issuedTo >= eofAt) {
+      return null;
     }
+    // depth requests ahead plus the one being copied out must fit the window: where the
+    // policy's size would not let them, the requests get smaller, not fewer
+    int requestBytes = (int) Math.min(sched.requestBytes(), windowBytes / (depth + 1L));
+    int chunk = Math.max(align, requestBytes - requestBytes % align);
+    long consumed = pos - pos % align; // the window below this is free again
+    int at = (int) Math.floorMod(issuedTo - base, (long) windowBytes);
+    long len = Math.min(Math.min(chunk, windowBytes - at), end - issuedTo);
+    if (issuedTo + len > consumed + windowBytes) {
+      return null; // the window is full: the reader has not copied out what is there yet
+    }
+    Req r = new Req(issuedTo, (int) len, at);
+    pending.addLast(r);
+    issuedTo += len;
+    return r;
+  }
+
+  /** The disk request of {@code r}: reads into its part of the window, then refills. */
+  private VolumeScheduler.IoAction<Integer> io(Req r) {
+    long addr = windowAddr + r.windowOffset;
+    return () -> {
+      int n;
+      try {
+        n = readOne(addr, r.length, r.offset);
+      } catch (IOException | RuntimeException e) {
+        r.done.completeExceptionally(e);
+        throw e;
+      }
+      r.done.complete(n);
+      refill();
+      return n;
+    };
   }
 
   /** One O_DIRECT read on the calling I/O worker's ring; the bytes read (short at the end of the file). */
@@ -203,30 +293,35 @@ final class DirectReadChannel implements ReadableByteChannel {
   }
 
   /** Requests issued and not yet copied out by the reader (the one it copies from included), for tests. */
-  int pendingRequests() {
+  synchronized int pendingRequests() {
     return pending.size();
   }
 
   @Override
-  public boolean isOpen() {
+  public synchronized boolean isOpen() {
     return open;
   }
 
   @Override
   public void close() throws IOException {
-    if (!open) {
-      return;
+    java.util.List<Req> issued;
+    synchronized (this) {
+      if (!open) {
+        return;
+      }
+      open = false; // no refill issues anything from now on
+      issued = new java.util.ArrayList<>(pending);
+      pending.clear();
     }
-    open = false;
     try {
-      for (Req r : pending) {
+      for (Req r : issued) {
         try {
-          sched.await(r.done); // the ring writes into the window until then
+          // the ring writes into the window until done; the scheduler counts it just after
+          sched.await(r.counted != null ? r.counted : r.done);
         } catch (IOException | RuntimeException e) {
           // closing anyway
         }
       }
-      pending.clear();
       giveBack.accept(window);
       file.close();
     } finally {

@@ -124,20 +124,13 @@ public final class VolumeScheduler implements AutoCloseable {
     lock.lock();
     try {
       long left = queueTimeoutNanos;
-      while (true) {
-        if (closed) {
-          throw new IOException("volume " + name + ": disk scheduler closed");
-        }
-        if (core.offer(r, System.nanoTime())) {
-          break;
-        }
+      while (!enqueue(r)) {
         if (left <= 0) {
           throw new IOException("volume " + name + ": disk queue full for "
               + TimeUnit.NANOSECONDS.toMillis(queueTimeoutNanos) + " ms (" + core.queued() + " queued)");
         }
         left = space.awaitNanos(left);
       }
-      work.signal();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new InterruptedIOException("interrupted waiting for room in the disk queue of " + name);
@@ -145,6 +138,41 @@ public final class VolumeScheduler implements AutoCloseable {
       lock.unlock();
     }
     return task.result;
+  }
+
+  /**
+   * Queues {@code action} as {@link #submit} does if the queue has room now, and never
+   * waits (an I/O worker may call it: a read-ahead refilled from a completion). Null
+   * when the queue is full; with the inline policy, always null (nothing is queued).
+   *
+   * @throws IOException the scheduler is closed
+   */
+  public <T> CompletableFuture<T> trySubmit(Object stream, boolean write, long offset, int length,
+      IoAction<T> action) throws IOException {
+    if (policy.inline()) {
+      return null;
+    }
+    DiskRequest r = new DiskRequest(stream, write, offset, length);
+    Task<T> task = new Task<>(action);
+    r.attachment = task;
+    lock.lock();
+    try {
+      return enqueue(r) ? task.result : null;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** With the lock held: queues {@code r} and wakes a worker; false when the queue is full. */
+  private boolean enqueue(DiskRequest r) throws IOException {
+    if (closed) {
+      throw new IOException("volume " + name + ": disk scheduler closed");
+    }
+    if (!core.offer(r, System.nanoTime())) {
+      return false;
+    }
+    work.signal();
+    return true;
   }
 
   /** The result of a {@link #submit}ted request, its failure as the action threw it. */

@@ -162,4 +162,43 @@ class DirectReadChannelTest {
       assertEquals(st.directRequests() * 100 * 1024, st.directBytes(), "requests of window / (depth + 1)");
     }
   }
+
+  @Test
+  void completionsRefillTheWindowWhileTheReaderIsAway() throws Exception {
+    Path p = dir.resolve("blk_5");
+    byte[] data = file(p, 16 * MB);
+    int depth = 2;
+    int req = 256 * KB;
+    try (DiskIo io = diskIo(dir, depth, req, 8 * req)) {
+      VolumeScheduler s = io.schedulers().get("ssd-1");
+      DiskIo.ReadStream rs = io.openRead(volume(dir), p);
+      ByteArrayOutputStream got = new ByteArrayOutputStream();
+      try (rs; DirectReadChannel ch = (DirectReadChannel) rs.direct(FileChannel.open(p, StandardOpenOption.READ),
+          0, 16 * MB)) {
+        ByteBuffer one = ByteBuffer.allocateDirect(1);
+        assertEquals(1, ch.read(one));
+        got.write(one.get(0));
+        // the reader does nothing now (as when it waits for the transport): the I/O workers
+        // issue the next requests as theirs complete, depth at a time, until the window is full
+        long end = System.nanoTime() + 10_000_000_000L;
+        while (ch.pendingRequests() < 8 && System.nanoTime() < end) {
+          Thread.sleep(5);
+        }
+        assertEquals(8, ch.pendingRequests(), "the window of 8 requests filled without the reader");
+        Thread.sleep(50);
+        assertEquals(8, ch.pendingRequests(), "and not past it: the reader has not copied anything out");
+        assertEquals(8, s.stats().snapshot().requests());
+        ByteBuffer b = ByteBuffer.allocateDirect(100_000);
+        int n;
+        while ((n = ch.read(b.clear())) >= 0) {
+          byte[] piece = new byte[n];
+          b.flip().get(piece);
+          got.write(piece);
+        }
+      }
+      assertArrayEquals(data, got.toByteArray(), "the bytes, with refills from the workers throughout");
+      assertEquals(16 * MB / req, s.stats().snapshot().requests(), "each part of the file read once");
+      assertEquals(16L * MB, s.stats().snapshot().directBytes());
+    }
+  }
 }
