@@ -109,10 +109,10 @@ public final class DiskBench {
         throw new UsageException(a + ": " + e.getMessage());
       }
     }
-    if (size < BLOCK || streams.isEmpty() || depths.isEmpty() || request < 4096 || request > (256 << 20)
+    if (size < BLOCK || streams.isEmpty() || depths.isEmpty() || request < 4096 || request > (64 << 20)
         || rounds < 1 || rounds > 50
         || streams.stream().anyMatch(n -> n < 1 || n > 16) || depths.stream().anyMatch(n -> n < 1 || n > 256)) {
-      throw new UsageException("--size at least 128M, --streams 1..16, --depths 1..256, --request 4K..256M,"
+      throw new UsageException("--size at least 128M, --streams 1..16, --depths 1..256, --request 4K..64M (the ssd policy's range),"
           + " --rounds 1..50");
     }
     return new Options(size, streams, depths, request, rounds, dir, conf, part);

@@ -114,6 +114,9 @@ class DiskStageTest {
       assertThrows(org.hdfsrdma.bench.UsageException.class, () -> DiskBench.parse(new String[] {"--rounds", bad}),
           "--rounds " + bad);
     }
+    assertEquals(64 << 20, DiskBench.parse(new String[] {"--request", "64M"}).request());
+    assertThrows(org.hdfsrdma.bench.UsageException.class, () -> DiskBench.parse(new String[] {"--request", "65M"}),
+        "beyond what the ssd policy takes, refused before any cluster starts");
     Map<String, String> c1 = DiskBench.ssdConf(o, 1);
     Map<String, String> c16 = DiskBench.ssdConf(o, 16);
     assertEquals("ssd", c16.get(DiskSettings.POLICY_KEY_PREFIX + "ssd"));

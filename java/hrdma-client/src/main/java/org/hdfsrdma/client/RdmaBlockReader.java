@@ -34,7 +34,9 @@ import org.hdfsrdma.transport.TransportException;
  * {@value RdmaBlockClient#REQUEST_BYTES_KEY} bytes, each next one twice the
  * size of the one before, up to {@value RdmaBlockClient#MAX_REQUEST_BYTES_KEY}
  * (a short read costs the DataNode little; a long one runs in requests large
- * enough that its disk read-ahead rarely starts again), and
+ * enough that its disk read-ahead rarely starts again) as long as no other
+ * reader has requests on the same connection (the DataNode serves them in
+ * order: a 64 MB request would hold another stream's small read back), and
  * {@value RdmaBlockClient#REQUESTS_IN_FLIGHT_KEY} of them are kept in flight:
  * while the caller consumes one request's packets, the DataNode already
  * serves the next, so a sequential reader never waits a round trip between
@@ -220,10 +222,16 @@ public final class RdmaBlockReader implements BlockReader {
   /** Sends requests until the window is full or the range is all asked for. */
   private void fillWindow() throws IOException {
     while (inflight.size() < client.requestsInFlight() && nextRequestOffset < end) {
+      // a DataNode serves a connection's requests in order: while other readers share the
+      // connection, large requests would hold theirs back, so the ramp starts again
+      boolean alone = conn.pendingCount() <= inflight.size();
+      if (!alone) {
+        nextRequestBytes = client.requestBytes();
+      }
       long len = Math.min(nextRequestBytes, end - nextRequestOffset);
       send(nextRequestOffset, len);
       nextRequestOffset += len;
-      nextRequestBytes = Math.min(client.maxRequestBytes(), 2 * nextRequestBytes);
+      nextRequestBytes = alone ? Math.min(client.maxRequestBytes(), 2 * nextRequestBytes) : client.requestBytes();
     }
   }
 

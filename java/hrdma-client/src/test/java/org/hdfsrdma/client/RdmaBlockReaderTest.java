@@ -252,6 +252,28 @@ class RdmaBlockReaderTest {
         // (fixed requests of 64K would be 16, of 256K 4)
         assertEquals(6, r.requestsSent());
       }
+      // two readers on the same connection, read in turns: neither grows its requests, so
+      // neither holds the other's back behind a large one
+      try (RdmaBlockReader a = ramp.open(lb, lb.getLocations()[0], 0, BLOCK);
+          RdmaBlockReader b = ramp.open(lb, lb.getLocations()[0], 0, BLOCK)) {
+        byte[] ga = new byte[BLOCK];
+        byte[] gb = new byte[BLOCK];
+        int da = 0;
+        int db = 0;
+        while (da < BLOCK || db < BLOCK) {
+          if (da < BLOCK) {
+            da += a.read(ga, da, Math.min(8192, BLOCK - da));
+          }
+          if (db < BLOCK) {
+            db += b.read(gb, db, Math.min(8192, BLOCK - db));
+          }
+        }
+        assertArrayEquals(data, ga);
+        assertArrayEquals(data, gb);
+        // a was alone when it opened (64K, then 128K), then 64K each: 2 + 13
+        assertEquals(15, a.requestsSent(), "64K requests while the other reader has some in flight");
+        assertEquals(16, b.requestsSent(), "b never alone: 64K each");
+      }
       eventually(() -> ramp.buffersOutstanding() == 0, () -> ramp.buffersOutstanding() + " buffers");
     }
     Configuration bad = new Configuration(conf);

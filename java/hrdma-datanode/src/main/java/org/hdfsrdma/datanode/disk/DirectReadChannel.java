@@ -197,6 +197,7 @@ final class DirectReadChannel implements ReadableByteChannel {
         r.done.completeExceptionally(e);
         throw e;
       }
+      failWith(r);
     }
   }
 
@@ -212,6 +213,9 @@ final class DirectReadChannel implements ReadableByteChannel {
         try {
           r.counted = sched.trySubmit(streamKey, false, r.offset, r.length, io(r));
           queued = r.counted != null;
+          if (queued) {
+            failWith(r);
+          }
         } catch (IOException | RuntimeException e) {
           // closed: the reader meets it on its next submit
         }
@@ -258,6 +262,19 @@ final class DirectReadChannel implements ReadableByteChannel {
     return r;
   }
 
+  /**
+   * A request the scheduler fails without running it (closed with the request still queued)
+   * fails {@code r.done} too, which only the request's own action completes otherwise.
+   */
+  private static void failWith(Req r) {
+    r.counted.whenComplete((v, t) -> {
+      if (t != null) {
+        r.done.completeExceptionally(t instanceof java.util.concurrent.CompletionException c && c.getCause() != null
+            ? c.getCause() : t);
+      }
+    });
+  }
+
   /** The disk request of {@code r}: reads into its part of the window, then refills. */
   private VolumeScheduler.IoAction<Integer> io(Req r) {
     long addr = windowAddr + r.windowOffset;
@@ -265,7 +282,7 @@ final class DirectReadChannel implements ReadableByteChannel {
       int n;
       try {
         n = readOne(addr, r.length, r.offset);
-      } catch (IOException | RuntimeException e) {
+      } catch (IOException | RuntimeException | Error e) {
         r.done.completeExceptionally(e);
         throw e;
       }
@@ -315,12 +332,11 @@ final class DirectReadChannel implements ReadableByteChannel {
     }
     try {
       for (Req r : issued) {
-        try {
-          // the ring writes into the window until done; the scheduler counts it just after
-          sched.await(r.counted != null ? r.counted : r.done);
-        } catch (IOException | RuntimeException e) {
-          // closing anyway
-        }
+        // the ring writes into the window until done; the scheduler counts it just after. Not
+        // interruptible: a window given back while a read still lands in it would corrupt the
+        // next reader's bytes
+        CompletableFuture<Integer> f = r.counted != null ? r.counted : r.done;
+        f.handle((v, t) -> null).join();
       }
       giveBack.accept(window);
       file.close();

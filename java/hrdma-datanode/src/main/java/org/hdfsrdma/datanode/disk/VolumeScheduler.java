@@ -143,7 +143,8 @@ public final class VolumeScheduler implements AutoCloseable {
   /**
    * Queues {@code action} as {@link #submit} does if the queue has room now, and never
    * waits (an I/O worker may call it: a read-ahead refilled from a completion). Null
-   * when the queue is full; with the inline policy, always null (nothing is queued).
+   * when the queue is full or callers wait for room in it (they go first); with the
+   * inline policy, always null (nothing is queued).
    *
    * @throws IOException the scheduler is closed
    */
@@ -157,6 +158,9 @@ public final class VolumeScheduler implements AutoCloseable {
     r.attachment = task;
     lock.lock();
     try {
+      if (lock.hasWaiters(space)) {
+        return null; // callers wait for room: they go first
+      }
       return enqueue(r) ? task.result : null;
     } finally {
       lock.unlock();

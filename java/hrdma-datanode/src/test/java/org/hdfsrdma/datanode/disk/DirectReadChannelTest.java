@@ -185,6 +185,10 @@ class DirectReadChannelTest {
           Thread.sleep(5);
         }
         assertEquals(8, ch.pendingRequests(), "the window of 8 requests filled without the reader");
+        while (s.stats().snapshot().requests() < 8 && System.nanoTime() < end) {
+          Thread.sleep(5); // the last one reserved may still be on the device
+        }
+        assertEquals(8, s.stats().snapshot().requests());
         Thread.sleep(50);
         assertEquals(8, ch.pendingRequests(), "and not past it: the reader has not copied anything out");
         assertEquals(8, s.stats().snapshot().requests());
@@ -200,5 +204,45 @@ class DirectReadChannelTest {
       assertEquals(16 * MB / req, s.stats().snapshot().requests(), "each part of the file read once");
       assertEquals(16L * MB, s.stats().snapshot().directBytes());
     }
+  }
+
+  @Test
+  void aReaderWaitingForAQueuedRequestGetsAnErrorWhenTheVolumeCloses() throws Exception {
+    Path p = dir.resolve("blk_6");
+    file(p, 4 * MB);
+    DiskIo io = diskIo(dir, 1, 256 * KB, 2 * MB); // depth 1: one worker
+    VolumeScheduler s = io.schedulers().get("ssd-1");
+    java.util.concurrent.CountDownLatch hold = new java.util.concurrent.CountDownLatch(1);
+    s.submit("another stream", false, 0, 1, () -> { // holds the volume's only slot
+      try {
+        hold.await();
+      } catch (InterruptedException e) {
+        throw new java.io.InterruptedIOException("closed under it");
+      }
+      return null;
+    });
+    DiskIo.ReadStream rs = io.openRead(volume(dir), p);
+    DirectReadChannel ch = (DirectReadChannel) rs.direct(FileChannel.open(p, StandardOpenOption.READ), 0, 4 * MB);
+    java.util.concurrent.ExecutorService reader = java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      java.util.concurrent.Future<Integer> read = reader.submit(() -> ch.read(ByteBuffer.allocateDirect(1)));
+      long end = System.nanoTime() + 10_000_000_000L;
+      while (s.stats().snapshot().queued() == 0 && System.nanoTime() < end) {
+        Thread.sleep(5);
+      }
+      assertEquals(1, s.stats().snapshot().queued(), "the reader's request waits behind the other stream");
+      io.close(); // the DataNode stopping: the queued request fails without running
+      java.util.concurrent.ExecutionException e = org.junit.jupiter.api.Assertions.assertThrows(
+          java.util.concurrent.ExecutionException.class, () -> read.get(10, java.util.concurrent.TimeUnit.SECONDS),
+          "the reader is told, not left waiting");
+      assertTrue(e.getCause() instanceof java.io.IOException && e.getCause().getMessage().contains("closed"),
+          String.valueOf(e.getCause()));
+    } finally {
+      hold.countDown();
+      reader.shutdownNow();
+    }
+    ch.close(); // returns: every request it issued has ended
+    rs.close();
+    assertEquals(0, ch.pendingRequests());
   }
 }
