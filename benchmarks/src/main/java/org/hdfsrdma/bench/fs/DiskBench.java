@@ -42,14 +42,14 @@ public final class DiskBench {
   private DiskBench() {}
 
   static final String USAGE = """
-      usage: hrdma bench disk [--size 512M] [--streams 1,2,4] [--depths 1,4,16] [--request 1M] [--rounds 3]
+      usage: hrdma bench disk [--size 512M] [--streams 1,2,4] [--depths 1,4,16] [--request 1M] [--rounds 5]
                               [--dir DIR] [--conf KEY=VALUE]... [--part all|streams|ssd]
         --size      bytes each writer writes / reader reads (default 512M: 4 blocks of 128 MB)
         --streams   concurrent writers and readers to run (default 1,2,4)
         --depths    queue depths of the ssd policy and fio (default 1,4,16)
         --request   request size of the ssd policy and fio's block size (default 1M)
         --rounds    ssd part: rounds of end to end, disk stage and fio in turn at each depth, after one
-                    untimed warm-up pass; medians are reported (default 3)
+                    untimed warm-up pass; medians are reported (default 5)
         --dir       where the clusters live (default: a temporary directory, deleted)
         --conf      a setting for the daemons and the clients (e.g. hrdma.transport.order=tcp)
         --part      both experiments (all), only the 1..4 streams, or only the ssd policy beside fio
@@ -72,7 +72,7 @@ public final class DiskBench {
     List<Integer> streams = List.of(1, 2, 4);
     List<Integer> depths = List.of(1, 4, 16);
     int request = 1 << 20;
-    int rounds = 3;
+    int rounds = 5;
     java.nio.file.Path dir = null;
     Map<String, String> conf = new LinkedHashMap<>();
     String part = "all";

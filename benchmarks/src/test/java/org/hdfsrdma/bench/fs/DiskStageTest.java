@@ -108,7 +108,7 @@ class DiskStageTest {
     assertArrayEquals(new String[] {"1", "500", "0.50", "900", "0.90", "1000"},
         DiskBench.ssdRow(1, Stats.of(500), Stats.of(900), Stats.of(1000)), "one round: no spread");
     DiskBench.Options o = DiskBench.parse(new String[] {"--depths", "1,16", "--request", "1M"});
-    assertEquals(3, o.rounds());
+    assertEquals(5, o.rounds());
     assertEquals(5, DiskBench.parse(new String[] {"--rounds", "5"}).rounds());
     for (String bad : new String[] {"0", "51", "x"}) {
       assertThrows(org.hdfsrdma.bench.UsageException.class, () -> DiskBench.parse(new String[] {"--rounds", bad}),
