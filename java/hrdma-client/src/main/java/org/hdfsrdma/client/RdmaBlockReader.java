@@ -33,6 +33,8 @@ import org.hdfsrdma.transport.TransportException;
  * <p>The range is asked for in READ_REQUESTs: the first of
  * {@value RdmaBlockClient#REQUEST_BYTES_KEY} bytes, each next one twice the
  * size of the one before, up to {@value RdmaBlockClient#MAX_REQUEST_BYTES_KEY}
+ * for replicas on the storage types of
+ * {@value RdmaBlockClient#RAMP_STORAGE_TYPES_KEY} (else all of request-bytes)
  * (a short read costs the DataNode little; a long one runs in requests large
  * enough that its disk read-ahead rarely starts again) as long as no other
  * reader has requests on the same connection (the DataNode serves them in
@@ -65,6 +67,7 @@ public final class RdmaBlockReader implements BlockReader {
   private final ArrayDeque<Request> inflight = new ArrayDeque<>();
   private long nextRequestOffset;
   private long nextRequestBytes;   // the size of the next request, before the range's end cuts it
+  private final long maxRequestBytes; // requests grow up to this
   private long position;           // next byte handed out
   private Message packet;          // the packet being handed out, or null
   private ByteBuffer data;         // the rest of its bytes to hand out
@@ -91,7 +94,8 @@ public final class RdmaBlockReader implements BlockReader {
   }
 
   RdmaBlockReader(RdmaBlockClient client, DataNodeConnection conn, ExtendedBlock block,
-      Token<BlockTokenIdentifier> token, DatanodeInfo datanode, long offset, long length) throws IOException {
+      Token<BlockTokenIdentifier> token, DatanodeInfo datanode, long offset, long length, long maxRequestBytes)
+      throws IOException {
     this.client = client;
     this.conn = conn;
     this.block = block;
@@ -101,6 +105,7 @@ public final class RdmaBlockReader implements BlockReader {
     this.end = offset + length;
     this.nextRequestOffset = offset;
     this.nextRequestBytes = client.requestBytes();
+    this.maxRequestBytes = maxRequestBytes;
     this.position = offset;
     fillWindow();
   }
@@ -231,7 +236,7 @@ public final class RdmaBlockReader implements BlockReader {
       long len = Math.min(nextRequestBytes, end - nextRequestOffset);
       send(nextRequestOffset, len);
       nextRequestOffset += len;
-      nextRequestBytes = alone ? Math.min(client.maxRequestBytes(), 2 * nextRequestBytes) : client.requestBytes();
+      nextRequestBytes = alone ? Math.min(maxRequestBytes, 2 * nextRequestBytes) : client.requestBytes();
     }
   }
 

@@ -240,6 +240,20 @@ class RdmaBlockReaderTest {
     Configuration c = new Configuration(conf);
     c.setLong(RdmaBlockClient.REQUEST_BYTES_KEY, 64 << 10);
     c.setLong(RdmaBlockClient.MAX_REQUEST_BYTES_KEY, 256 << 10);
+    try (RdmaBlockClient fixed = new RdmaBlockClient(c)) {
+      // this cluster's replicas are on DISK, not a type read in growing requests by default
+      assertEquals(StorageType.DISK, lb.getStorageTypes()[0]);
+      try (RdmaBlockReader r = fixed.open(lb, lb.getLocations()[0], 0, BLOCK)) {
+        byte[] got = new byte[BLOCK];
+        int done = 0;
+        while (done < got.length) {
+          done += r.read(got, done, Math.min(8192, got.length - done));
+        }
+        assertArrayEquals(data, got);
+        assertEquals(16, r.requestsSent(), "64K each");
+      }
+    }
+    c.set(RdmaBlockClient.RAMP_STORAGE_TYPES_KEY, "SSD, DISK");
     try (RdmaBlockClient ramp = new RdmaBlockClient(c)) {
       try (RdmaBlockReader r = ramp.open(lb, lb.getLocations()[0], 0, BLOCK)) {
         byte[] got = new byte[BLOCK];
@@ -281,6 +295,10 @@ class RdmaBlockReaderTest {
     bad.setLong(RdmaBlockClient.MAX_REQUEST_BYTES_KEY, 1 << 19);
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new RdmaBlockClient(bad));
     assertTrue(e.getMessage().contains("max-request-bytes 524288 (at least request-bytes)"), e.getMessage());
+    Configuration badType = new Configuration(conf);
+    badType.set(RdmaBlockClient.RAMP_STORAGE_TYPES_KEY, "SSD,FLOPPY");
+    e = assertThrows(IllegalArgumentException.class, () -> new RdmaBlockClient(badType));
+    assertTrue(e.getMessage().contains("'FLOPPY' is not a storage type"), e.getMessage());
   }
 
   private int indexOf(DatanodeInfo dn) {
