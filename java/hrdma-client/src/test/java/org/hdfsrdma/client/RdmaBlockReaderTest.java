@@ -244,24 +244,14 @@ class RdmaBlockReaderTest {
       // this cluster's replicas are on DISK, not a type read in growing requests by default
       assertEquals(StorageType.DISK, lb.getStorageTypes()[0]);
       try (RdmaBlockReader r = fixed.open(lb, lb.getLocations()[0], 0, BLOCK)) {
-        byte[] got = new byte[BLOCK];
-        int done = 0;
-        while (done < got.length) {
-          done += r.read(got, done, Math.min(8192, got.length - done));
-        }
-        assertArrayEquals(data, got);
+        assertArrayEquals(data, readAll(r, BLOCK));
         assertEquals(16, r.requestsSent(), "64K each");
       }
     }
     c.set(RdmaBlockClient.RAMP_STORAGE_TYPES_KEY, "SSD, DISK");
     try (RdmaBlockClient ramp = new RdmaBlockClient(c)) {
       try (RdmaBlockReader r = ramp.open(lb, lb.getLocations()[0], 0, BLOCK)) {
-        byte[] got = new byte[BLOCK];
-        int done = 0;
-        while (done < got.length) {
-          done += r.read(got, done, Math.min(8192, got.length - done));
-        }
-        assertArrayEquals(data, got);
+        assertArrayEquals(data, readAll(r, BLOCK));
         // 64K, 128K, then 256K three times (960K), then the 64K left: 6 requests
         // (fixed requests of 64K would be 16, of 256K 4)
         assertEquals(6, r.requestsSent());
@@ -299,6 +289,16 @@ class RdmaBlockReaderTest {
     badType.set(RdmaBlockClient.RAMP_STORAGE_TYPES_KEY, "SSD,FLOPPY");
     e = assertThrows(IllegalArgumentException.class, () -> new RdmaBlockClient(badType));
     assertTrue(e.getMessage().contains("'FLOPPY' is not a storage type"), e.getMessage());
+  }
+
+  /** Reads {@code n} bytes from {@code r} in pieces of 8 KB. */
+  private static byte[] readAll(RdmaBlockReader r, int n) throws IOException {
+    byte[] got = new byte[n];
+    int done = 0;
+    while (done < n) {
+      done += r.read(got, done, Math.min(8192, n - done));
+    }
+    return got;
   }
 
   private int indexOf(DatanodeInfo dn) {
