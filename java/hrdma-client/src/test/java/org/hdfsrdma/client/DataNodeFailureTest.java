@@ -301,7 +301,9 @@ class DataNodeFailureTest {
       assertEquals(-1, in.read());
     }
     assertArrayEquals(data, got);
-    assertEquals(data.length, fs.rdmaBytesRead() - before, "every byte over hrdma (other replicas)");
+    assertEquals(data.length, fs.rdmaBytesRead() - before, () -> "every byte over hrdma (other replicas); stock "
+        + fs.stockBytesRead() + " bytes, local " + fs.localBytesRead() + ", DataNodes fallen back "
+        + fs.stockFallbacks());
     assertEquals(0, fs.stockBytesRead());
   }
 }
