@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.stream.Stream;
 import org.apache.hadoop.util.DataChecksum;
 import org.hdfsrdma.datanode.compat.DataNodeAccess.Volume;
+import org.hdfsrdma.datanode.disk.DirectPacketReader;
 import org.hdfsrdma.datanode.disk.DiskIo;
 import org.hdfsrdma.transport.BufferAllocator;
 import org.hdfsrdma.transport.RegisteredBuffer;
@@ -21,11 +22,11 @@ import org.hdfsrdma.transport.RegisteredBuffer;
 /**
  * {@code hrdma bench disk}'s disk stage: the DataNode's I/O of a client read
  * alone. The plugin's own {@link DiskIo} (the volume's scheduler and policy,
- * on ssd volumes the O_DIRECT io_uring read-ahead) reads block files as it
- * does for a READ_REQUEST: per packet, the checksums from the .meta file and
- * the data from the block file, into a buffer of the transport's registered
- * allocator; then the packet is handed to a sink (the bench discards it)
- * instead of being sent.
+ * on ssd volumes O_DIRECT through io_uring straight into the packets) reads
+ * block files as it does for a READ_REQUEST: per packet, the checksums from
+ * the .meta file and the data from the block file, in a buffer of the
+ * transport's registered allocator; then the packet is handed to a sink (the
+ * bench discards it) instead of being sent.
  */
 final class DiskStage {
   private DiskStage() {}
@@ -73,30 +74,74 @@ final class DiskStage {
       int sumSize = DataChecksum.newDataChecksum(DataChecksum.Type.valueOf(type), bpc).getChecksumSize();
       int dataPerPacket = Math.max(bpc, packetBytes - packetBytes % bpc);
       DiskIo.ReadStream rs = io.openRead(v, block);
-      try (rs; ReadableByteChannel blockCh = rs.direct(FileChannel.open(block, StandardOpenOption.READ), 0,
-          length)) {
-        long next = 0;
-        while (next < length) {
-          int dataLen = (int) Math.min(dataPerPacket, length - next);
-          int sumLen = (dataLen + bpc - 1) / bpc * sumSize;
-          RegisteredBuffer p = alloc.allocate(sumLen + dataLen);
-          try {
-            ByteBuffer b = p.nio();
-            b.clear();
-            rs.read(next, dataLen, () -> {
-              readFully(metaCh, b, sumLen, block);
-              readFully(blockCh, b, dataLen, block);
-              return null;
-            });
-            b.flip();
-            sink.accept(b);
-          } finally {
-            p.release();
+      try (rs) {
+        // as BlockReadTask: O_DIRECT into the packets where it can, else through the read-ahead channel
+        DirectPacketReader<StagePacket> packets = rs.packets(0, length, dataPerPacket,
+            (offset, len, align) -> StagePacket.allocate(alloc, (len + bpc - 1) / bpc * sumSize, len, align));
+        if (packets != null) {
+          try (packets) {
+            long next = 0;
+            while (next < length) {
+              StagePacket sp = packets.take(next);
+              try {
+                ByteBuffer b = sp.buffer.nio();
+                b.clear().position(sp.start);
+                readFully(metaCh, b, sp.sumLen, block);
+                b.limit(sp.start + sp.sumLen + sp.dataLen).position(sp.start);
+                sink.accept(b);
+              } finally {
+                sp.buffer.release();
+              }
+              next += sp.dataLen;
+            }
+            return next;
           }
-          next += dataLen;
         }
-        return next;
+        try (ReadableByteChannel blockCh = rs.direct(FileChannel.open(block, StandardOpenOption.READ), 0, length)) {
+          long next = 0;
+          while (next < length) {
+            int dataLen = (int) Math.min(dataPerPacket, length - next);
+            int sumLen = (dataLen + bpc - 1) / bpc * sumSize;
+            RegisteredBuffer p = alloc.allocate(sumLen + dataLen);
+            try {
+              ByteBuffer b = p.nio();
+              b.clear();
+              rs.read(next, dataLen, () -> {
+                readFully(metaCh, b, sumLen, block);
+                readFully(blockCh, b, dataLen, block);
+                return null;
+              });
+              b.flip();
+              sink.accept(b);
+            } finally {
+              p.release();
+            }
+            next += dataLen;
+          }
+          return next;
+        }
       }
+    }
+  }
+
+  /** A packet's checksums then data, the data at an aligned address (as BlockReadTask lays a DATA_PACKET out). */
+  private record StagePacket(RegisteredBuffer buffer, int start, int sumLen, int dataLen)
+      implements DirectPacketReader.Packet {
+    static StagePacket allocate(BufferAllocator alloc, int sumLen, int dataLen, int align) throws IOException {
+      int readLen = dataLen + (align - dataLen % align) % align;
+      RegisteredBuffer b = alloc.allocate(sumLen + readLen + align);
+      int start = (int) Math.floorMod(-(b.address() + sumLen), (long) align);
+      return new StagePacket(b, start, sumLen, dataLen);
+    }
+
+    @Override
+    public long dataAddress() {
+      return buffer.address() + start + sumLen;
+    }
+
+    @Override
+    public void discard() {
+      buffer.release();
     }
   }
 

@@ -25,6 +25,7 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.server.datanode.DataNode;
 import org.hdfsrdma.datanode.RdmaDataNodePlugin;
 import org.hdfsrdma.datanode.disk.VolumeScheduler;
+import org.hdfsrdma.datanode.disk.VolumeStats;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -131,15 +132,19 @@ class StoragePolicyTest {
     }
     assertArrayEquals(data, got);
 
-    // our read path: on SSD volumes O_DIRECT through io_uring, elsewhere buffered
-    long directBefore = directBytes();
+    // our read path: on SSD volumes O_DIRECT through io_uring, elsewhere buffered; a read from
+    // the start of the file goes straight into the packets sent
+    long directBefore = directBytes(false);
+    long packetsBefore = directBytes(true);
     byte[] ours = new byte[data.length];
     try (InputStream in = fs.open(p)) {
       org.apache.hadoop.io.IOUtils.readFully(in, ours, 0, ours.length);
       assertEquals(-1, in.read());
     }
     assertArrayEquals(data, ours);
-    // unaligned positional reads (O_DIRECT reads whole aligned pages around them)
+    long intoPackets = directBytes(true) - packetsBefore;
+    long windowBefore = directBytes(false) - directBytes(true);
+    // unaligned positional reads (O_DIRECT reads whole aligned pages around them, into a window)
     try (org.apache.hadoop.fs.FSDataInputStream in = fs.open(p)) {
       for (int off : new int[] {12_345, PluginCluster.BLOCK - 700, data.length - 3000}) {
         byte[] part = new byte[Math.min(100_000, data.length - off)];
@@ -147,19 +152,25 @@ class StoragePolicyTest {
         assertArrayEquals(Arrays.copyOfRange(data, off, off + part.length), part, policy + " at " + off);
       }
     }
-    long direct = directBytes() - directBefore;
+    long direct = directBytes(false) - directBefore;
+    long viaWindow = directBytes(false) - directBytes(true) - windowBefore;
     if (types.startsWith("SSD SSD")) {
       assertTrue(direct >= data.length, policy + ": read directly " + direct + " of " + data.length);
+      assertTrue(intoPackets >= data.length, policy + ": read into the packets " + intoPackets + " of "
+          + data.length);
+      assertTrue(viaWindow > 0, policy + ": reads from unaligned offsets went through the window");
     } else if (!types.contains("SSD")) {
       assertEquals(0, direct, policy + ": no direct reads on DISK");
     }
   }
 
-  private long directBytes() {
+  /** O_DIRECT bytes read on every volume of the cluster; with {@code packets}, those read into packets. */
+  private long directBytes(boolean packets) {
     long n = 0;
     for (DataNode dn : cluster.getDataNodes()) {
       for (VolumeScheduler s : plugin(dn).disk().schedulers().values()) {
-        n += s.stats().snapshot().directBytes();
+        VolumeStats.Snapshot st = s.stats().snapshot();
+        n += packets ? st.directPacketBytes() : st.directBytes();
       }
     }
     return n;

@@ -19,6 +19,7 @@ import org.apache.hadoop.security.token.SecretManager.InvalidToken;
 import org.apache.hadoop.security.token.Token;
 import org.apache.hadoop.util.DataChecksum;
 import org.hdfsrdma.datanode.compat.DataNodeAccess;
+import org.hdfsrdma.datanode.disk.DirectPacketReader;
 import org.hdfsrdma.datanode.disk.DiskIo;
 import org.hdfsrdma.protocol.BlockOps;
 import org.hdfsrdma.protocol.Message;
@@ -64,6 +65,8 @@ final class BlockReadTask implements ReadQueue.Read {
   private ReadableByteChannel blockCh;
   private ReadableByteChannel metaCh;
   private DiskIo.ReadStream disk; // hrdma disk: this read's I/O on its volume's scheduler
+  private DirectPacketReader<DirectPacket> packets; // hrdma disk: O_DIRECT into the packets, or null
+  private long firstOffset;
   private int bytesPerChecksum;
   private int checksumSize;
   private int packetBytes;
@@ -290,8 +293,13 @@ final class BlockReadTask implements ReadQueue.Read {
       IOUtils.skipFully(in, (chunkOffset / bpc) * checksumSize);
       metaCh = meta.channel();
       blockCh = DataNodeAccess.channelOf(dn.blockInputStream(block, chunkOffset));
+      firstOffset = chunkOffset;
       disk = owner.disk().openRead(dn, block); // hrdma disk: the volume's scheduler
-      blockCh = disk.direct(blockCh, chunkOffset, end); // hrdma disk: O_DIRECT + io_uring on ssd volumes
+      // hrdma disk: O_DIRECT + io_uring on ssd volumes, into the packets where the start is aligned
+      packets = disk.packets(chunkOffset, end, packetBytes, this::allocatePacket);
+      if (packets == null) {
+        blockCh = disk.direct(blockCh, chunkOffset, end);
+      }
       ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.READ_RESPONSE, id,
           BlockOps.readResponse(checksum, chunkOffset), null));
       ok = true;
@@ -304,6 +312,9 @@ final class BlockReadTask implements ReadQueue.Read {
   }
 
   private RegisteredBuffer nextPacket() throws IOException {
+    if (packets != null) {
+      return nextDirectPacket();
+    }
     int dataLen = (int) Math.min(packetBytes, end - next);
     int chunks = (dataLen + bytesPerChecksum - 1) / bytesPerChecksum;
     int sumLen = chunks * checksumSize;
@@ -333,6 +344,66 @@ final class BlockReadTask implements ReadQueue.Read {
     return p;
   }
 
+  /**
+   * A DATA_PACKET laid out for O_DIRECT: the message starts {@code start} bytes into its
+   * registered buffer, so that its data (after the headers and the checksums) starts at an
+   * aligned address, with room behind it for the data rounded up to the alignment.
+   */
+  private record DirectPacket(RegisteredBuffer buffer, int start, int dataAt, int sumLen, int dataLen,
+      boolean last) implements DirectPacketReader.Packet {
+    @Override
+    public long dataAddress() {
+      return buffer.address() + dataAt;
+    }
+
+    @Override
+    public void discard() {
+      buffer.release();
+    }
+  }
+
+  /** The packet of [offset, offset + length), headers written, for {@link #packets} to read the data into. */
+  private DirectPacket allocatePacket(long offset, int length, int align) throws IOException {
+    int sumLen = (length + bytesPerChecksum - 1) / bytesPerChecksum * checksumSize;
+    boolean last = offset + length >= end;
+    PacketHeaderProto h = PacketHeaderProto.newBuilder()
+        .setOffsetInBlock(offset)
+        .setSeqno((offset - firstOffset) / packetBytes)
+        .setLastPacketInBlock(last)
+        .setDataLen(length)
+        .build();
+    int before = MessageCodec.FIXED_BYTES + h.getSerializedSize() + sumLen;
+    int readLen = length + (align - length % align) % align;
+    RegisteredBuffer b = ep.transport().allocator().allocate(before + readLen + align);
+    try {
+      int start = (int) Math.floorMod(-(b.address() + before), (long) align);
+      MessageCodec.beginAt(b, start, MessageKind.DATA_PACKET, id, h, sumLen + length);
+      return new DirectPacket(b, start, start + before, sumLen, length, last);
+    } catch (RuntimeException e) {
+      b.release();
+      throw e;
+    }
+  }
+
+  /** The next packet from {@link #packets}: its data is in place; the checksums come from the .meta file. */
+  private RegisteredBuffer nextDirectPacket() throws IOException {
+    DirectPacket d = packets.take(next);
+    RegisteredBuffer p = d.buffer();
+    try {
+      ByteBuffer b = p.nio();
+      readFully(metaCh, b, d.sumLen(), "the .meta file");
+      b.position(b.position() + d.dataLen());
+      MessageCodec.finish(p, d.start());
+    } catch (IOException | RuntimeException e) {
+      p.release();
+      throw e;
+    }
+    seqno++;
+    next += d.dataLen();
+    lastSent = d.last();
+    return p;
+  }
+
   private void readFully(ReadableByteChannel ch, ByteBuffer b, int n, String what) throws IOException {
     int limit = b.limit();
     b.limit(b.position() + n);
@@ -355,6 +426,13 @@ final class BlockReadTask implements ReadQueue.Read {
       }
       finished = true;
       scheduled = false;
+    }
+    if (packets != null) {
+      try {
+        packets.close(); // hrdma disk: waits for its reads, gives back the packets not sent
+      } catch (IOException e) {
+        LOG.debug("hrdma datanode: closing the direct reads of {}: {}", block, e.toString());
+      }
     }
     if (disk != null) {
       disk.close(); // hrdma disk

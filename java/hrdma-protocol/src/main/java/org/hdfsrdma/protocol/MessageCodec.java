@@ -111,8 +111,40 @@ public final class MessageCodec {
    * (position 0, limit at the end of the payload).
    */
   public static RegisteredBuffer finish(RegisteredBuffer m) {
+    return finish(m, 0);
+  }
+
+  /**
+   * As {@link #begin(BufferAllocator, MessageKind, long, MessageLite, int)}, into
+   * {@code m} from its index {@code start} on (so that the payload can start at an
+   * address the caller chooses, e.g. one O_DIRECT can read into). The caller keeps
+   * its reference to {@code m} whatever happens.
+   *
+   * @throws IllegalArgumentException the message does not fit {@code m} from {@code start}
+   */
+  public static void beginAt(RegisteredBuffer m, int start, MessageKind kind, long requestId, MessageLite header,
+      int payloadCapacity) {
+    int headerLen = header == null ? 0 : header.getSerializedSize();
+    long total = checkedSize(kind, headerLen, payloadCapacity);
+    if (start < 0 || start + total > m.capacity()) {
+      throw new IllegalArgumentException(kind + " message of " + total + " bytes at index " + start
+          + " does not fit a buffer of " + m.capacity());
+    }
+    try {
+      writeHead(m, start, (int) total, kind, requestId, headerLen, out -> {
+        if (header != null) {
+          header.writeTo(out);
+        }
+      });
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot encode " + kind + " header", e);
+    }
+  }
+
+  /** Ends a message from {@link #beginAt}: ready to send from {@code start} to the end of the payload. */
+  public static RegisteredBuffer finish(RegisteredBuffer m, int start) {
     ByteBuffer b = m.nio();
-    b.limit(b.position()).position(0);
+    b.limit(b.position()).position(start);
     return m;
   }
 
@@ -122,6 +154,22 @@ public final class MessageCodec {
 
   private static RegisteredBuffer begin(BufferAllocator alloc, MessageKind kind, long requestId,
       int headerLen, int payloadCapacity, HeaderWriter writer) throws TransportException {
+    long total = checkedSize(kind, headerLen, payloadCapacity);
+    RegisteredBuffer m = alloc.allocate((int) total);
+    try {
+      // the allocator hands out position 0; the message starts there
+      writeHead(m, 0, (int) total, kind, requestId, headerLen, writer);
+      return m;
+    } catch (IOException | RuntimeException e) {
+      m.release();
+      if (e instanceof RuntimeException r) {
+        throw r;
+      }
+      throw new IllegalStateException("cannot encode " + kind + " header", e);
+    }
+  }
+
+  private static long checkedSize(MessageKind kind, int headerLen, int payloadCapacity) {
     if (!kind.implemented()) {
       throw new IllegalArgumentException(kind + " is reserved, not implemented");
     }
@@ -136,32 +184,27 @@ public final class MessageCodec {
     if (total > Integer.MAX_VALUE) {
       throw new IllegalArgumentException("message of " + total + " bytes is too large");
     }
-    RegisteredBuffer m = alloc.allocate((int) total);
-    try {
-      // the allocator hands out position 0; the message starts there
-      ByteBuffer b = m.nio();
-      b.clear().limit((int) total);
-      b.order(ByteOrder.BIG_ENDIAN);
-      b.put((byte) VERSION).put((byte) kind.code()).putShort((short) 0).putInt(headerLen).putLong(requestId);
-      if (headerLen > 0) {
-        ByteBuffer h = b.slice(FIXED_BYTES, headerLen);
-        CodedOutputStream out = CodedOutputStream.newInstance(h);
-        writer.write(out);
-        out.flush();
-        if (out.spaceLeft() != 0) {
-          throw new IllegalStateException(kind + " header wrote " + (headerLen - out.spaceLeft())
-              + " of " + headerLen + " bytes");
-        }
+    return total;
+  }
+
+  /** The fixed header and the protobuf header at {@code start}; leaves the position where the payload starts. */
+  private static void writeHead(RegisteredBuffer m, int start, int total, MessageKind kind, long requestId,
+      int headerLen, HeaderWriter writer) throws IOException {
+    ByteBuffer b = m.nio();
+    b.clear().limit(start + total).position(start);
+    b.order(ByteOrder.BIG_ENDIAN);
+    b.put((byte) VERSION).put((byte) kind.code()).putShort((short) 0).putInt(headerLen).putLong(requestId);
+    if (headerLen > 0) {
+      ByteBuffer h = b.slice(start + FIXED_BYTES, headerLen);
+      CodedOutputStream out = CodedOutputStream.newInstance(h);
+      writer.write(out);
+      out.flush();
+      if (out.spaceLeft() != 0) {
+        throw new IllegalStateException(kind + " header wrote " + (headerLen - out.spaceLeft())
+            + " of " + headerLen + " bytes");
       }
-      b.position(FIXED_BYTES + headerLen);
-      return m;
-    } catch (IOException | RuntimeException e) {
-      m.release();
-      if (e instanceof RuntimeException r) {
-        throw r;
-      }
-      throw new IllegalStateException("cannot encode " + kind + " header", e);
     }
+    b.position(start + FIXED_BYTES + headerLen);
   }
 
   // ------------------------------------------------------------------ decode

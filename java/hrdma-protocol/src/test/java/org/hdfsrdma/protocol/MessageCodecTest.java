@@ -132,6 +132,42 @@ class MessageCodecTest {
     d.release();
   }
 
+  @Test
+  void aMessageBegunAtAnOffsetIsTheSameMessageOnTheWire() throws Exception {
+    PacketHeaderProto h = PacketHeaderProto.newBuilder().setOffsetInBlock(4096).setSeqno(1)
+        .setLastPacketInBlock(false).setDataLen(100).build();
+    RegisteredBuffer at0 = MessageCodec.begin(pool, MessageKind.DATA_PACKET, 9, h, 4 + 100);
+    RegisteredBuffer later = pool.allocate(8192);
+    int start = 1000;
+    MessageCodec.beginAt(later, start, MessageKind.DATA_PACKET, 9, h, 4 + 100);
+    assertEquals(start + MessageCodec.FIXED_BYTES + h.getSerializedSize(), later.nio().position(),
+        "the payload starts after the headers");
+    for (int i = 0; i < 104; i++) {
+      at0.nio().put((byte) i);
+      later.nio().put((byte) i);
+    }
+    MessageCodec.finish(at0);
+    MessageCodec.finish(later, start);
+    assertEquals(start, later.nio().position(), "ready to send from where the message begins");
+    assertEquals(at0.nio(), later.nio(), "the bytes sent are the same");
+    Message d = MessageCodec.decode(later);
+    assertEquals(h, d.packetHeader());
+    assertEquals(104, d.payload().remaining());
+    assertEquals(103, d.payload().get(103));
+    d.release();
+    at0.release();
+    RegisteredBuffer small = pool.allocate(4096);
+    try {
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+          () -> MessageCodec.beginAt(small, 4000, MessageKind.DATA_PACKET, 9, h, 104));
+      assertTrue(e.getMessage().contains("does not fit"), e.getMessage());
+      assertThrows(IllegalArgumentException.class,
+          () -> MessageCodec.beginAt(small, -1, MessageKind.DATA_PACKET, 9, h, 104));
+    } finally {
+      small.release();
+    }
+  }
+
   private ProtocolException bad(byte[] bytes) throws Exception {
     RegisteredBuffer m = pool.allocate(Math.max(1, bytes.length));
     m.nio().put(0, bytes).limit(bytes.length);

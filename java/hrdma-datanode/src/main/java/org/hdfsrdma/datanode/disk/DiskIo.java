@@ -52,8 +52,11 @@ public final class DiskIo implements AutoCloseable {
   private final ThreadLocal<NativeDisk.Ring> rings = new ThreadLocal<>();
   private final java.util.Queue<NativeDisk.Ring> allRings = new java.util.concurrent.ConcurrentLinkedQueue<>();
   private final boolean uringOk;
-  /** A worker has one direct read in flight at a time (the scheduler's depth is the number of workers busy). */
-  private static final int RING_DEPTH = 4;
+  /**
+   * A worker has one direct request in flight at a time (the scheduler's depth is the number of
+   * workers busy); a request is up to this many reads (its segments).
+   */
+  private static final int RING_DEPTH = DirectReads.MAX_SEGMENTS;
   private volatile boolean closed;
 
   public DiskIo(DiskSettings settings, List<Volume> volumes) {
@@ -527,6 +530,44 @@ public final class DiskIo implements AutoCloseable {
         giveUp(noDirect, volume, sched, "O_DIRECT", e);
         return ch;
       }
+    }
+
+    /**
+     * On ssd/adaptive volumes: the packets of the block data [start, end), {@code packetBytes}
+     * each, read with O_DIRECT into the memory {@code factory} makes for them, with the depth
+     * and request size of the volume's policy. Null where that cannot be: not such a volume,
+     * O_DIRECT refused, or {@code start} or {@code packetBytes} not aligned for it (then
+     * {@link #direct} is the way).
+     */
+    public <T extends DirectPacketReader.Packet> DirectPacketReader<T> packets(long start, long end, int packetBytes,
+        DirectPacketReader.Factory<T> factory) {
+      if (directPath == null || noDirect.contains(volume.storageId())) {
+        return null;
+      }
+      NativeDisk.File f;
+      try {
+        f = NativeDisk.File.open(Paths.get(directPath), NativeDisk.DIRECT);
+      } catch (NativeException e) {
+        giveUp(noDirect, volume, sched, "O_DIRECT", e);
+        return null;
+      }
+      try {
+        int align = f.directAlignment();
+        if (align > 0 && start % align == 0 && packetBytes % align == 0) {
+          DirectPacketReader<T> r = new DirectPacketReader<>(f, start, end, packetBytes, settings.readAheadBytes(),
+              factory, DiskIo.this::ring, sched, this);
+          direct = true;
+          return r;
+        }
+      } catch (NativeException e) {
+        giveUp(noDirect, volume, sched, "O_DIRECT", e);
+      }
+      try {
+        f.close();
+      } catch (NativeException ignored) {
+        // nothing read through it
+      }
+      return null;
     }
 
     /**

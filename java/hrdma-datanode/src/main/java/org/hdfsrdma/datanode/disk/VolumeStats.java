@@ -35,6 +35,7 @@ public final class VolumeStats {
   private final LongAdder trimmed = new LongAdder();
   private final LongAdder directBytes = new LongAdder();
   private final LongAdder directRequests = new LongAdder();
+  private final LongAdder directPacketBytes = new LongAdder();
   private final LongAdder directWrittenBytes = new LongAdder();
   private final AtomicLong depth = new AtomicLong();
   private final AtomicLong requestBytes = new AtomicLong();
@@ -105,10 +106,16 @@ public final class VolumeStats {
     trimmed.increment();
   }
 
-  /** A direct (O_DIRECT, io_uring) refill of {@code requests} requests brought {@code bytes}. */
-  void direct(int requests, long bytes) {
+  /**
+   * Direct (O_DIRECT, io_uring) reads: {@code requests} requests brought {@code bytes}, into
+   * the packets sent as they are, or into a read-ahead window copied from.
+   */
+  void direct(int requests, long bytes, boolean intoPackets) {
     directRequests.add(requests);
     directBytes.add(bytes);
+    if (intoPackets) {
+      directPacketBytes.add(bytes);
+    }
   }
 
   /** {@code bytes} of block data went to the device with O_DIRECT writes. */
@@ -131,19 +138,21 @@ public final class VolumeStats {
         r == 0 ? 0 : (double) runBytes.sum() / r, r, runBytes.sum(), fb, fb == 0 ? 0 : (double) finalizedExtents.sum() / fb,
         maxExtents.get(), raises.sum(), lowers.sum(), starvationGuards.sum(), fallbacks.sum(),
         preallocated.sum(), trimmed.sum(), (int) depth.get(), (int) requestBytes.get(), directRequests.sum(),
-        directBytes.sum(), directWrittenBytes.sum());
+        directBytes.sum(), directPacketBytes.sum(), directWrittenBytes.sum());
   }
 
   /**
    * The counters at one moment. {@code busyBytesPerSec}: bytes moved per
    * second of time with at least one request in flight (the device's
    * throughput while it worked). Latencies: queue plus device, microseconds.
-   * {@code directRequests}/{@code directBytes}: O_DIRECT io_uring reads under the read-ahead;
+   * {@code directRequests}/{@code directBytes}: O_DIRECT io_uring reads under the read-ahead,
+   * {@code directPacketBytes} of them straight into the packets (no copy);
    * {@code directWrittenBytes}: block data written with O_DIRECT.
    */
   public record Snapshot(long queued, long inFlight, long maxQueued, long requests, long bytesRead,
       long bytesWritten, double busyBytesPerSec, long latencyP50Us, long latencyP90Us, long latencyP99Us,
       double avgRunBytes, long runs, long runBytes, long finalizedBlocks, double avgExtentsPerBlock, long maxExtentsPerBlock,
       long depthRaises, long depthLowers, long starvationGuards, long fallbacks, long preallocated,
-      long trimmed, int depth, int requestBytes, long directRequests, long directBytes, long directWrittenBytes) {}
+      long trimmed, int depth, int requestBytes, long directRequests, long directBytes, long directPacketBytes,
+      long directWrittenBytes) {}
 }
