@@ -296,7 +296,8 @@ final class BlockReadTask implements ReadQueue.Read {
       firstOffset = chunkOffset;
       disk = owner.disk().openRead(dn, block); // hrdma disk: the volume's scheduler
       // hrdma disk: O_DIRECT + io_uring on ssd volumes, into the packets where the start is aligned
-      packets = disk.packets(chunkOffset, end, packetBytes, this::allocatePacket);
+      // (an empty range is one empty packet: the channel's path sends it)
+      packets = end > chunkOffset ? disk.packets(chunkOffset, end, packetBytes, this::allocatePacket) : null;
       if (packets == null) {
         blockCh = disk.direct(blockCh, chunkOffset, end);
       }

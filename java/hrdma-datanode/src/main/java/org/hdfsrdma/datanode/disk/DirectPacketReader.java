@@ -166,14 +166,23 @@ public final class DirectPacketReader<T extends DirectPacketReader.Packet> exten
   void discard(Req r) {
     @SuppressWarnings("unchecked")
     PacketReq<T> pr = (PacketReq<T>) r;
+    RuntimeException failed = null;
     synchronized (this) {
       for (int i = 0; i < pr.packets.length; i++) {
-        if (pr.packets[i] != null) {
-          pr.packets[i].discard();
+        T p = pr.packets[i];
+        if (p != null) {
           pr.packets[i] = null;
           held--;
+          try {
+            p.discard();
+          } catch (RuntimeException e) {
+            failed = e; // the others still go back
+          }
         }
       }
+    }
+    if (failed != null) {
+      throw failed;
     }
   }
 

@@ -159,14 +159,23 @@ abstract class DirectReads implements AutoCloseable {
     return head;
   }
 
-  /** The reader is done with the head request: its memory may be read into again (or is the reader's). */
-  final void consumed(Req head) throws IOException {
+  /**
+   * The reader is done with the head request: its memory may be read into again (or is the
+   * reader's). Issues the next requests; a failure to do so is not the caller's (it has its
+   * bytes): the reader meets it at its next {@link #head}, which tries again.
+   */
+  final void consumed(Req head) {
     synchronized (this) {
       if (pending.peekFirst() == head) {
         pending.pollFirst();
       }
     }
-    topUp();
+    try {
+      topUp();
+    } catch (IOException | RuntimeException e) {
+      // a request that failed to go is in pending, failed: the next head() throws its error;
+      // no memory for packets: the next head() tries again
+    }
   }
 
   /**
@@ -287,6 +296,8 @@ abstract class DirectReads implements AutoCloseable {
     NativeDisk.Ring ring = this.ring.get();
     int segs = r.addrs.length;
     long[] got = new long[segs];
+    long[] cookies = new long[segs];
+    long[] results = new long[segs];
     int submitted = 0;
     NativeException submitError = null;
     long at = r.offset;
@@ -300,8 +311,6 @@ abstract class DirectReads implements AutoCloseable {
       submitted++;
       at += r.lens[i];
     }
-    long[] cookies = new long[segs];
-    long[] results = new long[segs];
     int reaped = 0;
     while (reaped < submitted) {
       int n = ring.reap(cookies, results, 1); // waits for one; 0 only when interrupted
@@ -350,6 +359,7 @@ abstract class DirectReads implements AutoCloseable {
       issued = new ArrayList<>(pending);
       pending.clear();
     }
+    RuntimeException discardFailure = null;
     try {
       for (Req r : issued) {
         // the ring writes into the request's memory until done; the scheduler counts it just
@@ -357,11 +367,21 @@ abstract class DirectReads implements AutoCloseable {
         // corrupt whoever has it next
         CompletableFuture<Integer> f = r.counted != null ? r.counted : r.done;
         f.handle((v, t) -> null).join();
-        discard(r);
+        try {
+          discard(r);
+        } catch (RuntimeException e) {
+          discardFailure = e; // the others are still waited for and given back
+        }
       }
-      file.close();
     } finally {
-      closed();
+      try {
+        file.close();
+      } finally {
+        closed();
+      }
+    }
+    if (discardFailure != null) {
+      throw discardFailure;
     }
   }
 }

@@ -220,30 +220,37 @@ class DirectPacketReaderTest {
     Path p = dir.resolve("blk_6");
     byte[] data = file(p, 4 * MB);
     int packet = 256 * KB;
-    try (DiskIo io = diskIo(4, packet, 8 * packet, dir)) {
-      AtomicInteger live = new AtomicInteger();
-      AtomicInteger refused = new AtomicInteger();
-      Made made = new Made();
-      // memory for 3 packets at a time: the window of 8 never fills
-      DirectPacketReader.Factory<TestPacket> three = (offset, len, align) -> {
-        if (live.incrementAndGet() > 3) {
-          live.decrementAndGet();
-          refused.incrementAndGet();
-          throw new java.io.IOException("out of registered memory (test)");
+    for (int room : new int[] {3, 1}) {
+      try (DiskIo io = diskIo(room == 1 ? 1 : 4, packet, 8 * packet, dir)) {
+        AtomicInteger live = new AtomicInteger();
+        AtomicInteger refused = new AtomicInteger();
+        Made made = new Made();
+        // memory for `room` packets at a time: the window of 8 never fills; with room for one,
+        // the top-up after each take finds none (the reader holds it) and the take still hands it over
+        DirectPacketReader.Factory<TestPacket> limited = (offset, len, align) -> {
+          if (live.incrementAndGet() > room) {
+            live.decrementAndGet();
+            refused.incrementAndGet();
+            throw new java.io.IOException("out of registered memory (test)");
+          }
+          return made.allocate(offset, len, align);
+        };
+        DiskIo.ReadStream rs = io.openRead(volume(dir), p);
+        try (rs; DirectPacketReader<TestPacket> in = rs.packets(0, 4 * MB, packet, limited)) {
+          for (long at = 0; at < 4 * MB; at += packet) {
+            TestPacket t = in.take(at);
+            assertArrayEquals(Arrays.copyOfRange(data, (int) at, (int) at + packet), t.bytes(),
+                "room " + room + ": packet at " + at);
+            t.discard();
+            live.decrementAndGet(); // sent: its memory is free
+          }
         }
-        return made.allocate(offset, len, align);
-      };
-      DiskIo.ReadStream rs = io.openRead(volume(dir), p);
-      try (rs; DirectPacketReader<TestPacket> in = rs.packets(0, 4 * MB, packet, three)) {
-        for (long at = 0; at < 4 * MB; at += packet) {
-          TestPacket t = in.take(at);
-          assertArrayEquals(Arrays.copyOfRange(data, (int) at, (int) at + packet), t.bytes(), "packet at " + at);
-          t.discard();
-          live.decrementAndGet(); // sent: its memory is free
-        }
+        assertTrue(refused.get() > 0, "room " + room + ": the factory ran out of memory at times");
+        assertEquals(made.made.get(), made.discarded.get(), "room " + room + ": every packet given back");
+        assertEquals(16, made.made.get(), "room " + room + ": each packet made once");
       }
-      assertTrue(refused.get() > 0, "the factory ran out of memory at times");
-      assertEquals(made.made.get(), made.discarded.get(), "every packet given back");
+    }
+    try (DiskIo io = diskIo(4, packet, 8 * packet, dir)) {
       // no memory at all: the reader is told
       DiskIo.ReadStream rs2 = io.openRead(volume(dir), p);
       try (rs2; DirectPacketReader<TestPacket> in = rs2.packets(0, 4 * MB, packet, (o, l, a) -> {
