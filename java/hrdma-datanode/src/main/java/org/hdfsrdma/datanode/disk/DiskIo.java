@@ -504,14 +504,8 @@ public final class DiskIo implements AutoCloseable {
      * volume falls back to {@code ch} from then on.
      */
     public ReadableByteChannel direct(ReadableByteChannel ch, long start, long end) {
-      if (directPath == null || noDirect.contains(volume.storageId())) {
-        return ch;
-      }
-      NativeDisk.File f;
-      try {
-        f = NativeDisk.File.open(Paths.get(directPath), NativeDisk.DIRECT);
-      } catch (NativeException e) {
-        giveUp(noDirect, volume, sched, "O_DIRECT", e);
+      NativeDisk.File f = openDirect();
+      if (f == null) {
         return ch;
       }
       ByteBuffer w = window();
@@ -541,14 +535,8 @@ public final class DiskIo implements AutoCloseable {
      */
     public <T extends DirectPacketReader.Packet> DirectPacketReader<T> packets(long start, long end, int packetBytes,
         DirectPacketReader.Factory<T> factory) {
-      if (directPath == null || noDirect.contains(volume.storageId())) {
-        return null;
-      }
-      NativeDisk.File f;
-      try {
-        f = NativeDisk.File.open(Paths.get(directPath), NativeDisk.DIRECT);
-      } catch (NativeException e) {
-        giveUp(noDirect, volume, sched, "O_DIRECT", e);
+      NativeDisk.File f = openDirect();
+      if (f == null) {
         return null;
       }
       try {
@@ -568,6 +556,19 @@ public final class DiskIo implements AutoCloseable {
         // nothing read through it
       }
       return null;
+    }
+
+    /** The block file opened with O_DIRECT, or null: not an ssd/adaptive volume, or O_DIRECT refused (once: logged). */
+    private NativeDisk.File openDirect() {
+      if (directPath == null || noDirect.contains(volume.storageId())) {
+        return null;
+      }
+      try {
+        return NativeDisk.File.open(Paths.get(directPath), NativeDisk.DIRECT);
+      } catch (NativeException e) {
+        giveUp(noDirect, volume, sched, "O_DIRECT", e);
+        return null;
+      }
     }
 
     /**

@@ -1,5 +1,9 @@
 package org.hdfsrdma.datanode.disk;
 
+import static org.hdfsrdma.datanode.disk.DirectFixtures.diskIo;
+import static org.hdfsrdma.datanode.disk.DirectFixtures.file;
+import static org.hdfsrdma.datanode.disk.DirectFixtures.volume;
+
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -9,16 +13,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.EOFException;
 import java.nio.ByteBuffer;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Random;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.fs.StorageType;
-import org.hdfsrdma.datanode.compat.DataNodeAccess.Volume;
 import org.hdfsrdma.nativelib.Jni;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -89,31 +88,11 @@ class DirectPacketReaderTest {
     }
   }
 
-  private static DiskIo diskIo(int depth, int requestBytes, int readAhead, Path dir) {
-    Configuration conf = new Configuration(false);
-    conf.set(DiskSettings.POLICY_KEY_PREFIX + "ssd", "ssd");
-    conf.setInt(DiskSettings.SSD_DEPTH_KEY, depth);
-    conf.setInt(DiskSettings.SSD_REQUEST_BYTES_KEY, requestBytes);
-    conf.setInt(DiskSettings.READ_AHEAD_BYTES_KEY, readAhead);
-    return new DiskIo(DiskSettings.of(conf), List.of(volume(dir)));
-  }
-
-  private static Volume volume(Path dir) {
-    return new Volume("ssd-1", StorageType.SSD, dir.toString());
-  }
-
-  private static byte[] file(Path p, int size) throws Exception {
-    byte[] data = new byte[size];
-    new Random(size).nextBytes(data);
-    Files.write(p, data);
-    return data;
-  }
-
   @Test
   void everyPacketHoldsItsBytesInPlace() throws Exception {
     Path p = dir.resolve("blk_1");
     byte[] data = file(p, 5 * MB + 1234);
-    try (DiskIo io = diskIo(3, 512 * KB, 2 * MB, dir)) {
+    try (DiskIo io = diskIo(dir, 3, 512 * KB, 2 * MB)) {
       long[][] ranges = {{0, data.length}, {MB, 3 * MB + 17}, {4 * MB, data.length}, {0, 100}};
       for (long[] r : ranges) {
         Made made = new Made();
@@ -143,7 +122,7 @@ class DirectPacketReaderTest {
     Path p = dir.resolve("blk_2");
     file(p, 4 * MB);
     // requests of 1 MB, packets of 256 KB: four reads (segments) per scheduler request
-    try (DiskIo io = diskIo(2, MB, 4 * MB, dir)) {
+    try (DiskIo io = diskIo(dir, 2, MB, 4 * MB)) {
       Made made = new Made();
       DiskIo.ReadStream rs = io.openRead(volume(dir), p);
       try (rs; DirectPacketReader<TestPacket> in = rs.packets(0, 4 * MB, 256 * KB, made::allocate)) {
@@ -172,7 +151,7 @@ class DirectPacketReaderTest {
     file(p, 16 * MB);
     int packet = 256 * KB;
     // depth 2, window of 6 packets: with the reader away, the workers' refills stop at 6 held
-    try (DiskIo io = diskIo(2, packet, 6 * packet, dir)) {
+    try (DiskIo io = diskIo(dir, 2, packet, 6 * packet)) {
       VolumeScheduler s = io.schedulers().get("ssd-1");
       Made made = new Made();
       DiskIo.ReadStream rs = io.openRead(volume(dir), p);
@@ -202,7 +181,7 @@ class DirectPacketReaderTest {
   void aFileShorterThanTheRangeIsAnErrorAtThePacketItMisses() throws Exception {
     Path p = dir.resolve("blk_4");
     byte[] data = file(p, MB + 100);
-    try (DiskIo io = diskIo(4, 256 * KB, 2 * MB, dir)) {
+    try (DiskIo io = diskIo(dir, 4, 256 * KB, 2 * MB)) {
       Made made = new Made();
       DiskIo.ReadStream rs = io.openRead(volume(dir), p);
       try (rs; DirectPacketReader<TestPacket> in = rs.packets(0, 2 * MB, 512 * KB, made::allocate)) {
@@ -221,7 +200,7 @@ class DirectPacketReaderTest {
     byte[] data = file(p, 4 * MB);
     int packet = 256 * KB;
     for (int room : new int[] {3, 1}) {
-      try (DiskIo io = diskIo(room == 1 ? 1 : 4, packet, 8 * packet, dir)) {
+      try (DiskIo io = diskIo(dir, room == 1 ? 1 : 4, packet, 8 * packet)) {
         AtomicInteger live = new AtomicInteger();
         AtomicInteger refused = new AtomicInteger();
         Made made = new Made();
@@ -250,7 +229,7 @@ class DirectPacketReaderTest {
         assertEquals(16, made.made.get(), "room " + room + ": each packet made once");
       }
     }
-    try (DiskIo io = diskIo(4, packet, 8 * packet, dir)) {
+    try (DiskIo io = diskIo(dir, 4, packet, 8 * packet)) {
       // no memory at all: the reader is told
       DiskIo.ReadStream rs2 = io.openRead(volume(dir), p);
       try (rs2; DirectPacketReader<TestPacket> in = rs2.packets(0, 4 * MB, packet, (o, l, a) -> {
@@ -266,7 +245,7 @@ class DirectPacketReaderTest {
   void anUnalignedStartOrPacketSizeIsLeftToTheChannel() throws Exception {
     Path p = dir.resolve("blk_5");
     file(p, MB);
-    try (DiskIo io = diskIo(4, 256 * KB, 2 * MB, dir)) {
+    try (DiskIo io = diskIo(dir, 4, 256 * KB, 2 * MB)) {
       Made made = new Made();
       DiskIo.ReadStream rs = io.openRead(volume(dir), p);
       try (rs) {

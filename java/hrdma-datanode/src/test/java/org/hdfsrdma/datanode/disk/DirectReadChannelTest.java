@@ -1,5 +1,9 @@
 package org.hdfsrdma.datanode.disk;
 
+import static org.hdfsrdma.datanode.disk.DirectFixtures.diskIo;
+import static org.hdfsrdma.datanode.disk.DirectFixtures.file;
+import static org.hdfsrdma.datanode.disk.DirectFixtures.volume;
+
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -8,15 +12,9 @@ import java.io.ByteArrayOutputStream;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.ReadableByteChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.Arrays;
-import java.util.List;
-import java.util.Random;
-import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.fs.StorageType;
-import org.hdfsrdma.datanode.compat.DataNodeAccess.Volume;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -34,26 +32,6 @@ class DirectReadChannelTest {
 
   @TempDir
   Path dir;
-
-  private static DiskIo diskIo(Path dir, int depth, int requestBytes, int readAhead) {
-    Configuration conf = new Configuration(false);
-    conf.set(DiskSettings.POLICY_KEY_PREFIX + "ssd", "ssd");
-    conf.setInt(DiskSettings.SSD_DEPTH_KEY, depth);
-    conf.setInt(DiskSettings.SSD_REQUEST_BYTES_KEY, requestBytes);
-    conf.setInt(DiskSettings.READ_AHEAD_BYTES_KEY, readAhead);
-    return new DiskIo(DiskSettings.of(conf), List.of(volume(dir)));
-  }
-
-  private static Volume volume(Path dir) {
-    return new Volume("ssd-1", StorageType.SSD, dir.toString());
-  }
-
-  private byte[] file(Path p, int size) throws Exception {
-    byte[] data = new byte[size];
-    new Random(size).nextBytes(data);
-    Files.write(p, data);
-    return data;
-  }
 
   /** Reads [start, limit) through the volume's direct channel in pieces of {@code piece} bytes. */
   private static byte[] read(DiskIo io, Path dir, Path p, long start, long limit, int piece) throws Exception {
