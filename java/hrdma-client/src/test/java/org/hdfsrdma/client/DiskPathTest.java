@@ -96,9 +96,37 @@ class DiskPathTest {
     return Long.parseLong(out[0]) * Long.parseLong(out[1]);
   }
 
+  /**
+   * The most extents {@code fallocate} alone gives block-sized files in {@code dir} now, made
+   * one after another and deleted: where the filesystem's free space is fragmented (a shared
+   * disk), no preallocation does better than this.
+   */
+  private static int fallocateExtents(File dir) throws IOException, InterruptedException {
+    int max = 1;
+    List<File> probes = new ArrayList<>();
+    try {
+      for (int i = 0; i < STREAMS; i++) {
+        File f = new File(dir, "extent-probe-" + i);
+        probes.add(f);
+        Process p = new ProcessBuilder("fallocate", "-l", String.valueOf(BLOCK), f.getPath()).inheritIO().start();
+        assertEquals(0, p.waitFor(), "fallocate " + f);
+        try (NativeDisk.File nf = NativeDisk.File.open(f.toPath(), 0)) {
+          max = Math.max(max, nf.extentCount());
+        }
+      }
+    } finally {
+      for (File f : probes) {
+        f.delete();
+      }
+    }
+    return max;
+  }
+
   @Test
   void fourConcurrentWritersGiveFewExtentsPerBlockAndStockReadsThem() throws Exception {
     Path dir = new Path("/disk/four");
+    int free = fallocateExtents(cluster.getInstanceStorageDir(0, 0));
+    int allowed = Math.max(2, free);
     long directBefore = directWritten();
     ExecutorService pool = Executors.newFixedThreadPool(STREAMS);
     List<Future<?>> done = new ArrayList<>();
@@ -130,8 +158,9 @@ class DiskPathTest {
       assertEquals(BLOCK, f.length());
       try (NativeDisk.File nf = NativeDisk.File.open(f.toPath(), 0)) {
         int extents = nf.extentCount();
-        System.out.printf("disk path: %s: %d extents%n", p, extents);
-        assertTrue(extents >= 1 && extents <= 2, p + ": " + extents + " extents");
+        System.out.printf("disk path: %s: %d extents (fallocate alone here: up to %d)%n", p, extents, free);
+        assertTrue(extents >= 1 && extents <= allowed, p + ": " + extents + " extents; fallocate alone gave up to "
+            + free + " in this filesystem's free space just before");
       }
       // the stock client, through the stock DataNode data path
       Random r = new Random(100 + i);
@@ -157,7 +186,7 @@ class DiskPathTest {
         vs.stream().map(s -> String.format("run %.1f MB, p50/p99 %d/%d us", s.avgRunBytes() / (1 << 20),
             s.latencyP50Us(), s.latencyP99Us())).toList());
     assertTrue(finalized >= STREAMS && prealloc >= STREAMS && trimmed >= STREAMS, vs.toString());
-    assertTrue(maxExtents >= 1 && maxExtents <= 2, vs.toString());
+    assertTrue(maxExtents >= 1 && maxExtents <= allowed, vs.toString());
     assertTrue(written >= STREAMS * BLOCK, vs.toString());
     // every packet is 1 MiB at a 1 MiB offset: all of it went around the page cache
     assertEquals(STREAMS * BLOCK, vs.stream().mapToLong(VolumeStats.Snapshot::directWrittenBytes).sum()
@@ -175,7 +204,7 @@ class DiskPathTest {
     System.out.println(DiskStatus.header());
     jmx.forEach(v -> System.out.println(DiskStatus.format(v)));
     assertEquals(vs.size(), jmx.size(), "one JMX record per volume: " + jmx);
-    assertTrue(jmx.stream().allMatch(v -> "rotational".equals(v.policy()) && v.extentsPerBlock() <= 2), "" + jmx);
+    assertTrue(jmx.stream().allMatch(v -> "rotational".equals(v.policy()) && v.extentsPerBlock() <= allowed), "" + jmx);
     assertTrue(jmx.stream().mapToLong(DiskStatus.Volume::requests).sum() >= STREAMS * BLOCK / (1 << 20), "" + jmx);
   }
 
