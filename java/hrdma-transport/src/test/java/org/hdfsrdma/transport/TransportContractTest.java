@@ -284,6 +284,8 @@ public abstract class TransportContractTest {
     CRC32C received = new CRC32C();
     AtomicLong bytes = new AtomicLong();
     AtomicInteger next = new AtomicInteger();
+    long[] sentSums = new long[count];      // per message, to say which one differs
+    long[] receivedSums = new long[count];
     start(new EndpointHandler() {
       @Override
       public void onMessage(Endpoint endpoint, RegisteredBuffer message) {
@@ -294,6 +296,11 @@ public abstract class TransportContractTest {
           }
           bytes.addAndGet(message.readableBytes());
           received.update(message.nio().duplicate());
+          if (seq >= 0 && seq < count) {
+            CRC32C one = new CRC32C();
+            one.update(message.nio().duplicate());
+            receivedSums[seq] = one.getValue();
+          }
         } finally {
           message.release();
         }
@@ -312,6 +319,9 @@ public abstract class TransportContractTest {
       b.nio().put(b.nio().position(), pattern).putInt(b.nio().position(), i);
       pattern[size - 1 - (i % 1024)] ^= 0x5a; // every message differs
       sent.update(b.nio().duplicate());
+      CRC32C one = new CRC32C();
+      one.update(b.nio().duplicate());
+      sentSums[i] = one.getValue();
       CompletableFuture<Void> f = c.send(b);
       f.whenComplete((v, t) -> window.release());
       sends.add(f);
@@ -321,6 +331,14 @@ public abstract class TransportContractTest {
     double secs = (System.nanoTime() - t0) / 1e9;
     System.out.printf("%s bulk: %d x %d bytes in %.2f s, %.0f MB/s%n", server.name(), count, size, secs,
         size * (double) count / secs / 1e6);
+    assertTrue(errors.isEmpty(), () -> errors.toString());
+    List<Integer> differ = new ArrayList<>();
+    for (int i = 0; i < count; i++) {
+      if (sentSums[i] != receivedSums[i]) {
+        differ.add(i);
+      }
+    }
+    assertEquals(List.of(), differ, "bulk messages whose bytes differ from those sent (of " + count + ")");
     assertEquals(sent.getValue(), received.getValue(), "CRC32C of the bulk stream");
   }
 
