@@ -74,16 +74,6 @@ final class LocalBlockReader implements BlockReader {
   private boolean closed;
 
   /**
-   * A reader that verifies each window itself, up to {@code bufferBytes} a window.
-   *
-   * @see #LocalBlockReader(ExtendedBlock, String, String, long, long, long, int, Executor, int)
-   */
-  LocalBlockReader(ExtendedBlock block, String dataPath, String metaPath, long visibleLength, long offsetInBlock,
-      long length, int bufferBytes) throws IOException {
-    this(block, dataPath, metaPath, visibleLength, offsetInBlock, length, bufferBytes, null, 0);
-  }
-
-  /**
    * @param visibleLength the replica's length as the DataNode reported it
    * @param windowBytes bytes verified (and at most handed out) at a time, rounded down to whole chunks
    * @param verifier where windows are verified ahead of the caller, or null
@@ -174,8 +164,6 @@ final class LocalBlockReader implements BlockReader {
 
   /** Makes the next verified window {@link #buf}; false at the end of the range. */
   private boolean fill() throws IOException {
-    checkOpen();
-    queueWindows();
     Window w = queued.peekFirst();
     if (w == null) {
       return false;
@@ -329,12 +317,10 @@ final class LocalBlockReader implements BlockReader {
     ByteBuffer sums = ByteBuffer.allocate(chunks * sumSize);
     readFully(meta, sums, headerBytes + at / bpc * sumSize);
     sums.flip();
-    if (checksum.getChecksumType() != DataChecksum.Type.CRC32C) {
-      // a DataChecksum has state of its own: one per window, windows may be verified at once
-      DataChecksum.newDataChecksum(checksum.getChecksumType(), bpc).verifyChunkedSums(w, sums, dataPath, at);
-      return;
-    }
-    ChunkSums.verifyCrc32c(w, sums, bpc, dataPath, at);
+    // a DataChecksum has state of its own: one per window (windows may be verified at once)
+    DataChecksum dc = checksum.getChecksumType() == DataChecksum.Type.CRC32C ? checksum
+        : DataChecksum.newDataChecksum(checksum.getChecksumType(), bpc);
+    ChunkSums.verify(dc, w, sums, dataPath, at);
   }
 
   private void readFully(FileChannel ch, ByteBuffer dst, long at) throws IOException {

@@ -236,7 +236,9 @@ public final class RdmaBlockReader implements BlockReader {
       long len = Math.min(nextRequestBytes, end - nextRequestOffset);
       send(nextRequestOffset, len);
       nextRequestOffset += len;
-      nextRequestBytes = alone ? Math.min(maxRequestBytes, 2 * nextRequestBytes) : client.requestBytes();
+      if (alone) {
+        nextRequestBytes = Math.min(maxRequestBytes, 2 * nextRequestBytes);
+      }
     }
   }
 
@@ -348,19 +350,19 @@ public final class RdmaBlockReader implements BlockReader {
       return; // checksum type NULL: nothing stored, nothing to check
     }
     int bpc = r.bytesPerChecksum;
-    int bad = switch (r.type) {
-      case CRC32C -> ChunkSums.firstBadCrc32c(bytes, sums, bpc);
-      case CRC32 -> ChunkSums.firstBad(new CRC32(), bytes, sums, bpc);
+    java.util.zip.Checksum sum = switch (r.type) {
+      case CRC32C -> new java.util.zip.CRC32C();
+      case CRC32 -> new CRC32();
       default -> throw new IllegalStateException("checksum type " + r.type + " of " + block + " is not supported");
     };
+    int bad = ChunkSums.firstBad(sum, bytes, sums, bpc);
     if (bad < 0) {
       return;
     }
     int i = bad * bpc;
     int len = Math.min(bpc, bytes.remaining() - i);
     int stored = sums.getInt(bad * r.checksumSize);
-    int computed = r.type == DataChecksum.Type.CRC32C ? ChunkSums.crc32cOfChunk(bytes, bad, bpc)
-        : (int) crc32(bytes.slice(i, len));
+    int computed = (int) sum.getValue(); // the bad chunk's
     long at = off + i;
     ChecksumException e = new ChecksumException("checksum error in " + block + " from DataNode "
         + datanode.getXferAddr() + " (" + datanode.getDatanodeUuid() + ", " + conn.transportName()
@@ -368,12 +370,6 @@ public final class RdmaBlockReader implements BlockReader {
         + " 0x" + Integer.toHexString(computed) + ", the replica stores 0x" + Integer.toHexString(stored), at);
     finish(r, Status.ERROR_CHECKSUM);
     throw e;
-  }
-
-  private static long crc32(ByteBuffer chunk) {
-    CRC32 c = new CRC32();
-    c.update(chunk);
-    return c.getValue();
   }
 
   /** Ends a request: tells the DataNode how it went and stops listening for it. */

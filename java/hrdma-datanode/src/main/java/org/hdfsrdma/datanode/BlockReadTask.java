@@ -72,7 +72,6 @@ final class BlockReadTask implements ReadQueue.Read {
   private int packetBytes;
   private long next;
   private long end;
-  private long seqno;
   private boolean lastSent;
   private boolean handedOn;
 
@@ -317,15 +316,8 @@ final class BlockReadTask implements ReadQueue.Read {
       return nextDirectPacket();
     }
     int dataLen = (int) Math.min(packetBytes, end - next);
-    int chunks = (dataLen + bytesPerChecksum - 1) / bytesPerChecksum;
-    int sumLen = chunks * checksumSize;
-    boolean last = next + dataLen >= end;
-    PacketHeaderProto h = PacketHeaderProto.newBuilder()
-        .setOffsetInBlock(next)
-        .setSeqno(seqno)
-        .setLastPacketInBlock(last)
-        .setDataLen(dataLen)
-        .build();
+    int sumLen = sumBytes(dataLen);
+    PacketHeaderProto h = packetHeader(next, dataLen);
     RegisteredBuffer p = MessageCodec.begin(ep.transport().allocator(), MessageKind.DATA_PACKET, id, h,
         sumLen + dataLen);
     try {
@@ -339,9 +331,8 @@ final class BlockReadTask implements ReadQueue.Read {
       p.release();
       throw e;
     }
-    seqno++;
     next += dataLen;
-    lastSent = last;
+    lastSent = h.getLastPacketInBlock();
     return p;
   }
 
@@ -365,21 +356,15 @@ final class BlockReadTask implements ReadQueue.Read {
 
   /** The packet of [offset, offset + length), headers written, for {@link #packets} to read the data into. */
   private DirectPacket allocatePacket(long offset, int length, int align) throws IOException {
-    int sumLen = (length + bytesPerChecksum - 1) / bytesPerChecksum * checksumSize;
-    boolean last = offset + length >= end;
-    PacketHeaderProto h = PacketHeaderProto.newBuilder()
-        .setOffsetInBlock(offset)
-        .setSeqno((offset - firstOffset) / packetBytes)
-        .setLastPacketInBlock(last)
-        .setDataLen(length)
-        .build();
+    int sumLen = sumBytes(length);
+    PacketHeaderProto h = packetHeader(offset, length);
     int before = MessageCodec.FIXED_BYTES + h.getSerializedSize() + sumLen;
     int readLen = length + (align - length % align) % align;
     RegisteredBuffer b = ep.transport().allocator().allocate(before + readLen + align);
     try {
       int start = (int) Math.floorMod(-(b.address() + before), (long) align);
       MessageCodec.beginAt(b, start, MessageKind.DATA_PACKET, id, h, sumLen + length);
-      return new DirectPacket(b, start, start + before, sumLen, length, last);
+      return new DirectPacket(b, start, start + before, sumLen, length, h.getLastPacketInBlock());
     } catch (RuntimeException e) {
       b.release();
       throw e;
@@ -399,10 +384,27 @@ final class BlockReadTask implements ReadQueue.Read {
       p.release();
       throw e;
     }
-    seqno++;
     next += d.dataLen();
     lastSent = d.last();
     return p;
+  }
+
+  /** Checksum bytes of {@code dataLen} bytes of data. */
+  private int sumBytes(int dataLen) {
+    return (dataLen + bytesPerChecksum - 1) / bytesPerChecksum * checksumSize;
+  }
+
+  /**
+   * The header of the packet of [offset, offset + dataLen): every packet but the last holds
+   * {@code packetBytes}, so its seqno follows from its offset.
+   */
+  private PacketHeaderProto packetHeader(long offset, int dataLen) {
+    return PacketHeaderProto.newBuilder()
+        .setOffsetInBlock(offset)
+        .setSeqno((offset - firstOffset) / packetBytes)
+        .setLastPacketInBlock(offset + dataLen >= end)
+        .setDataLen(dataLen)
+        .build();
   }
 
   private void readFully(ReadableByteChannel ch, ByteBuffer b, int n, String what) throws IOException {

@@ -524,11 +524,7 @@ final class BlockWriteTask {
    * Hadoop's verifier. The failure reads as Hadoop's.
    */
   private void verify(ByteBuffer data, ByteBuffer sums, long offsetInBlock) throws ChecksumException {
-    if (checksum.getChecksumType() != DataChecksum.Type.CRC32C) {
-      checksum.verifyChunkedSums(data, sums, block.toString(), offsetInBlock);
-      return;
-    }
-    ChunkSums.verifyCrc32c(data, sums, bytesPerChecksum, block.toString(), offsetInBlock);
+    ChunkSums.verify(checksum, data, sums, block.toString(), offsetInBlock);
   }
 
   /** Verifies and writes one packet, then queues it for its ack. */

@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 import java.util.zip.CRC32C;
 import java.util.zip.Checksum;
 import org.apache.hadoop.fs.ChecksumException;
+import org.apache.hadoop.util.DataChecksum;
 
 /**
  * CRC32C of HDFS's chunked layout (one checksum per {@code bytesPerChecksum}
@@ -30,6 +31,7 @@ public final class ChunkSums {
   /**
    * {@link #firstBadCrc32c} for any 4-byte checksum of the JDK's
    * ({@code java.util.zip.CRC32} for HDFS's older type); {@code sum} is reset per chunk.
+   * When a chunk differs, {@code sum} is left holding the value computed for it.
    */
   public static int firstBad(Checksum sum, ByteBuffer data, ByteBuffer sums, int bytesPerChecksum) {
     if (bytesPerChecksum <= 0) {
@@ -63,22 +65,32 @@ public final class ChunkSums {
    */
   public static void verifyCrc32c(ByteBuffer data, ByteBuffer sums, int bytesPerChecksum, String name, long basePos)
       throws ChecksumException {
-    int bad = firstBadCrc32c(data, sums, bytesPerChecksum);
+    CRC32C sum = new CRC32C();
+    int bad = firstBad(sum, data, sums, bytesPerChecksum);
     if (bad >= 0) {
       long at = basePos + (long) bad * bytesPerChecksum;
       throw new ChecksumException(String.format("Checksum CRC32C not matched for file %s at position %d: "
           + "expected=%X but computed=%X", name, at, sums.getInt(sums.position() + 4 * bad),
-          crc32cOfChunk(data, bad, bytesPerChecksum)), at);
+          (int) sum.getValue()), at);
     }
   }
 
-  /** The CRC32C of chunk {@code chunk} of {@code data} (position to limit), for error messages. */
-  public static int crc32cOfChunk(ByteBuffer data, int chunk, int bytesPerChecksum) {
-    int off = data.position() + chunk * bytesPerChecksum;
-    ByteBuffer d = data.duplicate();
-    d.limit(Math.min(off + bytesPerChecksum, data.limit())).position(off);
-    CRC32C crc = new CRC32C();
-    crc.update(d);
-    return (int) crc.getValue();
+  /**
+   * Verifies {@code data} against {@code sums} with {@code checksum}'s type and chunk size:
+   * CRC32C with {@link #verifyCrc32c}, other types with Hadoop's verifier (given direct data,
+   * that goes to libhadoop where it is loaded, which wants direct checksums too: heap ones are
+   * copied). {@code checksum} is used, not only read: one per thread.
+   */
+  public static void verify(DataChecksum checksum, ByteBuffer data, ByteBuffer sums, String name, long basePos)
+      throws ChecksumException {
+    if (checksum.getChecksumType() == DataChecksum.Type.CRC32C) {
+      verifyCrc32c(data, sums, checksum.getBytesPerChecksum(), name, basePos);
+      return;
+    }
+    ByteBuffer s = sums;
+    if (data.isDirect() && !sums.isDirect()) {
+      s = ByteBuffer.allocateDirect(sums.remaining()).put(sums.duplicate()).flip();
+    }
+    checksum.verifyChunkedSums(data, s, name, basePos);
   }
 }

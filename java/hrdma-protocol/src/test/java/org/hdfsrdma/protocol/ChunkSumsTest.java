@@ -43,7 +43,14 @@ class ChunkSumsTest {
       data.put(7 + at, (byte) (data.get(7 + at) ^ 0x10));
       assertEquals(at / BPC, ChunkSums.firstBadCrc32c(data, sums, BPC));
       int stored = sums.getInt(3 + 4 * (at / BPC));
-      assertNotEquals(stored, ChunkSums.crc32cOfChunk(data, at / BPC, BPC));
+      java.util.zip.CRC32C computed = new java.util.zip.CRC32C();
+      assertEquals(at / BPC, ChunkSums.firstBad(computed, data, sums, BPC));
+      assertNotEquals(stored, (int) computed.getValue(), "the sum is left at the bad chunk's value");
+      ByteBuffer chunk = data.duplicate();
+      chunk.position(7 + at / BPC * BPC).limit(7 + len);
+      java.util.zip.CRC32C recomputed = new java.util.zip.CRC32C();
+      recomputed.update(chunk);
+      assertEquals(recomputed.getValue(), computed.getValue());
       if (len > BPC) {
         data.put(7 + BPC / 2, (byte) (data.get(7 + BPC / 2) + 1)); // an earlier chunk is reported first
         assertEquals(0, ChunkSums.firstBadCrc32c(data, sums, BPC));
@@ -61,6 +68,25 @@ class ChunkSumsTest {
     assertEquals(4096 + BPC, e.getPos());
     org.junit.jupiter.api.Assertions.assertTrue(e.getMessage().startsWith("Checksum CRC32C not matched for file blk_1 at position "
         + (4096 + BPC) + ": expected="), e.getMessage());
+  }
+
+  /** Older CRC32 replicas go to Hadoop's verifier; direct data with heap checksums too (libhadoop wants both direct). */
+  @org.junit.jupiter.api.Test
+  void verifyTakesOtherTypesToHadoopsVerifier() throws Exception {
+    byte[] bytes = new byte[3 * BPC + 100];
+    new Random(9).nextBytes(bytes);
+    ByteBuffer data = ByteBuffer.allocateDirect(bytes.length).put(bytes).flip();
+    ByteBuffer sums = ByteBuffer.allocate(4 * 4);
+    DataChecksum crc32 = DataChecksum.newDataChecksum(DataChecksum.Type.CRC32, BPC);
+    crc32.calculateChunkedSums(data, sums);
+    ChunkSums.verify(crc32, data, sums, "blk_2", 0); // intact: no exception
+    assertEquals(0, data.position());
+    assertEquals(0, sums.position());
+    data.put(2 * BPC + 1, (byte) (data.get(2 * BPC + 1) ^ 4));
+    org.apache.hadoop.fs.ChecksumException e = assertThrows(org.apache.hadoop.fs.ChecksumException.class,
+        () -> ChunkSums.verify(crc32, data, sums, "blk_2", 1024));
+    assertEquals(1024 + 2 * BPC, e.getPos());
+    org.junit.jupiter.api.Assertions.assertTrue(e.getMessage().contains("CRC32"), e.getMessage());
   }
 
   @org.junit.jupiter.api.Test

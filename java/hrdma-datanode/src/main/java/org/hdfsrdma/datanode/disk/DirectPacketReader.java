@@ -91,10 +91,7 @@ public final class DirectPacketReader<T extends DirectPacketReader.Packet> exten
       throw new EOFException("no packet at offset " + offset + " of " + file + ": reading ends at " + limit);
     }
     int i = head.taken;
-    long at = head.offset;
-    for (int k = 0; k < i; k++) {
-      at += head.lens[k];
-    }
+    long at = head.offset + (long) i * packetBytes; // only the range's last packet is shorter
     if (at != offset) {
       throw new IllegalStateException("packet at " + at + " taken for offset " + offset);
     }
@@ -184,10 +181,5 @@ public final class DirectPacketReader<T extends DirectPacketReader.Packet> exten
     if (failed != null) {
       throw failed;
     }
-  }
-
-  @Override
-  void closed() {
-    // the packets were discarded or taken
   }
 }

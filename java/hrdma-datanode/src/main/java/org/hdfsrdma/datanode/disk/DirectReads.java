@@ -115,8 +115,10 @@ abstract class DirectReads implements AutoCloseable {
     // nothing by default
   }
 
-  /** At close, after every request is over: gives back what the reader's side held. */
-  abstract void closed() throws IOException;
+  /** At close, after every request is over: gives back what the reader's side held (nothing by default). */
+  void closed() throws IOException {
+    // nothing by default
+  }
 
   /**
    * The oldest request not yet consumed, once its read has completed (its
