@@ -521,9 +521,13 @@ int hrdma_worker_progress(hrdma_worker_t *worker)
 /* Milliseconds until the next close deadline, -1 without closes. */
 static int hrdma_worker_close_wait_ms(hrdma_worker_t *worker)
 {
-    uint64_t now = hrdma_now_ms(), next = UINT64_MAX;
+    uint64_t now, next = UINT64_MAX;
     hrdma_ep_t *ep;
 
+    if (ucs_list_is_empty(&worker->closing)) {
+        return -1; /* the common case: no clock read */
+    }
+    now = hrdma_now_ms();
     ucs_list_for_each(ep, &worker->closing, close_link) {
         if (ep->close_deadline_ms < next) {
             next = ep->close_deadline_ms;

@@ -886,11 +886,11 @@ JNIEXPORT jint JNICALL JNI_CLASS(diskRingDestroy0)(JNIEnv *env, jclass cls,
     return hrdma_disk_ring_destroy((hrdma_disk_ring_t *)(uintptr_t)ring);
 }
 
-/* A read (write == 0) or a write of [off, off+len) at addr, queued and submitted. */
-JNIEXPORT jint JNICALL JNI_CLASS(diskRingSubmit0)(JNIEnv *env, jclass cls,
-                                                  jlong ring, jboolean write,
-                                                  jint fd, jlong addr, jlong len,
-                                                  jlong off, jlong cookie)
+/* A read of [off, off+len) into addr, queued and submitted. */
+JNIEXPORT jint JNICALL JNI_CLASS(diskRingRead0)(JNIEnv *env, jclass cls,
+                                                jlong ring, jint fd, jlong addr,
+                                                jlong len, jlong off,
+                                                jlong cookie)
 {
     hrdma_disk_ring_t *r = (hrdma_disk_ring_t *)(uintptr_t)ring;
 
@@ -898,10 +898,8 @@ JNIEXPORT jint JNICALL JNI_CLASS(diskRingSubmit0)(JNIEnv *env, jclass cls,
     if (len <= 0 || off < 0) {
         return HRDMA_ERR_INVALID;
     }
-    return write ? hrdma_disk_ring_write(r, fd, PTR(addr), (size_t)len,
-                                         (uint64_t)off, (uint64_t)cookie)
-                 : hrdma_disk_ring_read(r, fd, PTR(addr), (size_t)len,
-                                        (uint64_t)off, (uint64_t)cookie);
+    return hrdma_disk_ring_read(r, fd, PTR(addr), (size_t)len, (uint64_t)off,
+                                (uint64_t)cookie);
 }
 
 /* Completions go to out (max pairs of u64 cookie, i64 result); returns how

@@ -133,9 +133,8 @@ public final class Jni {
 
   public static native int diskRingDestroy0(long ring);
 
-  /** Queues and submits a read ({@code write} false) or a write. */
-  public static native int diskRingSubmit0(long ring, boolean write, int fd, long addr, long len, long offset,
-      long cookie);
+  /** Queues and submits a read of {@code len} bytes at {@code offset} into native memory at {@code addr}. */
+  public static native int diskRingRead0(long ring, int fd, long addr, long len, long offset, long cookie);
 
   /** Completions (u64 cookie, i64 result) stored at out; returns how many, or < 0: status. */
   public static native int diskRingReap0(long ring, long out, int max, int minWait);

@@ -114,7 +114,7 @@ public final class NativeDisk {
 
     /** Queues and submits a read of {@code len} bytes at {@code offset} into native memory at {@code addr}. */
     public void read(File f, long addr, long len, long offset, long cookie) throws NativeException {
-      check(Jni.diskRingSubmit0(ring, false, f.fd, addr, len, offset, cookie), "io_uring read " + f);
+      check(Jni.diskRingRead0(ring, f.fd, addr, len, offset, cookie), "io_uring read " + f);
     }
 
     /**

@@ -215,7 +215,7 @@ public final class DiskIo implements AutoCloseable {
       return FileChannel.open(blockFile, StandardOpenOption.WRITE, ExtendedOpenOption.DIRECT);
     } catch (IOException | UnsupportedOperationException e) {
       if (refusesDirect(e)) {
-        giveUpDirectWrites(v, s, "opening " + blockFile + ": " + e.getMessage());
+        giveUp(noDirectWrite, v, s, "O_DIRECT writes", "opening " + blockFile + ": " + e.getMessage());
       } else {
         LOG.warn("hrdma disk: cannot open {} for direct writes: {}", blockFile, e.toString());
       }
@@ -260,14 +260,6 @@ public final class DiskIo implements AutoCloseable {
         || (e.getMessage() != null && e.getMessage().contains("Invalid argument"));
   }
 
-  private void giveUpDirectWrites(Volume v, VolumeScheduler s, String why) {
-    if (noDirectWrite.add(v.storageId())) {
-      s.stats().fallback();
-      LOG.warn("hrdma disk: O_DIRECT writes fail on volume {} ({}): {}; writing through the page cache",
-          v.storageId(), v.baseDir(), why);
-    }
-  }
-
   /** Starts reading a block file on {@code v} (blockPath: for dropping it from the cache behind the reader). */
   ReadStream openRead(Volume v, String blockPath, boolean direct) {
     VolumeScheduler s = scheduler(v);
@@ -290,10 +282,15 @@ public final class DiskIo implements AutoCloseable {
   }
 
   private void giveUp(Set<String> off, Volume v, VolumeScheduler s, String what, NativeException e) {
+    giveUp(off, v, s, what, e.getMessage());
+  }
+
+  /** Turns {@code what} off for volume {@code v} from now on (in {@code off}): once, with a log line and a metric. */
+  private void giveUp(Set<String> off, Volume v, VolumeScheduler s, String what, String why) {
     if (off.add(v.storageId())) {
       s.stats().fallback();
       LOG.warn("hrdma disk: {} fails on volume {} ({}): {}; going on without it", what, v.storageId(),
-          v.baseDir(), e.getMessage());
+          v.baseDir(), why);
     }
   }
 
@@ -397,7 +394,7 @@ public final class DiskIo implements AutoCloseable {
       } catch (IOException e) {
         if (w.position() == 0 && refusesDirect(e)) {
           // the filesystem takes O_DIRECT opens but not these writes: buffered from now on
-          giveUpDirectWrites(volume, sched, "writing at " + at + ": " + e.getMessage());
+          giveUp(noDirectWrite, volume, sched, "O_DIRECT writes", "writing at " + at + ": " + e.getMessage());
           closeDirect();
           return 0;
         }
