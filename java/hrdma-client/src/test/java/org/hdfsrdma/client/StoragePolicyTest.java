@@ -2,17 +2,23 @@ package org.hdfsrdma.client;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
@@ -22,10 +28,23 @@ import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfoWithStorage;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PacketHeaderProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
 import org.apache.hadoop.hdfs.server.datanode.DataNode;
 import org.hdfsrdma.datanode.RdmaDataNodePlugin;
 import org.hdfsrdma.datanode.disk.VolumeScheduler;
 import org.hdfsrdma.datanode.disk.VolumeStats;
+import org.hdfsrdma.protocol.BlockOps;
+import org.hdfsrdma.protocol.Message;
+import org.hdfsrdma.protocol.MessageCodec;
+import org.hdfsrdma.protocol.MessageKind;
+import org.hdfsrdma.protocol.RdmaPorts;
+import org.hdfsrdma.transport.Endpoint;
+import org.hdfsrdma.transport.EndpointHandler;
+import org.hdfsrdma.transport.RegisteredBuffer;
+import org.hdfsrdma.transport.TransportConf;
+import org.hdfsrdma.transport.select.HrdmaConnector;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -45,10 +64,11 @@ class StoragePolicyTest {
   private MiniDFSCluster cluster;
   private DistributedFileSystem stock;
   private FileSystem fs;
+  private Configuration conf;
 
   @BeforeAll
   void start() throws Exception {
-    Configuration conf = PluginCluster.baseConf();
+    conf = PluginCluster.baseConf();
     File base = new File("target/test-dir/" + getClass().getSimpleName());
     cluster = new MiniDFSCluster.Builder(conf, base).numDataNodes(3).storagesPerDatanode(2)
         .storageTypes(new StorageType[] {StorageType.SSD, StorageType.DISK}).build();
@@ -162,6 +182,125 @@ class StoragePolicyTest {
     } else if (!types.contains("SSD")) {
       assertEquals(0, direct, policy + ": no direct reads on DISK");
     }
+  }
+
+  /**
+   * Several requests queued on one connection for a replica on SSD: each one after the first
+   * may open its files and start its O_DIRECT reads while the one before still sends (it is
+   * prepared ahead of its turn), yet what goes on the wire keeps the requests' order, a
+   * refusal included, and a prepared read the client withdraws gives back all it took.
+   */
+  @Test
+  void queuedReadsPrepareAheadOfTheirTurnAndAnswerInOrder() throws Exception {
+    Path dir = new Path("/prepared");
+    stock.mkdirs(dir);
+    stock.setStoragePolicy(dir, "ALL_SSD");
+    Path p = new Path(dir, "f");
+    int len = 16 << 20; // one block of 16 packets
+    byte[] data = PluginCluster.random(len, 23);
+    try (OutputStream out = fs.create(p, true, 4096, (short) 1, len, null)) {
+      out.write(data);
+    }
+    LocatedBlock lb = stock.getClient().getLocatedBlocks(p.toString(), 0).getLocatedBlocks().get(0);
+    assertEquals(StorageType.SSD, lb.getStorageTypes()[0]);
+    DataNode dn = cluster.getDataNode(lb.getLocations()[0].getIpcPort());
+    RdmaDataNodePlugin plugin = plugin(dn);
+    long preparedBefore = plugin.readsPreparedAhead();
+    InetSocketAddress addr = new InetSocketAddress(lb.getLocations()[0].getIpAddr(),
+        RdmaPorts.pluginPort(lb.getLocations()[0], conf));
+    BlockingQueue<Message> replies = new LinkedBlockingQueue<>();
+    try (HrdmaConnector c = new HrdmaConnector(TransportConf.defaults().with(TransportConf.ORDER_KEY, "tcp"))) {
+      Endpoint ep = c.connect(addr, new EndpointHandler() {
+        @Override
+        public void onMessage(Endpoint endpoint, RegisteredBuffer message) {
+          byte[] copy = new byte[message.readableBytes()];
+          message.nio().duplicate().get(copy);
+          message.release();
+          try {
+            replies.add(MessageCodec.decode(ByteBuffer.wrap(copy)));
+          } catch (java.net.ProtocolException e) {
+            throw new AssertionError(e);
+          }
+        }
+      }).endpoint();
+      // all sent at once: 1 and 2 the whole block, 3 past its end (refused), 4 its first 1000 bytes
+      for (long[] a : new long[][] {{1, len}, {2, len}, {3, 2L * len}, {4, 1000}}) {
+        sendRead(ep, lb, a[0], a[1]);
+      }
+      expectWholeBlock(replies, 1, data);
+      expectWholeBlock(replies, 2, data);
+      Message refused = next(replies);
+      assertEquals(MessageKind.ERROR, refused.kind(), refused.toString());
+      assertEquals(3, refused.requestId());
+      assertTrue(refused.error().getMessage().contains("don't match block"), refused.error().getMessage());
+      Message resp4 = next(replies);
+      assertEquals(MessageKind.READ_RESPONSE, resp4.kind(), resp4.toString());
+      assertEquals(4, resp4.requestId());
+      Message last = next(replies);
+      assertEquals(4, last.requestId());
+      assertTrue(last.packetHeader().getLastPacketInBlock());
+      // whether request 2 opened before request 1 sent its last packet is a race with the
+      // DataNode's read threads (it usually does): a few more pairs give it its chances
+      for (long id = 10; id < 20 && plugin.readsPreparedAhead() == preparedBefore; id += 2) {
+        sendRead(ep, lb, id, len);
+        sendRead(ep, lb, id + 1, len);
+        expectWholeBlock(replies, id, data);
+        expectWholeBlock(replies, id + 1, data);
+      }
+      assertTrue(plugin.readsPreparedAhead() > preparedBefore,
+          "no read's disk reads began while the one before it still sent");
+
+      // a queued read withdrawn by the client (READ_STATUS ERROR) before or while it is
+      // prepared: it is undone, the connection serves on, and nothing is held
+      for (long[] a : new long[][] {{5, len}, {6, len}, {7, 1000}}) {
+        sendRead(ep, lb, a[0], a[1]);
+      }
+      ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.READ_STATUS, 6,
+          BlockOps.readStatus(Status.ERROR), null));
+      Message m;
+      do {
+        m = next(replies);
+      } while (m.requestId() != 7);
+      assertEquals(MessageKind.READ_RESPONSE, m.kind(), m.toString());
+      assertTrue(next(replies).packetHeader().getLastPacketInBlock());
+      ep.close();
+    }
+    long until = System.nanoTime() + 10_000_000_000L;
+    while ((plugin.openConnections() > 0 || plugin.buffersOutstanding() > 0) && System.nanoTime() < until) {
+      Thread.sleep(50);
+    }
+    assertEquals(0, plugin.buffersOutstanding(), "buffers still held by the DataNode");
+  }
+
+  private static void sendRead(Endpoint ep, LocatedBlock lb, long id, long len) throws IOException {
+    ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.READ_REQUEST, id,
+        BlockOps.readBlock(lb.getBlock(), lb.getBlockToken(), "prepare-test", 0, len), null));
+  }
+
+  /** READ_RESPONSE, then the block's 16 packets of 1 MiB, in order and all of request {@code id}. */
+  private static void expectWholeBlock(BlockingQueue<Message> replies, long id, byte[] data) throws Exception {
+    Message resp = next(replies);
+    assertEquals(MessageKind.READ_RESPONSE, resp.kind(), "request " + id + " answered first: " + resp);
+    assertEquals(id, resp.requestId());
+    for (int k = 0; k < 16; k++) {
+      Message pkt = next(replies);
+      assertEquals(MessageKind.DATA_PACKET, pkt.kind(), "request " + id + " packet " + k + ": " + pkt);
+      assertEquals(id, pkt.requestId(), "no message of another request between a request's packets");
+      PacketHeaderProto h = pkt.packetHeader();
+      assertEquals((long) k << 20, h.getOffsetInBlock());
+      assertEquals(k == 15, h.getLastPacketInBlock());
+      ByteBuffer body = pkt.payload();
+      byte[] bytes = new byte[h.getDataLen()];
+      body.position(body.limit() - bytes.length);
+      body.get(bytes);
+      assertArrayEquals(Arrays.copyOfRange(data, k << 20, (k + 1) << 20), bytes, "request " + id + " packet " + k);
+    }
+  }
+
+  private static Message next(BlockingQueue<Message> q) throws InterruptedException {
+    Message m = q.poll(20, TimeUnit.SECONDS);
+    assertNotNull(m, "no message within 20 s");
+    return m;
   }
 
   /** O_DIRECT bytes read on every volume of the cluster; with {@code packets}, those read into packets. */

@@ -45,6 +45,13 @@ import org.slf4j.LoggerFactory;
  * while the client keeps its packets, so a slow client pins a bounded number
  * of packets and no thread.
  *
+ * <p>Ahead of its turn ({@link #prepare}) the task checks the request, opens
+ * the files and starts its O_DIRECT reads, but sends nothing, not even a
+ * refusal: its READ_RESPONSE (or error) goes when it {@link #start}s, after
+ * the last packet of the read before it on the connection. Once all of its
+ * own disk reads are issued it tells the connection ({@code ahead}), so the
+ * next request's reads follow its own on the device without a gap.
+ *
  * <p>The task owns the request message's buffer until it completes.
  */
 final class BlockReadTask implements ReadQueue.Read {
@@ -72,12 +79,19 @@ final class BlockReadTask implements ReadQueue.Read {
   private int packetBytes;
   private long next;
   private long end;
+  private DataChecksum checksum;
+  private Status declined;       // open() refused the request: sent when it starts, with...
+  private String declinedWhy;    // ...this message
+  private boolean answered;      // READ_RESPONSE or the refusal sent
+  private boolean aheadSaid;
   private boolean lastSent;
   private boolean handedOn;
 
   private final Object lock = new Object();
   private int inflight;          // guarded by lock
   private boolean scheduled;     // guarded by lock
+  private boolean started;       // guarded by lock: its turn came (start)
+  private boolean preparing;     // guarded by lock: asked to prepare before its turn
   private boolean cancelled;     // guarded by lock
   private boolean finished;      // guarded by lock
   private Throwable sendFailure; // guarded by lock
@@ -98,6 +112,18 @@ final class BlockReadTask implements ReadQueue.Read {
   /** Starts serving (called by the connection when it is this request's turn). */
   @Override
   public void start() {
+    synchronized (lock) {
+      started = true;
+    }
+    schedule();
+  }
+
+  /** Its turn is near: open and start the disk reads, send nothing yet. */
+  @Override
+  public void prepare() {
+    synchronized (lock) {
+      preparing = true;
+    }
     schedule();
   }
 
@@ -113,10 +139,20 @@ final class BlockReadTask implements ReadQueue.Read {
   /** Never started, never will: the connection closed or the client withdrew the request. */
   @Override
   public void abandon() {
+    boolean prepared;
     synchronized (lock) {
-      finished = true;
+      prepared = preparing;
+      if (prepared) { // files and reads may be open: a run undoes them, sending nothing
+        cancelled = true;
+      } else {
+        finished = true;
+      }
     }
-    request.release();
+    if (prepared) {
+      schedule();
+    } else {
+      request.release();
+    }
   }
 
   /** Never started: answered with an error. */
@@ -127,15 +163,23 @@ final class BlockReadTask implements ReadQueue.Read {
   }
 
   private void schedule() {
+    boolean early;
     synchronized (lock) {
       if (scheduled || finished) {
         return;
       }
       scheduled = true;
+      early = !started && !cancelled;
     }
     try {
       owner.executor().execute(this::run);
     } catch (RejectedExecutionException e) {
+      if (early) { // not its turn: nothing may be sent yet, start() tries again
+        synchronized (lock) {
+          scheduled = false;
+        }
+        return;
+      }
       RequestDispatcher.sendError(ep, id, Status.ERROR, "DataNode " + dn.datanodeUuid()
           + " is stopping or overloaded; read of " + (block == null ? "the block" : block) + " not served");
       complete();
@@ -163,11 +207,37 @@ final class BlockReadTask implements ReadQueue.Read {
   private void run() {
     try {
       if (!opened) {
-        opened = true;
-        if (!open()) {
+        if (cancelled()) { // abandoned before it began
           complete();
           return;
         }
+        opened = true;
+        try {
+          open();
+        } catch (IOException | RuntimeException e) {
+          LOG.warn("hrdma datanode: reading {} for {} failed: {}", what(), ep.remoteAddress(), e.toString());
+          decline(Status.ERROR, "DataNode " + dn.datanodeUuid() + " failed reading " + what() + ": " + e);
+        }
+      }
+      synchronized (lock) {
+        if (!started && !cancelled) {
+          scheduled = false; // prepared: start() brings the task back
+          return;
+        }
+      }
+      if (!answered) {
+        answered = true;
+        if (cancelled()) {
+          complete(); // abandoned after preparing, or cancelled before a word was sent
+          return;
+        }
+        if (declined != null) {
+          RequestDispatcher.sendError(ep, id, declined, declinedWhy);
+          complete();
+          return;
+        }
+        ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.READ_RESPONSE, id,
+            BlockOps.readResponse(checksum, firstOffset), null));
       }
       while (true) {
         synchronized (lock) {
@@ -201,21 +271,50 @@ final class BlockReadTask implements ReadQueue.Read {
           throw e;
         }
         ep.send(p).whenComplete(this::sent);
+        if (!aheadSaid && packets != null && owner.settings().prepareAhead() && packets.issuedAll()) {
+          aheadSaid = true;
+          owner.ahead(ep, this); // the connection's next read may open and start its disk reads
+        }
         if (lastSent && !handedOn) {
           handedOn = true;
           owner.handOn(ep, this); // the connection's next read may start while these packets drain
         }
       }
     } catch (IOException | RuntimeException e) {
-      String what = block == null ? "request " + id : block + " at offset " + next;
-      LOG.warn("hrdma datanode: reading {} for {} failed: {}", what, ep.remoteAddress(), e.toString());
+      LOG.warn("hrdma datanode: reading {} for {} failed: {}", what(), ep.remoteAddress(), e.toString());
       RequestDispatcher.sendError(ep, id, Status.ERROR, "DataNode " + dn.datanodeUuid() + " failed reading "
-          + what + ": " + e);
+          + what() + ": " + e);
     }
     complete();
   }
 
-  /** Checks and opens; on refusal sends the ERROR and returns false. */
+  private String what() {
+    return block == null ? "request " + id : block + " at offset " + next;
+  }
+
+  private boolean started() {
+    synchronized (lock) {
+      return started;
+    }
+  }
+
+  private boolean cancelled() {
+    synchronized (lock) {
+      return cancelled;
+    }
+  }
+
+  /** The answer to send when the task starts, instead of READ_RESPONSE; false. */
+  private boolean decline(Status status, String why) {
+    declined = status;
+    declinedWhy = why;
+    return false;
+  }
+
+  /**
+   * Checks the request, opens the files and (on the O_DIRECT path) starts the disk reads;
+   * sends nothing. A refusal is {@link #decline}d, to be sent when the task starts.
+   */
   private boolean open() throws IOException {
     OpReadBlockProto op;
     try {
@@ -232,8 +331,7 @@ final class BlockReadTask implements ReadQueue.Read {
       String msg = "Block token verification failed: op=READ_BLOCK, remoteAddress=" + ep.remoteAddress()
           + ", message=" + e.getMessage();
       LOG.warn("hrdma datanode: {}", msg);
-      RequestDispatcher.sendError(ep, id, Status.ERROR_ACCESS_TOKEN, msg);
-      return false;
+      return decline(Status.ERROR_ACCESS_TOKEN, msg);
     }
     long offset = op.getOffset();
     long len = op.getLen();
@@ -241,20 +339,16 @@ final class BlockReadTask implements ReadQueue.Read {
     try {
       visible = dn.replicaVisibleLength(block);
     } catch (IOException e) {
-      RequestDispatcher.sendError(ep, id, Status.ERROR, "DataNode " + dn.datanodeUuid() + " cannot read "
-          + block + ": " + e.getMessage());
-      return false;
+      return decline(Status.ERROR, "DataNode " + dn.datanodeUuid() + " cannot read " + block + ": "
+          + e.getMessage());
     }
     if (offset < 0 || len < 0 || offset > visible || len > visible - offset) {
-      RequestDispatcher.sendError(ep, id, Status.ERROR, "Offset " + offset + " and length " + len
-          + " don't match block " + block + " ( blockLen " + visible + " )");
-      return false;
+      return decline(Status.ERROR, "Offset " + offset + " and length " + len + " don't match block " + block
+          + " ( blockLen " + visible + " )");
     }
     DataNodeAccess.MetaStream meta = dn.metaInputStream(block);
     if (meta == null) {
-      RequestDispatcher.sendError(ep, id, Status.ERROR, "DataNode " + dn.datanodeUuid() + ": replica "
-          + block + " has no .meta file");
-      return false;
+      return decline(Status.ERROR, "DataNode " + dn.datanodeUuid() + ": replica " + block + " has no .meta file");
     }
     boolean ok = false;
     try {
@@ -266,7 +360,6 @@ final class BlockReadTask implements ReadQueue.Read {
       if (version != META_VERSION) {
         throw new IOException("unsupported .meta version " + version + " in " + block);
       }
-      DataChecksum checksum;
       try {
         checksum = DataChecksum.newDataChecksum(DataChecksum.Type.valueOf(type), bpc);
       } catch (IllegalArgumentException e) {
@@ -299,9 +392,10 @@ final class BlockReadTask implements ReadQueue.Read {
       packets = end > chunkOffset ? disk.packets(chunkOffset, end, packetBytes, this::allocatePacket) : null;
       if (packets == null) {
         blockCh = disk.direct(blockCh, chunkOffset, end);
+      } else if (!started()) { // prepared ahead of its turn: the device reads while the read before drains
+        packets.prefetch();
+        owner.preparedAhead();
       }
-      ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.READ_RESPONSE, id,
-          BlockOps.readResponse(checksum, chunkOffset), null));
       ok = true;
       return true;
     } finally {

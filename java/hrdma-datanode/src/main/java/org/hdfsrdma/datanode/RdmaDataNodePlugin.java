@@ -364,6 +364,13 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     }
   }
 
+  /** Reads whose O_DIRECT reads started ahead of their turn on their connection (tests, status). */
+  public long readsPreparedAhead() {
+    synchronized (lock) {
+      return dispatcher == null ? 0 : dispatcher.readsPreparedAhead();
+    }
+  }
+
   /** Client connections open now. */
   public int openConnections() {
     synchronized (lock) {

@@ -12,9 +12,13 @@ import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
  * starts without a round trip). A read whose last packet has been handed to
  * the transport {@link #handOn hands on} its turn: the next one starts (opens
  * its files, starts its disk reads) while the packets of the one before are
- * still in flight, so the disk works while the transport drains. Messages
- * keep their order: the next read's first message is sent after the last
- * packet of the one before. Thread-safe.
+ * still in flight, so the disk works while the transport drains. Earlier
+ * still, a read that has {@link #ahead issued all its disk reads} lets the
+ * next one {@link Read#prepare prepare}: open its files and start its disk
+ * reads, sending nothing, so the device's queue does not drain at the
+ * boundary between two requests. Messages keep their order: the next
+ * read's first message is sent after the last packet of the one before.
+ * Thread-safe.
  */
 final class ReadQueue {
   /** What the queue does with a read. */
@@ -23,6 +27,13 @@ final class ReadQueue {
 
     /** Its turn: start serving. */
     void start();
+
+    /**
+     * Its turn is near: open and start reading ahead, but send nothing before {@link #start}.
+     * Called at most once, before {@link #start}; a prepared read that never starts is
+     * {@link #abandon}ed, which must then undo the preparation.
+     */
+    void prepare();
 
     /** Stop early (the client cancelled or the connection closed). */
     void cancel();
@@ -38,6 +49,8 @@ final class ReadQueue {
   private final ArrayDeque<Read> queue = new ArrayDeque<>(); // guarded by this
   private final List<Read> draining = new ArrayList<>();     // handed on, not done; guarded by this
   private Read active;                                       // guarded by this
+  private boolean activeAhead;                               // active has issued all its disk reads
+  private Read prepared;                                     // the queue's head, prepared; guarded by this
   private boolean closed;                                    // guarded by this
 
   ReadQueue(int maxQueued) {
@@ -54,7 +67,25 @@ final class ReadQueue {
       queue.add(t);
       if (active == null) {
         startNext();
+      } else if (activeAhead) {
+        prepareNext();
       }
+    }
+  }
+
+  /** {@code t}, being served, has issued all its disk reads: the next read may prepare. */
+  synchronized void ahead(Read t) {
+    if (active == t && !closed) {
+      activeAhead = true;
+      prepareNext();
+    }
+  }
+
+  private void prepareNext() {
+    Read next = queue.peek();
+    if (next != null && prepared != next) {
+      prepared = next;
+      next.prepare();
     }
   }
 
@@ -83,6 +114,7 @@ final class ReadQueue {
   }
 
   private void startNext() {
+    activeAhead = false;
     active = queue.poll();
     if (active != null) {
       active.start();
@@ -106,6 +138,9 @@ final class ReadQueue {
       if (t.requestId() == id) {
         it.remove();
         t.abandon();
+        if (activeAhead && !closed) {
+          prepareNext();
+        }
         return;
       }
     }
@@ -123,6 +158,11 @@ final class ReadQueue {
     for (Read t : new ArrayList<>(draining)) {
       t.cancel();
     }
+  }
+
+  /** The read prepared ahead of its turn and not started yet, or null (tests). */
+  synchronized Read prepared() {
+    return prepared != null && queue.peek() == prepared ? prepared : null;
   }
 
   /** Reads started and not done (the one being served and those draining). */

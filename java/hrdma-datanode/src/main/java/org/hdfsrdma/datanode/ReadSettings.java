@@ -4,7 +4,7 @@ import org.apache.hadoop.conf.Configuration;
 
 /** The read path's settings, from the DataNode configuration. */
 record ReadSettings(int threads, int packetBytes, int packetsInFlight, int maxQueuedPerConnection,
-    boolean localReads) {
+    boolean localReads, boolean prepareAhead) {
   /** Threads that read blocks from disk and feed the transports (per plugin). */
   static final String THREADS_KEY = "hrdma.datanode.read.threads";
   static final int THREADS_DEFAULT = 4;
@@ -24,6 +24,13 @@ record ReadSettings(int threads, int packetBytes, int packetsInFlight, int maxQu
    */
   static final String LOCAL_READS_KEY = "hrdma.datanode.local-reads";
   static final boolean LOCAL_READS_DEFAULT = true;
+  /**
+   * A read whose O_DIRECT reads are all issued lets the connection's next queued read open
+   * its files and start its own disk reads (it sends nothing before its turn), so the
+   * device's queue does not drain between one request and the next.
+   */
+  static final String PREPARE_AHEAD_KEY = "hrdma.datanode.read.prepare-ahead";
+  static final boolean PREPARE_AHEAD_DEFAULT = true;
   /** Largest packet: the transport's messages must hold it. */
   static final int MAX_PACKET_BYTES = 8 << 20;
 
@@ -42,6 +49,7 @@ record ReadSettings(int threads, int packetBytes, int packetsInFlight, int maxQu
         conf.getInt(PACKET_BYTES_KEY, PACKET_BYTES_DEFAULT),
         conf.getInt(PACKETS_IN_FLIGHT_KEY, PACKETS_IN_FLIGHT_DEFAULT),
         conf.getInt(MAX_QUEUED_KEY, MAX_QUEUED_DEFAULT),
-        conf.getBoolean(LOCAL_READS_KEY, LOCAL_READS_DEFAULT));
+        conf.getBoolean(LOCAL_READS_KEY, LOCAL_READS_DEFAULT),
+        conf.getBoolean(PREPARE_AHEAD_KEY, PREPARE_AHEAD_DEFAULT));
   }
 }

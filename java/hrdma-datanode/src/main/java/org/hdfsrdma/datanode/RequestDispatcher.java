@@ -10,6 +10,7 @@ import java.nio.ByteBuffer;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpReadBlockProto;
@@ -54,6 +55,7 @@ final class RequestDispatcher implements EndpointHandler {
 
   private final DataNodeAccess dn;
   private final ReadSettings settings;
+  private final AtomicLong preparedAhead = new AtomicLong();
   private final ExecutorService executor;
   private final ExecutorService writeExecutor;
   private final java.util.function.Supplier<HrdmaConnector> connector;
@@ -291,6 +293,15 @@ final class RequestDispatcher implements EndpointHandler {
   }
 
   /** Writes open on all connections (tests). */
+  /** Reads whose disk reads started before their turn (prepared while the read before drained). */
+  long readsPreparedAhead() {
+    return preparedAhead.get();
+  }
+
+  void preparedAhead() {
+    preparedAhead.incrementAndGet();
+  }
+
   int openWrites() {
     return conns.values().stream().mapToInt(c -> c.writes.size()).sum();
   }
@@ -300,6 +311,14 @@ final class RequestDispatcher implements EndpointHandler {
     Conn c = conns.get(ep);
     if (c != null) {
       c.handOn(t);
+    }
+  }
+
+  /** {@code t} has issued all its disk reads: the connection's next read may prepare. */
+  void ahead(Endpoint ep, BlockReadTask t) {
+    Conn c = conns.get(ep);
+    if (c != null) {
+      c.ahead(t);
     }
   }
 
@@ -354,6 +373,10 @@ final class RequestDispatcher implements EndpointHandler {
 
     void handOn(BlockReadTask t) {
       reads.handOn(t);
+    }
+
+    void ahead(BlockReadTask t) {
+      reads.ahead(t);
     }
 
     /**

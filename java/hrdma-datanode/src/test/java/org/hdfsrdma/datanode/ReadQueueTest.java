@@ -1,6 +1,8 @@
 package org.hdfsrdma.datanode;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
@@ -28,6 +30,11 @@ class ReadQueueTest {
     @Override
     public void start() {
       log.add("start " + id);
+    }
+
+    @Override
+    public void prepare() {
+      log.add("prepare " + id);
     }
 
     @Override
@@ -70,6 +77,40 @@ class ReadQueueTest {
     q.done(c);
     assertEquals(3, log.size());
     assertEquals(0, q.running());
+  }
+
+  @Test
+  void theNextReadPreparesOnceWhenTheOneServedHasIssuedItsDiskReads() {
+    List<String> log = new ArrayList<>();
+    ReadQueue q = new ReadQueue(4);
+    FakeRead a = new FakeRead(1, log);
+    FakeRead b = new FakeRead(2, log);
+    FakeRead c = new FakeRead(3, log);
+    FakeRead d = new FakeRead(4, log);
+    q.submit(a);
+    q.ahead(a); // nothing queued yet: nothing to prepare
+    assertEquals(List.of("start 1"), log);
+    q.submit(b); // a is ahead already: b prepares as it arrives
+    q.submit(c); // only the next one prepares
+    assertEquals(List.of("start 1", "prepare 2"), log);
+    assertSame(b, q.prepared());
+    q.ahead(a); // repeated: b is not prepared twice
+    q.ahead(c); // not the one served: nothing
+    assertEquals(List.of("start 1", "prepare 2"), log);
+    q.handOn(a);
+    assertEquals(List.of("start 1", "prepare 2", "start 2"), log, "the prepared read starts in its turn");
+    assertNull(q.prepared());
+    q.submit(d); // b has not issued all its reads: c waits unprepared
+    assertEquals(3, log.size());
+    q.ahead(b);
+    assertEquals("prepare 3", log.get(3));
+    q.cancel(3); // the prepared read is withdrawn: abandoned (it undoes its preparation), the next prepares
+    assertEquals(List.of("abandon 3", "prepare 4"), log.subList(4, 6));
+    q.done(b);
+    assertEquals("start 4", log.get(6));
+    q.ahead(d);
+    q.close();
+    assertEquals(List.of("cancel 4", "cancel 1"), log.subList(7, log.size()), "the one served and the one still draining");
   }
 
   @Test

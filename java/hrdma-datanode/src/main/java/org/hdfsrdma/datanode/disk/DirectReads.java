@@ -341,6 +341,23 @@ abstract class DirectReads implements AutoCloseable {
     return (int) total;
   }
 
+  /**
+   * Issues the first requests now, before the reader asks (a read prepared ahead of its
+   * turn). A failure is left to the reader's first {@link #head}, which meets it again.
+   */
+  public final void prefetch() {
+    try {
+      topUp();
+    } catch (IOException | RuntimeException e) {
+      // a request that failed to go is in pending, failed; no memory now: head() tries again
+    }
+  }
+
+  /** Every request up to the limit (or the end of the file) is issued: nothing more goes to the disk. */
+  public synchronized boolean issuedAll() {
+    return issuedTo >= end || issuedTo >= eofAt;
+  }
+
   /** Requests issued and not yet consumed by the reader (the one it works on included), for tests. */
   synchronized int pendingRequests() {
     return pending.size();
