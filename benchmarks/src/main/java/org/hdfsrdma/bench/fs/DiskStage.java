@@ -72,7 +72,9 @@ final class DiskStage {
       int type = header.readByte() & 0xff;
       int bpc = header.readInt();
       int sumSize = DataChecksum.newDataChecksum(DataChecksum.Type.valueOf(type), bpc).getChecksumSize();
-      int dataPerPacket = Math.max(bpc, packetBytes - packetBytes % bpc);
+      // as BlockReadTask sizes them: whole chunks, fitting the pool's buffer for that much data
+      int dataPerPacket = org.hdfsrdma.protocol.MessageCodec.packetDataBytes(alloc,
+          Math.max(bpc, packetBytes - packetBytes % bpc), bpc, sumSize, 4096);
       DiskIo.ReadStream rs = io.openRead(v, block);
       try (rs) {
         // as BlockReadTask: O_DIRECT into the packets where it can, else through the read-ahead channel

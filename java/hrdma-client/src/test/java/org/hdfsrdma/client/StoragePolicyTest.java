@@ -196,7 +196,7 @@ class StoragePolicyTest {
     stock.mkdirs(dir);
     stock.setStoragePolicy(dir, "ALL_SSD");
     Path p = new Path(dir, "f");
-    int len = 16 << 20; // one block of 16 packets
+    int len = 16 << 20; // one block of 17 packets
     byte[] data = PluginCluster.random(len, 23);
     try (OutputStream out = fs.create(p, true, 4096, (short) 1, len, null)) {
       out.write(data);
@@ -277,23 +277,34 @@ class StoragePolicyTest {
         BlockOps.readBlock(lb.getBlock(), lb.getBlockToken(), "prepare-test", 0, len), null));
   }
 
-  /** READ_RESPONSE, then the block's 16 packets of 1 MiB, in order and all of request {@code id}. */
+  /**
+   * READ_RESPONSE, then the whole block in packets in order, all of request {@code id}, each
+   * but the last of the size that fits a 1 MiB buffer of the pool (1 MiB - 12 KiB of data).
+   */
   private static void expectWholeBlock(BlockingQueue<Message> replies, long id, byte[] data) throws Exception {
     Message resp = next(replies);
     assertEquals(MessageKind.READ_RESPONSE, resp.kind(), "request " + id + " answered first: " + resp);
     assertEquals(id, resp.requestId());
-    for (int k = 0; k < 16; k++) {
+    int packet = (1 << 20) - (12 << 10);
+    long at = 0;
+    for (int k = 0; ; k++) {
       Message pkt = next(replies);
       assertEquals(MessageKind.DATA_PACKET, pkt.kind(), "request " + id + " packet " + k + ": " + pkt);
       assertEquals(id, pkt.requestId(), "no message of another request between a request's packets");
       PacketHeaderProto h = pkt.packetHeader();
-      assertEquals((long) k << 20, h.getOffsetInBlock());
-      assertEquals(k == 15, h.getLastPacketInBlock());
+      assertEquals(at, h.getOffsetInBlock());
+      assertEquals(Math.min(packet, data.length - at), h.getDataLen(), "request " + id + " packet " + k);
       ByteBuffer body = pkt.payload();
       byte[] bytes = new byte[h.getDataLen()];
       body.position(body.limit() - bytes.length);
       body.get(bytes);
-      assertArrayEquals(Arrays.copyOfRange(data, k << 20, (k + 1) << 20), bytes, "request " + id + " packet " + k);
+      assertArrayEquals(Arrays.copyOfRange(data, (int) at, (int) at + bytes.length), bytes,
+          "request " + id + " packet " + k);
+      at += bytes.length;
+      assertEquals(at == data.length, h.getLastPacketInBlock());
+      if (at == data.length) {
+        return;
+      }
     }
   }
 

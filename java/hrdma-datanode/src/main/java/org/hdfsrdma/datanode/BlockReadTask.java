@@ -59,6 +59,8 @@ final class BlockReadTask implements ReadQueue.Read {
   /** BlockMetadataHeader: u16 version (1), then the checksum header (u8 type, u32 bytesPerChecksum). */
   private static final int META_VERSION = 1;
   private static final int META_HEADER_BYTES = 2 + 1 + 4;
+  /** The O_DIRECT alignment packets are sized for (the page; what ext4 and xfs report here). */
+  private static final int PACKET_ALIGN = 4096;
 
   private final RequestDispatcher owner;
   private final DataNodeAccess dn;
@@ -381,7 +383,9 @@ final class BlockReadTask implements ReadQueue.Read {
       next = chunkOffset;
       end = stop;
       int pb = owner.settings().packetBytes();
-      packetBytes = Math.max(bpc, pb - pb % bpc);
+      // whole chunks, and no more than fits the pool's buffer for that much data
+      packetBytes = MessageCodec.packetDataBytes(ep.transport().allocator(), Math.max(bpc, pb - pb % bpc), bpc,
+          checksumSize, PACKET_ALIGN);
       IOUtils.skipFully(in, (chunkOffset / bpc) * checksumSize);
       metaCh = meta.channel();
       blockCh = DataNodeAccess.channelOf(dn.blockInputStream(block, chunkOffset));

@@ -61,7 +61,62 @@ public final class MessageCodec {
   /** No header (protobuf part) is larger. */
   public static final int MAX_HEADER_BYTES = 64 << 10;
 
+  /** The largest DATA_PACKET header: every field at its widest. */
+  private static final int MAX_PACKET_HEADER_BYTES = PacketHeaderProto.newBuilder().setOffsetInBlock(Long.MIN_VALUE)
+      .setSeqno(Long.MIN_VALUE).setLastPacketInBlock(true).setDataLen(Integer.MIN_VALUE).setSyncBlock(true).build()
+      .getSerializedSize();
+
   private MessageCodec() {}
+
+  /**
+   * Data bytes per DATA_PACKET, for packets of up to {@code dataBytes} (whole chunks of
+   * {@code bytesPerChecksum}, {@code checksumSize} bytes of checksum each) whose data may be
+   * laid out at an {@code align}ed address ({@link #beginAt}, which needs up to {@code align}
+   * bytes more): where the message of {@code dataBytes} spills into a larger buffer of
+   * {@code alloc} than the data alone takes (a pool's power-of-two classes), the most data,
+   * in whole multiples of both the chunk and {@code align}, whose message fits that smaller
+   * buffer; else {@code dataBytes}. With the default 1 MiB of data, the message (1 MiB, 8 KiB
+   * of CRC32C, headers) took a 2 MiB buffer; 1 MiB - 12 KiB of data fits the 1 MiB one, half
+   * the registered memory per packet. The smaller size is chosen only when it saves a quarter
+   * or more of the memory per byte of data and keeps at least half of {@code dataBytes}.
+   */
+  public static int packetDataBytes(BufferAllocator alloc, int dataBytes, int bytesPerChecksum, int checksumSize,
+      int align) {
+    if (dataBytes <= 0 || bytesPerChecksum <= 0 || checksumSize < 0 || align <= 0) {
+      throw new IllegalArgumentException("packet of " + dataBytes + " bytes in chunks of " + bytesPerChecksum
+          + " (" + checksumSize + "-byte checksums), alignment " + align);
+    }
+    long cap = alloc.footprint(dataBytes);
+    long full = alloc.footprint((int) Math.min(Integer.MAX_VALUE,
+        packetMessageBytes(dataBytes, bytesPerChecksum, checksumSize, align)));
+    long unit = lcm(bytesPerChecksum, align);
+    long room = cap - FIXED_BYTES - MAX_PACKET_HEADER_BYTES - align;
+    long fit = room / (bytesPerChecksum + checksumSize) * bytesPerChecksum; // whole chunks with their checksums
+    fit -= fit % unit;
+    if (fit < unit || 2 * fit < dataBytes || fit >= dataBytes) {
+      return dataBytes;
+    }
+    long fitted = alloc.footprint((int) packetMessageBytes(fit, bytesPerChecksum, checksumSize, align));
+    // only where it saves registered memory per byte of data (a pool's classes), by a quarter at least
+    return 4 * fit * full > 5L * dataBytes * fitted ? (int) fit : dataBytes;
+  }
+
+  /** The bytes of a DATA_PACKET message of {@code data} bytes laid out at an aligned address. */
+  private static long packetMessageBytes(long data, int bytesPerChecksum, int checksumSize, int align) {
+    long chunks = (data + bytesPerChecksum - 1) / bytesPerChecksum;
+    return FIXED_BYTES + MAX_PACKET_HEADER_BYTES + chunks * checksumSize + data + align;
+  }
+
+  private static long lcm(long a, long b) {
+    long x = a;
+    long y = b;
+    while (y != 0) {
+      long t = x % y;
+      x = y;
+      y = t;
+    }
+    return a / x * b;
+  }
 
   // ------------------------------------------------------------------ encode
 

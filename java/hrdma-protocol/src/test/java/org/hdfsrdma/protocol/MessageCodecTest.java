@@ -23,6 +23,7 @@ import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
 import org.apache.hadoop.io.Text;
 import org.apache.hadoop.security.token.Token;
 import org.apache.hadoop.util.DataChecksum;
+import org.hdfsrdma.transport.BufferAllocator;
 import org.hdfsrdma.transport.BufferPool;
 import org.hdfsrdma.transport.RegisteredBuffer;
 import org.hdfsrdma.transport.SlabAllocator;
@@ -130,6 +131,50 @@ class MessageCodecTest {
     assertEquals(77, p.get(103));
     assertEquals(0, m.nio().position(), "decode leaves the buffer's position alone");
     d.release();
+  }
+
+  @Test
+  void packetsAreSizedToFillThePoolsBufferNotToSpillIntoTheNextClass() throws Exception {
+    try (BufferPool big = new BufferPool(SlabAllocator.DIRECT, 8 << 20, 64 << 20)) {
+      // 1 MiB of data with its CRC32C and headers would take a 2 MiB buffer: 1 MiB - 12 KiB fits 1 MiB
+      int fit = MessageCodec.packetDataBytes(big, 1 << 20, 512, 4, 4096);
+      assertEquals((1 << 20) - (12 << 10), fit);
+      assertEquals(0, fit % 4096, "whole O_DIRECT blocks");
+      // the largest message laid out as the DataNode does (aligned data, up to one block of
+      // slack before it) takes a 1 MiB buffer
+      PacketHeaderProto widest = PacketHeaderProto.newBuilder().setOffsetInBlock(Long.MIN_VALUE)
+          .setSeqno(Long.MIN_VALUE).setLastPacketInBlock(true).setDataLen(Integer.MIN_VALUE).setSyncBlock(true).build();
+      int message = MessageCodec.FIXED_BYTES + widest.getSerializedSize() + fit / 512 * 4 + fit + 4096;
+      assertEquals(1 << 20, big.footprint(message));
+      assertEquals(2 << 20, big.footprint(message + (4 << 10)), "one more block would not fit");
+      assertEquals((1 << 19) - (8 << 10), MessageCodec.packetDataBytes(big, 1 << 19, 512, 4, 4096));
+      // what fits already stays: 1.5 MiB fits the 2 MiB class
+      assertEquals(3 << 19, MessageCodec.packetDataBytes(big, 3 << 19, 512, 4, 4096));
+      // larger chunks: still whole chunks and whole blocks, and a 1 MiB buffer
+      int bpc4k = MessageCodec.packetDataBytes(big, 1 << 20, 4096, 4, 4096);
+      assertEquals((1 << 20) - (8 << 10), bpc4k);
+      // chunks that share no small multiple with the alignment: nothing near fits, the size stays
+      assertEquals(1 << 20, MessageCodec.packetDataBytes(big, 1 << 20, 100_000, 4, 4096));
+      // an allocator without size classes: nothing to fit
+      BufferAllocator plain = new BufferAllocator() {
+        @Override
+        public RegisteredBuffer allocate(int size) {
+          throw new UnsupportedOperationException();
+        }
+
+        @Override
+        public long bytesRegistered() {
+          return 0;
+        }
+
+        @Override
+        public long buffersOutstanding() {
+          return 0;
+        }
+      };
+      assertEquals(1 << 20, MessageCodec.packetDataBytes(plain, 1 << 20, 512, 4, 4096));
+      assertThrows(IllegalArgumentException.class, () -> MessageCodec.packetDataBytes(big, 0, 512, 4, 4096));
+    }
   }
 
   @Test

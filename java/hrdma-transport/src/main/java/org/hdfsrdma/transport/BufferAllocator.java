@@ -9,6 +9,14 @@ public interface BufferAllocator {
    */
   RegisteredBuffer allocate(int size) throws TransportException;
 
+  /**
+   * The registered memory a buffer of {@code size} bytes takes: its size class in a pool
+   * (callers size what they ask for to fill it, not to spill into the next class).
+   */
+  default long footprint(int size) {
+    return size;
+  }
+
   /** Bytes of memory currently registered (held in slabs). */
   long bytesRegistered();
 

@@ -69,6 +69,15 @@ public final class BufferPool implements BufferAllocator, AutoCloseable {
     return b;
   }
 
+  /** The size class of {@code size}; past the slab size, the whole pages of a slab of its own. */
+  @Override
+  public long footprint(int size) {
+    if (size > slabSize) {
+      return ((long) size + PAGE - 1) & -PAGE;
+    }
+    return (long) MIN_CLASS << classIndex(Math.max(0, size));
+  }
+
   private int classIndex(int size) {
     int rounded = size <= MIN_CLASS ? MIN_CLASS : Integer.highestOneBit(size - 1) << 1;
     return Integer.numberOfTrailingZeros(rounded) - Integer.numberOfTrailingZeros(MIN_CLASS);

@@ -355,6 +355,11 @@ public final class TcpTransport implements Transport {
     }
 
     @Override
+    public long footprint(int size) {
+      return pool.footprint(size);
+    }
+
+    @Override
     public long bytesRegistered() {
       return pool.bytesRegistered();
     }
