@@ -72,13 +72,14 @@ final class DiskStage {
       int type = header.readByte() & 0xff;
       int bpc = header.readInt();
       int sumSize = DataChecksum.newDataChecksum(DataChecksum.Type.valueOf(type), bpc).getChecksumSize();
-      // as BlockReadTask sizes them: whole chunks, fitting the pool's buffer for that much data
-      int dataPerPacket = org.hdfsrdma.protocol.MessageCodec.packetDataBytes(alloc,
-          Math.max(bpc, packetBytes - packetBytes % bpc), bpc, sumSize, 4096);
+      int whole = Math.max(bpc, packetBytes - packetBytes % bpc);
+      int dataPerPacket = org.hdfsrdma.protocol.MessageCodec.packetDataBytes(alloc, whole, bpc, sumSize, 1);
       DiskIo.ReadStream rs = io.openRead(v, block);
       try (rs) {
         // as BlockReadTask: O_DIRECT into the packets where it can, else through the read-ahead channel
-        DirectPacketReader<StagePacket> packets = rs.packets(0, length, dataPerPacket,
+        // sized as BlockReadTask sizes them: whole chunks, fitting the pool's buffer for that much data
+        DirectPacketReader<StagePacket> packets = rs.packets(0, length,
+            align -> org.hdfsrdma.protocol.MessageCodec.packetDataBytes(alloc, whole, bpc, sumSize, align),
             (offset, len, align) -> StagePacket.allocate(alloc, (len + bpc - 1) / bpc * sumSize, len, align));
         if (packets != null) {
           try (packets) {

@@ -15,8 +15,6 @@ import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Random;
-import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.ChecksumException;
@@ -44,10 +42,8 @@ import org.hdfsrdma.protocol.MessageCodec;
 import org.hdfsrdma.protocol.MessageKind;
 import org.hdfsrdma.protocol.RdmaPorts;
 import org.hdfsrdma.transport.Endpoint;
-import org.hdfsrdma.transport.EndpointHandler;
 import org.hdfsrdma.transport.RegisteredBuffer;
 import org.hdfsrdma.transport.TransportConf;
-import org.hdfsrdma.transport.select.HrdmaConnector;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -435,27 +431,14 @@ class RdmaBlockReaderTest {
     LocatedBlock lb = blocks("/missing/file").get(0);
     DatanodeInfo dn = lb.getLocations()[0];
     InetSocketAddress addr = new InetSocketAddress(dn.getIpAddr(), RdmaPorts.pluginPort(dn, conf));
-    BlockingQueue<Message> replies = new LinkedBlockingQueue<>();
-    try (HrdmaConnector c = new HrdmaConnector(TransportConf.defaults().with(TransportConf.ORDER_KEY, "tcp"))) {
-      Endpoint ep = c.connect(addr, new EndpointHandler() {
-        @Override
-        public void onMessage(Endpoint endpoint, RegisteredBuffer message) {
-          byte[] copy = new byte[message.readableBytes()];
-          message.nio().duplicate().get(copy);
-          message.release();
-          try {
-            replies.add(MessageCodec.decode(ByteBuffer.wrap(copy)));
-          } catch (java.net.ProtocolException e) {
-            throw new AssertionError(e);
-          }
-        }
-      }).endpoint();
+    try (RawPlugin raw = new RawPlugin(addr)) {
+      Endpoint ep = raw.ep;
       byte[][] garbage = {{1, 2, 3}, new byte[100], PluginCluster.random(5000, 1)};
       for (byte[] g : garbage) {
         RegisteredBuffer m = ep.transport().allocator().allocate(g.length);
         m.nio().put(0, g);
         ep.send(m).get(10, TimeUnit.SECONDS);
-        Message reply = replies.poll(10, TimeUnit.SECONDS);
+        Message reply = raw.next();
         assertEquals(MessageKind.ERROR, reply.kind());
         System.err.println("hrdma test: garbage answered: " + reply.error().getMessage());
       }
@@ -463,14 +446,13 @@ class RdmaBlockReaderTest {
       RegisteredBuffer req = MessageCodec.encode(ep.transport().allocator(), MessageKind.READ_REQUEST, 42,
           BlockOps.readBlock(lb.getBlock(), lb.getBlockToken(), "raw", 0, 1000), null);
       ep.send(req).get(10, TimeUnit.SECONDS);
-      Message resp = replies.poll(10, TimeUnit.SECONDS);
+      Message resp = raw.next();
       assertEquals(MessageKind.READ_RESPONSE, resp.kind());
       assertEquals(42, resp.requestId());
-      Message pkt = replies.poll(10, TimeUnit.SECONDS);
+      Message pkt = raw.next();
       assertEquals(MessageKind.DATA_PACKET, pkt.kind());
       assertTrue(pkt.packetHeader().getLastPacketInBlock());
       assertEquals(1024, pkt.packetHeader().getDataLen(), "whole chunks, as stock");
-      ep.close();
     }
     byte[] got = new byte[1000];
     client.readFully(lb, dn, 0, got, 0, got.length);

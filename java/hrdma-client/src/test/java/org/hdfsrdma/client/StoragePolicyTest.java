@@ -2,7 +2,6 @@ package org.hdfsrdma.client;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.File;
@@ -16,9 +15,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
@@ -40,10 +36,6 @@ import org.hdfsrdma.protocol.MessageCodec;
 import org.hdfsrdma.protocol.MessageKind;
 import org.hdfsrdma.protocol.RdmaPorts;
 import org.hdfsrdma.transport.Endpoint;
-import org.hdfsrdma.transport.EndpointHandler;
-import org.hdfsrdma.transport.RegisteredBuffer;
-import org.hdfsrdma.transport.TransportConf;
-import org.hdfsrdma.transport.select.HrdmaConnector;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -69,6 +61,9 @@ class StoragePolicyTest {
   @BeforeAll
   void start() throws Exception {
     conf = PluginCluster.baseConf();
+    // a window that holds a whole 16 MiB test block: a read issues all its disk reads at once,
+    // so the next one prepares however far its sending has got
+    conf.setLong(org.hdfsrdma.datanode.disk.DiskSettings.READ_AHEAD_BYTES_KEY, 32L << 20);
     File base = new File("target/test-dir/" + getClass().getSimpleName());
     cluster = new MiniDFSCluster.Builder(conf, base).numDataNodes(3).storagesPerDatanode(2)
         .storageTypes(new StorageType[] {StorageType.SSD, StorageType.DISK}).build();
@@ -208,68 +203,63 @@ class StoragePolicyTest {
     long preparedBefore = plugin.readsPreparedAhead();
     InetSocketAddress addr = new InetSocketAddress(lb.getLocations()[0].getIpAddr(),
         RdmaPorts.pluginPort(lb.getLocations()[0], conf));
-    BlockingQueue<Message> replies = new LinkedBlockingQueue<>();
-    try (HrdmaConnector c = new HrdmaConnector(TransportConf.defaults().with(TransportConf.ORDER_KEY, "tcp"))) {
-      Endpoint ep = c.connect(addr, new EndpointHandler() {
-        @Override
-        public void onMessage(Endpoint endpoint, RegisteredBuffer message) {
-          byte[] copy = new byte[message.readableBytes()];
-          message.nio().duplicate().get(copy);
-          message.release();
-          try {
-            replies.add(MessageCodec.decode(ByteBuffer.wrap(copy)));
-          } catch (java.net.ProtocolException e) {
-            throw new AssertionError(e);
-          }
-        }
-      }).endpoint();
-      // all sent at once: 1 and 2 the whole block, 3 past its end (refused), 4 its first 1000 bytes
+    try (RawPlugin raw = new RawPlugin(addr)) {
+      Endpoint ep = raw.ep;
+      // all sent at once: 1 and 2 the whole block, 3 past its end (refused), 4 its first 1000
+      // bytes; the connection held at request 1's first packet until request 2 is prepared
+      // (its disk reads begun while 1 cannot finish sending: nothing of 2 may be on the wire)
+      raw.holdAt(m -> m.requestId() == 1 && m.kind() == MessageKind.DATA_PACKET);
       for (long[] a : new long[][] {{1, len}, {2, len}, {3, 2L * len}, {4, 1000}}) {
         sendRead(ep, lb, a[0], a[1]);
       }
-      expectWholeBlock(replies, 1, data);
-      expectWholeBlock(replies, 2, data);
-      Message refused = next(replies);
+      awaitCount(plugin::readsPreparedAhead, preparedBefore + 1, "request 2 prepared while request 1 sends");
+      raw.release();
+      expectWholeBlock(raw, 1, data);
+      expectWholeBlock(raw, 2, data);
+      Message refused = raw.next();
       assertEquals(MessageKind.ERROR, refused.kind(), refused.toString());
       assertEquals(3, refused.requestId());
       assertTrue(refused.error().getMessage().contains("don't match block"), refused.error().getMessage());
-      Message resp4 = next(replies);
+      Message resp4 = raw.next();
       assertEquals(MessageKind.READ_RESPONSE, resp4.kind(), resp4.toString());
       assertEquals(4, resp4.requestId());
-      Message last = next(replies);
+      Message last = raw.next();
       assertEquals(4, last.requestId());
       assertTrue(last.packetHeader().getLastPacketInBlock());
-      // whether request 2 opened before request 1 sent its last packet is a race with the
-      // DataNode's read threads (it usually does): a few more pairs give it its chances
-      for (long id = 10; id < 20 && plugin.readsPreparedAhead() == preparedBefore; id += 2) {
-        sendRead(ep, lb, id, len);
-        sendRead(ep, lb, id + 1, len);
-        expectWholeBlock(replies, id, data);
-        expectWholeBlock(replies, id + 1, data);
-      }
-      assertTrue(plugin.readsPreparedAhead() > preparedBefore,
-          "no read's disk reads began while the one before it still sent");
 
-      // a queued read withdrawn by the client (READ_STATUS ERROR) before or while it is
-      // prepared: it is undone, the connection serves on, and nothing is held
+      // a read withdrawn by the client (READ_STATUS ERROR) while it is prepared (its disk reads
+      // begun, not its turn yet) is undone without a word on the wire; the connection serves on
+      long prepared = plugin.readsPreparedAhead();
+      raw.holdAt(m -> m.requestId() == 5 && m.kind() == MessageKind.DATA_PACKET);
       for (long[] a : new long[][] {{5, len}, {6, len}, {7, 1000}}) {
         sendRead(ep, lb, a[0], a[1]);
       }
+      awaitCount(plugin::readsPreparedAhead, prepared + 1, "request 6 prepared while request 5 sends");
       ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.READ_STATUS, 6,
           BlockOps.readStatus(Status.ERROR), null));
-      Message m;
-      do {
-        m = next(replies);
-      } while (m.requestId() != 7);
+      Thread.sleep(200); // the withdrawal reaches the plugin while 5 still cannot finish
+      raw.release();
+      expectWholeBlock(raw, 5, data);
+      Message m = raw.next();
+      assertEquals(7, m.requestId(), "nothing of the withdrawn request: " + m);
       assertEquals(MessageKind.READ_RESPONSE, m.kind(), m.toString());
-      assertTrue(next(replies).packetHeader().getLastPacketInBlock());
-      ep.close();
+      assertTrue(raw.next().packetHeader().getLastPacketInBlock());
     }
     long until = System.nanoTime() + 10_000_000_000L;
     while ((plugin.openConnections() > 0 || plugin.buffersOutstanding() > 0) && System.nanoTime() < until) {
       Thread.sleep(50);
     }
     assertEquals(0, plugin.buffersOutstanding(), "buffers still held by the DataNode");
+  }
+
+  private static void awaitCount(java.util.function.LongSupplier count, long atLeast, String what)
+      throws InterruptedException {
+    long until = System.nanoTime() + 20_000_000_000L;
+    while (count.getAsLong() < atLeast && System.nanoTime() < until) {
+      Thread.sleep(10);
+    }
+    assertTrue(count.getAsLong() >= atLeast, what + ": " + count.getAsLong() + " reads prepared ahead, want "
+        + atLeast);
   }
 
   private static void sendRead(Endpoint ep, LocatedBlock lb, long id, long len) throws IOException {
@@ -281,14 +271,14 @@ class StoragePolicyTest {
    * READ_RESPONSE, then the whole block in packets in order, all of request {@code id}, each
    * but the last of the size that fits a 1 MiB buffer of the pool (1 MiB - 12 KiB of data).
    */
-  private static void expectWholeBlock(BlockingQueue<Message> replies, long id, byte[] data) throws Exception {
-    Message resp = next(replies);
+  private static void expectWholeBlock(RawPlugin raw, long id, byte[] data) throws Exception {
+    Message resp = raw.next();
     assertEquals(MessageKind.READ_RESPONSE, resp.kind(), "request " + id + " answered first: " + resp);
     assertEquals(id, resp.requestId());
     int packet = (1 << 20) - (12 << 10);
     long at = 0;
     for (int k = 0; ; k++) {
-      Message pkt = next(replies);
+      Message pkt = raw.next();
       assertEquals(MessageKind.DATA_PACKET, pkt.kind(), "request " + id + " packet " + k + ": " + pkt);
       assertEquals(id, pkt.requestId(), "no message of another request between a request's packets");
       PacketHeaderProto h = pkt.packetHeader();
@@ -306,12 +296,6 @@ class StoragePolicyTest {
         return;
       }
     }
-  }
-
-  private static Message next(BlockingQueue<Message> q) throws InterruptedException {
-    Message m = q.poll(20, TimeUnit.SECONDS);
-    assertNotNull(m, "no message within 20 s");
-    return m;
   }
 
   /** O_DIRECT bytes read on every volume of the cluster; with {@code packets}, those read into packets. */

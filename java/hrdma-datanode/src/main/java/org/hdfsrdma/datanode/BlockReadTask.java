@@ -25,6 +25,7 @@ import org.hdfsrdma.protocol.BlockOps;
 import org.hdfsrdma.protocol.Message;
 import org.hdfsrdma.protocol.MessageCodec;
 import org.hdfsrdma.protocol.MessageKind;
+import org.hdfsrdma.transport.BufferAllocator;
 import org.hdfsrdma.transport.Endpoint;
 import org.hdfsrdma.transport.RegisteredBuffer;
 import org.slf4j.Logger;
@@ -59,8 +60,6 @@ final class BlockReadTask implements ReadQueue.Read {
   /** BlockMetadataHeader: u16 version (1), then the checksum header (u8 type, u32 bytesPerChecksum). */
   private static final int META_VERSION = 1;
   private static final int META_HEADER_BYTES = 2 + 1 + 4;
-  /** The O_DIRECT alignment packets are sized for (the page; what ext4 and xfs report here). */
-  private static final int PACKET_ALIGN = 4096;
 
   private final RequestDispatcher owner;
   private final DataNodeAccess dn;
@@ -85,6 +84,7 @@ final class BlockReadTask implements ReadQueue.Read {
   private Status declined;       // open() refused the request: sent when it starts, with...
   private String declinedWhy;    // ...this message
   private boolean answered;      // READ_RESPONSE or the refusal sent
+  private boolean openedEarly;   // open() ran before the task's turn
   private boolean aheadSaid;
   private boolean lastSent;
   private boolean handedOn;
@@ -165,21 +165,25 @@ final class BlockReadTask implements ReadQueue.Read {
   }
 
   private void schedule() {
-    boolean early;
     synchronized (lock) {
       if (scheduled || finished) {
         return;
       }
       scheduled = true;
-      early = !started && !cancelled;
     }
     try {
       owner.executor().execute(this::run);
     } catch (RejectedExecutionException e) {
-      if (early) { // not its turn: nothing may be sent yet, start() tries again
-        synchronized (lock) {
-          scheduled = false;
+      boolean turn;
+      synchronized (lock) { // looked at again: start() may have come meanwhile and left it to this run
+        turn = started;
+        if (!turn && !cancelled) {
+          scheduled = false; // not its turn: nothing may be sent yet, start() tries again
+          return;
         }
+      }
+      if (!turn) { // withdrawn before its turn: undone without a word on the wire
+        complete();
         return;
       }
       RequestDispatcher.sendError(ep, id, Status.ERROR, "DataNode " + dn.datanodeUuid()
@@ -219,6 +223,7 @@ final class BlockReadTask implements ReadQueue.Read {
         } catch (IOException | RuntimeException e) {
           LOG.warn("hrdma datanode: reading {} for {} failed: {}", what(), ep.remoteAddress(), e.toString());
           decline(Status.ERROR, "DataNode " + dn.datanodeUuid() + " failed reading " + what() + ": " + e);
+          openedEarly = false; // files may be half open: complete() closes them, no second try
         }
       }
       synchronized (lock) {
@@ -232,6 +237,13 @@ final class BlockReadTask implements ReadQueue.Read {
         if (cancelled()) {
           complete(); // abandoned after preparing, or cancelled before a word was sent
           return;
+        }
+        if (declined != null && openedEarly) {
+          // refused ahead of its turn (a replica being written may have grown, a token been
+          // renewed since): asked again now, as a read that was not prepared would be
+          declined = null;
+          openedEarly = false;
+          open(); // a refusal comes before any file is opened: nothing to undo
         }
         if (declined != null) {
           RequestDispatcher.sendError(ep, id, declined, declinedWhy);
@@ -275,7 +287,7 @@ final class BlockReadTask implements ReadQueue.Read {
         ep.send(p).whenComplete(this::sent);
         if (!aheadSaid && packets != null && owner.settings().prepareAhead() && packets.issuedAll()) {
           aheadSaid = true;
-          owner.ahead(ep, this); // the connection's next read may open and start its disk reads
+          owner.ahead(ep, this); // all issued while the task waited for its turn: said again now, as the one served
         }
         if (lastSent && !handedOn) {
           handedOn = true;
@@ -318,6 +330,7 @@ final class BlockReadTask implements ReadQueue.Read {
    * sends nothing. A refusal is {@link #decline}d, to be sent when the task starts.
    */
   private boolean open() throws IOException {
+    openedEarly = !started();
     OpReadBlockProto op;
     try {
       op = request.readRequest();
@@ -383,9 +396,11 @@ final class BlockReadTask implements ReadQueue.Read {
       next = chunkOffset;
       end = stop;
       int pb = owner.settings().packetBytes();
-      // whole chunks, and no more than fits the pool's buffer for that much data
-      packetBytes = MessageCodec.packetDataBytes(ep.transport().allocator(), Math.max(bpc, pb - pb % bpc), bpc,
-          checksumSize, PACKET_ALIGN);
+      int whole = Math.max(bpc, pb - pb % bpc);
+      BufferAllocator alloc = ep.transport().allocator();
+      // whole chunks, and no more than fits the pool's buffer for that much data (on the O_DIRECT
+      // path, below, with the file's alignment)
+      packetBytes = MessageCodec.packetDataBytes(alloc, whole, bpc, checksumSize, 1);
       IOUtils.skipFully(in, (chunkOffset / bpc) * checksumSize);
       metaCh = meta.channel();
       blockCh = DataNodeAccess.channelOf(dn.blockInputStream(block, chunkOffset));
@@ -393,7 +408,16 @@ final class BlockReadTask implements ReadQueue.Read {
       disk = owner.disk().openRead(dn, block); // hrdma disk: the volume's scheduler
       // hrdma disk: O_DIRECT + io_uring on ssd volumes, into the packets where the start is aligned
       // (an empty range is one empty packet: the channel's path sends it)
-      packets = end > chunkOffset ? disk.packets(chunkOffset, end, packetBytes, this::allocatePacket) : null;
+      packets = end > chunkOffset ? disk.packets(chunkOffset, end,
+          align -> MessageCodec.packetDataBytes(alloc, whole, bpc, checksumSize, align), this::allocatePacket) : null;
+      if (packets != null) {
+        packetBytes = packets.packetBytes();
+        if (owner.settings().prepareAhead()) {
+          // however far the sending has got (a slow client holds it back), the next read may
+          // start its disk reads once this one's are all issued
+          packets.whenAllIssued(() -> owner.ahead(ep, this));
+        }
+      }
       if (packets == null) {
         blockCh = disk.direct(blockCh, chunkOffset, end);
       } else if (!started()) { // prepared ahead of its turn: the device reads while the read before drains

@@ -292,7 +292,6 @@ final class RequestDispatcher implements EndpointHandler {
     }
   }
 
-  /** Writes open on all connections (tests). */
   /** Reads whose disk reads started before their turn (prepared while the read before drained). */
   long readsPreparedAhead() {
     return preparedAhead.get();
@@ -302,6 +301,7 @@ final class RequestDispatcher implements EndpointHandler {
     preparedAhead.incrementAndGet();
   }
 
+  /** Writes open on all connections (tests). */
   int openWrites() {
     return conns.values().stream().mapToInt(c -> c.writes.size()).sum();
   }

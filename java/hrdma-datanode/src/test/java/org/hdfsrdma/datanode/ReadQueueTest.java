@@ -114,6 +114,29 @@ class ReadQueueTest {
   }
 
   @Test
+  void aPreparedReadIsAbandonedOnCloseAndNothingPreparesAfterIt() {
+    List<String> log = new ArrayList<>();
+    ReadQueue q = new ReadQueue(4);
+    FakeRead a = new FakeRead(1, log);
+    FakeRead b = new FakeRead(2, log);
+    FakeRead c = new FakeRead(3, log);
+    q.submit(a);
+    q.submit(b);
+    q.submit(c);
+    q.ahead(a);
+    assertEquals(List.of("start 1", "prepare 2"), log);
+    q.cancel(3); // not the head: the prepared head stays as it is
+    assertEquals(List.of("start 1", "prepare 2", "abandon 3"), log);
+    assertSame(b, q.prepared());
+    q.close(); // the prepared read is abandoned (it undoes its preparation), the one served cancelled
+    assertTrue(log.containsAll(List.of("abandon 2", "cancel 1")), log.toString());
+    int n = log.size();
+    q.submit(new FakeRead(4, log)); // closed: abandoned at once, never prepared
+    q.ahead(a);
+    assertEquals(List.of("abandon 4"), log.subList(n, log.size()));
+  }
+
+  @Test
   void cancelsReachDrainingAndQueuedReadsAndCloseEndsThemAll() {
     List<String> log = new ArrayList<>();
     ReadQueue q = new ReadQueue(2);

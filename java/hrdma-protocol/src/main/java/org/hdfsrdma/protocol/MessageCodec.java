@@ -77,8 +77,8 @@ public final class MessageCodec {
    * in whole multiples of both the chunk and {@code align}, whose message fits that smaller
    * buffer; else {@code dataBytes}. With the default 1 MiB of data, the message (1 MiB, 8 KiB
    * of CRC32C, headers) took a 2 MiB buffer; 1 MiB - 12 KiB of data fits the 1 MiB one, half
-   * the registered memory per packet. The smaller size is chosen only when it saves a quarter
-   * or more of the memory per byte of data and keeps at least half of {@code dataBytes}.
+   * the registered memory per packet. The smaller size is chosen only when it saves more than
+   * a fifth of the memory per byte of data and keeps at least half of {@code dataBytes}.
    */
   public static int packetDataBytes(BufferAllocator alloc, int dataBytes, int bytesPerChecksum, int checksumSize,
       int align) {
@@ -97,8 +97,8 @@ public final class MessageCodec {
       return dataBytes;
     }
     long fitted = alloc.footprint((int) packetMessageBytes(fit, bytesPerChecksum, checksumSize, align));
-    // only where it saves registered memory per byte of data (a pool's classes), by a quarter at least
-    return 4 * fit * full > 5L * dataBytes * fitted ? (int) fit : dataBytes;
+    // only where it saves registered memory per byte of data (a pool's classes), by over a fifth
+    return 4.0 * fit * full > 5.0 * dataBytes * fitted ? (int) fit : dataBytes;
   }
 
   /** The bytes of a DATA_PACKET message of {@code data} bytes laid out at an aligned address. */

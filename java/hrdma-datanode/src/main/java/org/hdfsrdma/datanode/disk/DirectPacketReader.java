@@ -78,6 +78,11 @@ public final class DirectPacketReader<T extends DirectPacketReader.Packet> exten
     this.windowPackets = Math.max(1, windowBytes / packetBytes);
   }
 
+  /** Data bytes per packet (the last one of the range may be shorter). */
+  public int packetBytes() {
+    return packetBytes;
+  }
+
   /**
    * The next packet in block order, its data in place; {@code offset} is where the caller
    * expects it to start.

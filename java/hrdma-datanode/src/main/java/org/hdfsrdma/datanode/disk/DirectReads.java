@@ -80,6 +80,7 @@ abstract class DirectReads implements AutoCloseable {
   long eofAt = Long.MAX_VALUE;
   IOException failure;   // a request failed: every later read fails
   boolean open = true;
+  private Runnable allIssued; // told once every request is issued
 
   /**
    * @param file  the block file opened with {@link NativeDisk#DIRECT}
@@ -195,6 +196,31 @@ abstract class DirectReads implements AutoCloseable {
       }
       failWith(r);
     }
+    announceAllIssued();
+  }
+
+  /**
+   * {@code r} runs once, on the thread that issues the last request (the reader's or an I/O
+   * worker's, holding no lock of this object), when every request is issued; at once if that
+   * has happened already.
+   */
+  public final void whenAllIssued(Runnable r) {
+    synchronized (this) {
+      allIssued = r;
+    }
+    announceAllIssued();
+  }
+
+  private void announceAllIssued() {
+    Runnable r;
+    synchronized (this) {
+      if (allIssued == null || !open || !issuedAll()) {
+        return;
+      }
+      r = allIssued;
+      allIssued = null;
+    }
+    r.run();
   }
 
   /**
@@ -202,33 +228,36 @@ abstract class DirectReads implements AutoCloseable {
    * waiting; where the queue is full the reader's next top-up issues it instead.
    */
   private void refill() {
-    synchronized (this) {
-      Req r;
-      while (true) {
-        try {
-          r = reserve();
-        } catch (IOException | RuntimeException e) {
-          return; // no memory for it now: the reader's next top-up meets the error
+    issueWithoutWaiting();
+    announceAllIssued();
+  }
+
+  private synchronized void issueWithoutWaiting() {
+    Req r;
+    while (true) {
+      try {
+        r = reserve();
+      } catch (IOException | RuntimeException e) {
+        return; // no memory for it now: the reader's next top-up meets the error
+      }
+      if (r == null) {
+        return;
+      }
+      boolean queued = false;
+      try {
+        r.counted = sched.trySubmit(streamKey, false, r.offset, r.length, io(r));
+        queued = r.counted != null;
+        if (queued) {
+          failWith(r);
         }
-        if (r == null) {
-          return;
-        }
-        boolean queued = false;
-        try {
-          r.counted = sched.trySubmit(streamKey, false, r.offset, r.length, io(r));
-          queued = r.counted != null;
-          if (queued) {
-            failWith(r);
-          }
-        } catch (IOException | RuntimeException e) {
-          // closed: the reader meets it on its next submit
-        }
-        if (!queued) {
-          pending.pollLast(); // r, just added: nothing of it was issued
-          issuedTo -= r.length;
-          discard(r);
-          return;
-        }
+      } catch (IOException | RuntimeException e) {
+        // closed: the reader meets it on its next submit
+      }
+      if (!queued) {
+        pending.pollLast(); // r, just added: nothing of it was issued
+        issuedTo -= r.length;
+        discard(r);
+        return;
       }
     }
   }
@@ -343,14 +372,12 @@ abstract class DirectReads implements AutoCloseable {
 
   /**
    * Issues the first requests now, before the reader asks (a read prepared ahead of its
-   * turn). A failure is left to the reader's first {@link #head}, which meets it again.
+   * turn), as an I/O worker's refill does: never waiting for room in the scheduler's queue
+   * and keeping no error (no memory for packets, a full queue): the reader's first
+   * {@link #head} issues what did not go, and meets any error then.
    */
   public final void prefetch() {
-    try {
-      topUp();
-    } catch (IOException | RuntimeException e) {
-      // a request that failed to go is in pending, failed; no memory now: head() tries again
-    }
+    refill();
   }
 
   /** Every request up to the limit (or the end of the file) is issued: nothing more goes to the disk. */

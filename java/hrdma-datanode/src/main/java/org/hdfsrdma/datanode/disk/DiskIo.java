@@ -532,13 +532,24 @@ public final class DiskIo implements AutoCloseable {
      */
     public <T extends DirectPacketReader.Packet> DirectPacketReader<T> packets(long start, long end, int packetBytes,
         DirectPacketReader.Factory<T> factory) {
+      return packets(start, end, align -> packetBytes, factory);
+    }
+
+    /**
+     * As {@link #packets(long, long, int, DirectPacketReader.Factory)}, with packets of
+     * {@code packetBytes.applyAsInt(alignment)} for the file's O_DIRECT alignment
+     * ({@link DirectPacketReader#packetBytes()} says what was chosen).
+     */
+    public <T extends DirectPacketReader.Packet> DirectPacketReader<T> packets(long start, long end,
+        java.util.function.IntUnaryOperator packetBytesFor, DirectPacketReader.Factory<T> factory) {
       NativeDisk.File f = openDirect();
       if (f == null) {
         return null;
       }
       try {
         int align = f.directAlignment();
-        if (align > 0 && start % align == 0 && packetBytes % align == 0) {
+        int packetBytes = align > 0 ? packetBytesFor.applyAsInt(align) : 0;
+        if (align > 0 && start % align == 0 && packetBytes > 0 && packetBytes % align == 0) {
           DirectPacketReader<T> r = new DirectPacketReader<>(f, start, end, packetBytes, settings.readAheadBytes(),
               factory, DiskIo.this::ring, sched, this);
           direct = true;
