@@ -61,9 +61,9 @@ class StoragePolicyTest {
   @BeforeAll
   void start() throws Exception {
     conf = PluginCluster.baseConf();
-    // a window that holds a whole 16 MiB test block: a read issues all its disk reads at once,
+    // a window that holds a whole 64 MiB test block: a read issues all its disk reads at once,
     // so the next one prepares however far its sending has got
-    conf.setLong(org.hdfsrdma.datanode.disk.DiskSettings.READ_AHEAD_BYTES_KEY, 32L << 20);
+    conf.setLong(org.hdfsrdma.datanode.disk.DiskSettings.READ_AHEAD_BYTES_KEY, 80L << 20);
     File base = new File("target/test-dir/" + getClass().getSimpleName());
     cluster = new MiniDFSCluster.Builder(conf, base).numDataNodes(3).storagesPerDatanode(2)
         .storageTypes(new StorageType[] {StorageType.SSD, StorageType.DISK}).build();
@@ -191,7 +191,8 @@ class StoragePolicyTest {
     stock.mkdirs(dir);
     stock.setStoragePolicy(dir, "ALL_SSD");
     Path p = new Path(dir, "f");
-    int len = 16 << 20; // one block of 17 packets
+    // one block of 65 packets: more than the loopback connection buffers while the test holds it
+    int len = 64 << 20;
     byte[] data = PluginCluster.random(len, 23);
     try (OutputStream out = fs.create(p, true, 4096, (short) 1, len, null)) {
       out.write(data);

@@ -302,6 +302,14 @@ final class BlockReadTask implements ReadQueue.Read {
     complete();
   }
 
+  private void aheadLater() {
+    try {
+      owner.executor().execute(() -> owner.ahead(ep, this));
+    } catch (RejectedExecutionException e) {
+      // stopping or overloaded: the next read starts in its turn, unprepared
+    }
+  }
+
   private String what() {
     return block == null ? "request " + id : block + " at offset " + next;
   }
@@ -414,8 +422,10 @@ final class BlockReadTask implements ReadQueue.Read {
         packetBytes = packets.packetBytes();
         if (owner.settings().prepareAhead()) {
           // however far the sending has got (a slow client holds it back), the next read may
-          // start its disk reads once this one's are all issued
-          packets.whenAllIssued(() -> owner.ahead(ep, this));
+          // start its disk reads once this one's are all issued. Told from the read executor,
+          // not the I/O worker that issued the last read: the connection's lock may be held by
+          // a thread that waits for that worker (a close waiting for reads in flight)
+          packets.whenAllIssued(this::aheadLater);
         }
       }
       if (packets == null) {
