@@ -53,16 +53,24 @@ class ReadQueueTest {
     }
   }
 
+  /** Reads 1..n, submitted in order. */
+  private static FakeRead[] submitted(ReadQueue q, List<String> log, int n) {
+    FakeRead[] r = new FakeRead[n];
+    for (int i = 0; i < n; i++) {
+      r[i] = new FakeRead(i + 1, log);
+      q.submit(r[i]);
+    }
+    return r;
+  }
+
   @Test
   void theNextReadStartsWhenTheOneBeforeHandsOnNotWhenItsPacketsAreDelivered() {
     List<String> log = new ArrayList<>();
     ReadQueue q = new ReadQueue(4);
-    FakeRead a = new FakeRead(1, log);
-    FakeRead b = new FakeRead(2, log);
-    FakeRead c = new FakeRead(3, log);
-    q.submit(a);
-    q.submit(b);
-    q.submit(c);
+    FakeRead[] r = submitted(q, log, 3);
+    FakeRead a = r[0];
+    FakeRead b = r[1];
+    FakeRead c = r[2];
     assertEquals(List.of("start 1"), log, "one at a time");
     q.handOn(a); // a's last packet is with the transport, not delivered yet
     assertEquals(List.of("start 1", "start 2"), log);
@@ -117,12 +125,9 @@ class ReadQueueTest {
   void aPreparedReadIsAbandonedOnCloseAndNothingPreparesAfterIt() {
     List<String> log = new ArrayList<>();
     ReadQueue q = new ReadQueue(4);
-    FakeRead a = new FakeRead(1, log);
-    FakeRead b = new FakeRead(2, log);
-    FakeRead c = new FakeRead(3, log);
-    q.submit(a);
-    q.submit(b);
-    q.submit(c);
+    FakeRead[] r = submitted(q, log, 3);
+    FakeRead a = r[0];
+    FakeRead b = r[1];
     q.ahead(a);
     assertEquals(List.of("start 1", "prepare 2"), log);
     q.cancel(3); // not the head: the prepared head stays as it is
