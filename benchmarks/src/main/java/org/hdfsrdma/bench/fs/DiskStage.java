@@ -76,8 +76,8 @@ final class DiskStage {
       int dataPerPacket = org.hdfsrdma.protocol.MessageCodec.packetDataBytes(alloc, whole, bpc, sumSize, 1);
       DiskIo.ReadStream rs = io.openRead(v, block);
       try (rs) {
-        // as BlockReadTask: O_DIRECT into the packets where it can, else through the read-ahead channel
-        // sized as BlockReadTask sizes them: whole chunks, fitting the pool's buffer for that much data
+        // as BlockReadTask: O_DIRECT into the packets where it can, else through the read-ahead channel;
+        // packets of whole chunks that fit the pool's buffer for that much data
         DirectPacketReader<StagePacket> packets = rs.packets(0, length,
             align -> org.hdfsrdma.protocol.MessageCodec.packetDataBytes(alloc, whole, bpc, sumSize, align),
             (offset, len, align) -> StagePacket.allocate(alloc, (len + bpc - 1) / bpc * sumSize, len, align));

@@ -85,7 +85,6 @@ final class BlockReadTask implements ReadQueue.Read {
   private String declinedWhy;    // ...this message
   private boolean answered;      // READ_RESPONSE or the refusal sent
   private boolean openedEarly;   // open() ran before the task's turn
-  private boolean aheadSaid;
   private boolean lastSent;
   private boolean handedOn;
 
@@ -252,6 +251,13 @@ final class BlockReadTask implements ReadQueue.Read {
         }
         ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.READ_RESPONSE, id,
             BlockOps.readResponse(checksum, firstOffset), null));
+        if (packets != null && owner.settings().prepareAhead()) {
+          // its turn: once its disk reads are all issued (now, if they already are), however far
+          // the sending has got, the connection's next read may prepare. Told from the read
+          // executor, not the I/O worker that issued the last read: the connection's lock may be
+          // held by a thread that waits for that worker (a close waiting for reads in flight)
+          packets.whenAllIssued(this::aheadLater);
+        }
       }
       while (true) {
         synchronized (lock) {
@@ -285,10 +291,6 @@ final class BlockReadTask implements ReadQueue.Read {
           throw e;
         }
         ep.send(p).whenComplete(this::sent);
-        if (!aheadSaid && packets != null && owner.settings().prepareAhead() && packets.issuedAll()) {
-          aheadSaid = true;
-          owner.ahead(ep, this); // all issued while the task waited for its turn: said again now, as the one served
-        }
         if (lastSent && !handedOn) {
           handedOn = true;
           owner.handOn(ep, this); // the connection's next read may start while these packets drain
@@ -420,13 +422,6 @@ final class BlockReadTask implements ReadQueue.Read {
           align -> MessageCodec.packetDataBytes(alloc, whole, bpc, checksumSize, align), this::allocatePacket) : null;
       if (packets != null) {
         packetBytes = packets.packetBytes();
-        if (owner.settings().prepareAhead()) {
-          // however far the sending has got (a slow client holds it back), the next read may
-          // start its disk reads once this one's are all issued. Told from the read executor,
-          // not the I/O worker that issued the last read: the connection's lock may be held by
-          // a thread that waits for that worker (a close waiting for reads in flight)
-          packets.whenAllIssued(this::aheadLater);
-        }
       }
       if (packets == null) {
         blockCh = disk.direct(blockCh, chunkOffset, end);

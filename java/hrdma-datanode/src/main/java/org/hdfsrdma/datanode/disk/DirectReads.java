@@ -381,7 +381,7 @@ abstract class DirectReads implements AutoCloseable {
   }
 
   /** Every request up to the limit (or the end of the file) is issued: nothing more goes to the disk. */
-  public synchronized boolean issuedAll() {
+  private synchronized boolean issuedAll() {
     return issuedTo >= end || issuedTo >= eofAt;
   }
 
