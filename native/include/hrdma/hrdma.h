@@ -31,7 +31,7 @@ extern "C" {
 
 /* Bumped whenever a signature or a struct in this header changes. The JNI
  * layer and the Java loader check it at load time. */
-#define HRDMA_ABI_VERSION 2
+#define HRDMA_ABI_VERSION 3
 
 typedef enum {
     HRDMA_INPROGRESS      = 1,
@@ -316,6 +316,30 @@ int hrdma_disk_ring_write(hrdma_disk_ring_t *ring, int fd, const void *buf,
 int hrdma_disk_ring_reap(hrdma_disk_ring_t *ring, hrdma_disk_completion_t *out,
                          unsigned max, unsigned min_wait, unsigned *n_p);
 unsigned hrdma_disk_ring_inflight(const hrdma_disk_ring_t *ring);
+
+/* ------------------------------------------------------------------- shm --
+ * Shared-memory segments (src/shm) for same-host reads: the DataNode creates
+ * a file in a tmpfs (/dev/shm) and reads block data into it, a client on the
+ * same host maps the same file read-only. Any thread. len is a multiple of
+ * the page size; mappings are page aligned. On failure errno is that of the
+ * failing system call (EINVAL for a refused argument), for messages. */
+
+/* Creates path (O_EXCL, mode 0600), reserves all len bytes (fallocate) and
+ * maps them read-write (MAP_SHARED); the file descriptor is not kept. A full
+ * tmpfs fails here (HRDMA_ERR_NOMEM), not with SIGBUS at a later store.
+ * HRDMA_ERR_BUSY when path exists (it is left alone). On any other failure
+ * the file is removed again and nothing stays mapped. */
+int hrdma_shm_create(const char *path, size_t len, void **addr_p);
+/* Maps the first len bytes of an existing regular file read-only
+ * (MAP_SHARED). HRDMA_ERR_INVALID when it is not a regular file or is shorter
+ * than len (its creator never shrinks it: a mapping past the end faults with
+ * SIGBUS); HRDMA_ERR_IO when it cannot be opened (errno says why). */
+int hrdma_shm_open(const char *path, size_t len, void **addr_p);
+/* Unmaps what create or open mapped (the same addr and len). Removing the
+ * file is the creator's business: mappings outlive the name. */
+int hrdma_shm_unmap(void *addr, size_t len);
+/* Bytes mapped by create and open and not unmapped yet, process-wide. */
+uint64_t hrdma_shm_mapped_bytes(void);
 
 #ifdef __cplusplus
 }

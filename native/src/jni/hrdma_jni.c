@@ -10,6 +10,7 @@
  */
 #include <jni.h>
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,13 +35,23 @@ typedef struct {
     hrdma_worker_t *worker;
 } hrdma_jni_worker_t;
 
-static void hrdma_jni_throw(JNIEnv *env, int status, const char *what)
+/* Throws NativeException("what: status text"), with errno's text appended
+ * in parentheses when err is not 0. */
+static void hrdma_jni_throw_errno(JNIEnv *env, int status, const char *what,
+                                  int err)
 {
-    char msg[256];
+    char msg[512], reason[128];
     jstring jmsg;
     jobject ex;
 
-    snprintf(msg, sizeof(msg), "%s: %s", what, hrdma_status_str(status));
+    if (err != 0) {
+        /* GNU strerror_r: returns the text, not always in reason */
+        snprintf(msg, sizeof(msg), "%s: %s (%s)", what,
+                 hrdma_status_str(status),
+                 strerror_r(err, reason, sizeof(reason)));
+    } else {
+        snprintf(msg, sizeof(msg), "%s: %s", what, hrdma_status_str(status));
+    }
     jmsg = (*env)->NewStringUTF(env, msg);
     if (jmsg == NULL) {
         return; /* OutOfMemoryError pending */
@@ -50,6 +61,11 @@ static void hrdma_jni_throw(JNIEnv *env, int status, const char *what)
     if (ex != NULL) {
         (*env)->Throw(env, (jthrowable)ex);
     }
+}
+
+static void hrdma_jni_throw(JNIEnv *env, int status, const char *what)
+{
+    hrdma_jni_throw_errno(env, status, what, 0);
 }
 
 static JNIEnv *hrdma_jni_env(void)
@@ -919,4 +935,80 @@ JNIEXPORT jint JNICALL JNI_CLASS(diskRingReap0)(JNIEnv *env, jclass cls,
                               (hrdma_disk_completion_t *)PTR(out), (unsigned)max,
                               (unsigned)min_wait, &n);
     return st < 0 ? st : (jint)n;
+}
+
+/* ------------------------------------------------------------------- shm -- */
+
+/* Slow path: the address of the mapping, or 0 with a NativeException that
+ * carries the system's reason (errno) besides the status. */
+static jlong hrdma_jni_shm_map(JNIEnv *env, jstring jpath, jlong len,
+                               int create)
+{
+    const char *verb = create ? "create" : "open";
+    char what[384];
+    const char *path;
+    void *addr = NULL;
+    int st, err;
+
+    if (jpath == NULL) {
+        hrdma_jni_throw(env, HRDMA_ERR_INVALID, "shared memory segment");
+        return 0;
+    }
+    path = (*env)->GetStringUTFChars(env, jpath, NULL);
+    if (path == NULL) {
+        return 0; /* OutOfMemoryError pending */
+    }
+    /* a negative len becomes a size_t above INT64_MAX: refused */
+    st = create ? hrdma_shm_create(path, (size_t)len, &addr)
+                : hrdma_shm_open(path, (size_t)len, &addr);
+    err = errno; /* before anything else can change it */
+    if (st < 0) {
+        snprintf(what, sizeof(what), "%s shared memory segment %s (%lld bytes)",
+                 verb, path, (long long)len);
+    }
+    (*env)->ReleaseStringUTFChars(env, jpath, path);
+    if (st < 0) {
+        hrdma_jni_throw_errno(env, st, what, err);
+        return 0;
+    }
+    return (jlong)(uintptr_t)addr;
+}
+
+JNIEXPORT jlong JNICALL JNI_CLASS(shmCreate0)(JNIEnv *env, jclass cls,
+                                              jstring jpath, jlong len)
+{
+    (void)cls;
+    return hrdma_jni_shm_map(env, jpath, len, 1);
+}
+
+JNIEXPORT jlong JNICALL JNI_CLASS(shmOpen0)(JNIEnv *env, jclass cls,
+                                            jstring jpath, jlong len)
+{
+    (void)cls;
+    return hrdma_jni_shm_map(env, jpath, len, 0);
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(shmUnmap0)(JNIEnv *env, jclass cls,
+                                            jlong addr, jlong len)
+{
+    (void)env; (void)cls;
+    if (len <= 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    return hrdma_shm_unmap(PTR(addr), (size_t)len);
+}
+
+JNIEXPORT jlong JNICALL JNI_CLASS(shmMappedBytes0)(JNIEnv *env, jclass cls)
+{
+    (void)env; (void)cls;
+    return (jlong)hrdma_shm_mapped_bytes();
+}
+
+/* A direct buffer over [addr, addr + len) (Java keeps len within an int);
+ * nothing frees the memory when the buffer is collected. */
+JNIEXPORT jobject JNICALL JNI_CLASS(directBuffer0)(JNIEnv *env, jclass cls,
+                                                   jlong addr, jlong len)
+{
+    (void)cls;
+    return (*env)->NewDirectByteBuffer(env, PTR(addr), len);
 }

@@ -3,15 +3,22 @@ package org.hdfsrdma.client;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.ProtocolException;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import org.hdfsrdma.nativelib.HrdmaNative;
+import org.hdfsrdma.nativelib.NativeShm;
+import org.hdfsrdma.proto.HrdmaProtos;
 import org.hdfsrdma.protocol.Message;
 import org.hdfsrdma.protocol.MessageCodec;
+import org.hdfsrdma.protocol.MessageKind;
+import org.hdfsrdma.protocol.SameHost;
 import org.hdfsrdma.transport.Endpoint;
 import org.hdfsrdma.transport.EndpointHandler;
 import org.hdfsrdma.transport.RegisteredBuffer;
+import org.hdfsrdma.transport.TransportException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -34,6 +41,7 @@ final class DataNodeConnection implements EndpointHandler {
   private volatile String transport;
   private volatile IOException closedCause;
   private volatile long lastUsed = System.nanoTime();
+  private volatile ClientSegment segment; // same-host reads by reference, once mapped
 
   DataNodeConnection(String name, InetSocketAddress address, RdmaBlockClient client) {
     this.name = name;
@@ -98,6 +106,102 @@ final class DataNodeConnection implements EndpointHandler {
     });
   }
 
+  /**
+   * Asks the DataNode for a shared-memory segment (SHM_REQUEST), for read packets by reference,
+   * and maps it read-only; waits at most {@code timeoutMs}. False when the DataNode refuses
+   * (another host, off, out of room) or the segment cannot be mapped (another user's file):
+   * the connection then reads by value, as before.
+   */
+  boolean mapSegment(long timeoutMs) {
+    if (SameHost.name().isEmpty() || !HrdmaNative.isAvailable()) {
+      return false;
+    }
+    PendingRead p;
+    try {
+      p = register();
+    } catch (IOException e) {
+      return false;
+    }
+    try {
+      send(MessageCodec.encode(endpoint.transport().allocator(), MessageKind.SHM_REQUEST, p.id(),
+          HrdmaProtos.ShmRequest.newBuilder().setHost(SameHost.name()).build()), p);
+      Message m = p.take(timeoutMs);
+      try {
+        if (m.kind() == MessageKind.ERROR) {
+          LOG.debug("hrdma client: {} reads by value: {}", this, m.error().getMessage());
+          return false;
+        }
+        HrdmaProtos.ShmGrant g = m.shmGrant();
+        if (g.getBytes() < 1 || g.getBytes() > Integer.MAX_VALUE) {
+          throw new ProtocolException("SHM_GRANT of a " + g.getBytes() + "-byte segment");
+        }
+        segment = new ClientSegment(NativeShm.open(Path.of(g.getPath()), g.getBytes()));
+      } finally {
+        m.release();
+      }
+      // the DataNode removes the file and sends packets by reference from now on
+      send(MessageCodec.encode(endpoint.transport().allocator(), MessageKind.SHM_MAPPED, p.id(), null),
+          null);
+      if (closedCause != null) { // closed meanwhile: onClosed may have missed the segment
+        closeSegment();
+      }
+      return true;
+    } catch (IOException | RuntimeException e) {
+      LOG.warn("hrdma client: {} reads by value: no shared-memory segment: {}", this, e.toString());
+      return false;
+    } finally {
+      p.close();
+    }
+  }
+
+  /** The connection's shared-memory segment, or null (tests). */
+  ClientSegment segment() {
+    return segment;
+  }
+
+  private void closeSegment() {
+    ClientSegment s = segment;
+    if (s != null) {
+      s.close();
+    }
+  }
+
+  /** A DATA_REF: the DATA_PACKET it names, read in place in the segment. */
+  private Message byReference(Message ref) throws ProtocolException {
+    ClientSegment s = segment;
+    if (s == null) {
+      throw new ProtocolException("DATA_REF on a connection without a shared-memory segment");
+    }
+    HrdmaProtos.ShmRef r = ref.shmRef();
+    long id = ref.requestId();
+    RegisteredBuffer view = s.view(r.getOffset(), r.getLength(), offset -> release(id, offset));
+    try {
+      Message m = MessageCodec.decode(view);
+      if (m.kind() != MessageKind.DATA_PACKET || m.requestId() != id) {
+        throw new ProtocolException("DATA_REF of request " + id + " names a " + m.kind() + " of request "
+            + m.requestId());
+      }
+      return m;
+    } catch (ProtocolException | RuntimeException e) {
+      view.release();
+      throw e;
+    }
+  }
+
+  /** Gives a packet's slot back to the DataNode; nothing to do once the connection is gone. */
+  private void release(long id, long offset) {
+    Endpoint ep = endpoint;
+    if (closedCause != null || ep == null) {
+      return;
+    }
+    try {
+      ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.SHM_RELEASE, id,
+          HrdmaProtos.ShmRelease.newBuilder().setOffset(offset).build()));
+    } catch (TransportException | RuntimeException e) {
+      // the connection is going away; the DataNode frees the segment with it
+    }
+  }
+
   @Override
   public void onMessage(Endpoint ep, RegisteredBuffer buffer) {
     Message m;
@@ -105,12 +209,21 @@ final class DataNodeConnection implements EndpointHandler {
       m = MessageCodec.decode(buffer);
     } catch (ProtocolException e) {
       buffer.release();
-      LOG.warn("hrdma client: bad message from {}, closing the connection: {}", this, e.getMessage());
-      ep.close();
+      badMessage(ep, e);
       return;
     } catch (RuntimeException e) {
       buffer.release();
       throw e;
+    }
+    if (m.kind() == MessageKind.DATA_REF) {
+      try {
+        m = byReference(m);
+      } catch (ProtocolException e) {
+        badMessage(ep, e);
+        return;
+      } finally {
+        buffer.release(); // the reference; the packet's view is the message now
+      }
     }
     PendingRead p = pending.get(m.requestId());
     if (p == null) {
@@ -120,11 +233,17 @@ final class DataNodeConnection implements EndpointHandler {
     p.offer(m);
   }
 
+  private void badMessage(Endpoint ep, ProtocolException e) {
+    LOG.warn("hrdma client: bad message from {}, closing the connection: {}", this, e.getMessage());
+    ep.close();
+  }
+
   @Override
   public void onClosed(Endpoint ep, Throwable cause) {
     IOException why = new IOException("connection to " + this + " closed"
         + (cause == null ? "" : ": " + cause.getMessage()), cause);
     closedCause = why;
+    closeSegment(); // views readers still hold keep the mapping until they are released
     List<PendingRead> all = new ArrayList<>(pending.values());
     for (PendingRead p : all) {
       p.fail(why);

@@ -82,6 +82,16 @@ public final class RdmaBlockClient implements Closeable {
    */
   public static final String LOCAL_READS_KEY = "hrdma.client.read.local";
   public static final boolean LOCAL_READS_DEFAULT = false;
+  /**
+   * Same-host reads by reference: a connection to a DataNode on this host asks for a
+   * shared-memory segment, and the DataNode reads the packets into it (O_DIRECT on ssd
+   * volumes) and sends where they are instead of the bytes; the reader verifies and copies
+   * them out in place. Unlike short-circuit reads, the DataNode still does the disk I/O
+   * (through its volume's scheduler) and checks the token of every read; the client needs
+   * to run as the DataNode's user to map the segment (else it reads by value).
+   */
+  public static final String SHM_READS_KEY = "hrdma.client.read.shm";
+  public static final boolean SHM_READS_DEFAULT = true;
   /** Bytes a short-circuit reader verifies (and at most hands out) at a time. */
   public static final String LOCAL_WINDOW_BYTES_KEY = "hrdma.client.read.local.window-bytes";
   public static final int LOCAL_WINDOW_BYTES_DEFAULT = 512 * 1024;
@@ -111,6 +121,7 @@ public final class RdmaBlockClient implements Closeable {
   private final long timeoutMs;
   private final int maxConnections;
   private final boolean localReads;
+  private final boolean shmReads;
   private final int localWindowBytes;
   private final int localVerifyAhead;
   /** Verifies short-circuit readers' windows ahead of them; null when off. Daemon threads that end when idle. */
@@ -143,6 +154,7 @@ public final class RdmaBlockClient implements Closeable {
     this.timeoutMs = conf.getLong(TIMEOUT_KEY, TIMEOUT_DEFAULT);
     this.maxConnections = conf.getInt(MAX_CONNECTIONS_KEY, MAX_CONNECTIONS_DEFAULT);
     this.localReads = conf.getBoolean(LOCAL_READS_KEY, LOCAL_READS_DEFAULT);
+    this.shmReads = conf.getBoolean(SHM_READS_KEY, SHM_READS_DEFAULT);
     if (requestBytes < 1 || maxRequestBytes < requestBytes || requestsInFlight < 1 || timeoutMs < 1
         || maxConnections < 1) {
       throw new IllegalArgumentException("bad hrdma.client.read settings: request-bytes " + requestBytes
@@ -283,11 +295,31 @@ public final class RdmaBlockClient implements Closeable {
       c = new DataNodeConnection(dn.getXferAddr() + " (" + dn.getDatanodeUuid() + ")", address, this);
       Connection conn = connector.connect(address, c);
       c.connected(conn.endpoint(), conn.transport());
+      if (shmReads && onThisHost(address)) {
+        c.mapSegment(timeoutMs);
+      }
       LOG.debug("hrdma client: connected to {}", c);
       cache.put(key, c);
       evictIdle(c);
       return c;
     }
+  }
+
+  /** Whether {@code a} is an address of this host (loopback or one of its interfaces). */
+  private static boolean onThisHost(InetSocketAddress a) {
+    java.net.InetAddress ip = a.getAddress();
+    try {
+      return ip != null && (ip.isLoopbackAddress() || java.net.NetworkInterface.getByInetAddress(ip) != null);
+    } catch (java.net.SocketException e) {
+      return false;
+    }
+  }
+
+  /** Whether the cached connection to {@code dn} reads by reference, in shared memory (tests). */
+  boolean readsByReference(DatanodeInfo dn) {
+    InetSocketAddress address = new InetSocketAddress(dn.getIpAddr(), RdmaPorts.pluginPort(dn, conf));
+    DataNodeConnection c = cache.get(key(dn, address));
+    return c != null && c.segment() != null;
   }
 
   /** Beyond {@value #MAX_CONNECTIONS_KEY}: closes the least recently used idle connections. */

@@ -88,6 +88,11 @@ final class RawPlugin implements AutoCloseable {
     return m;
   }
 
+  /** The next message to arrive within {@code ms}, or null. */
+  Message poll(long ms) throws InterruptedException {
+    return replies.poll(ms, TimeUnit.MILLISECONDS);
+  }
+
   @Override
   public void close() {
     release();

@@ -44,7 +44,10 @@ import org.slf4j.LoggerFactory;
  * leaves the executor thread, and the completion of a send (on the I/O
  * thread) schedules it again. The transport's credits hold those sends back
  * while the client keeps its packets, so a slow client pins a bounded number
- * of packets and no thread.
+ * of packets and no thread. For a client on this host the packets are made in
+ * the connection's shared-memory segment and sent by reference
+ * ({@link ShmSegment}); such a send completes when the client gives the
+ * packet's slot back.
  *
  * <p>Ahead of its turn ({@link #prepare}) the task checks the request, opens
  * the files and starts its O_DIRECT reads, but sends nothing, not even a
@@ -290,7 +293,7 @@ final class BlockReadTask implements ReadQueue.Read {
           }
           throw e;
         }
-        ep.send(p).whenComplete(this::sent);
+        ShmSegment.send(ep, id, p).whenComplete(this::sent); // by reference when p is in the connection's segment
         if (lastSent && !handedOn) {
           handedOn = true;
           owner.handOn(ep, this); // the connection's next read may start while these packets drain
@@ -407,7 +410,7 @@ final class BlockReadTask implements ReadQueue.Read {
       end = stop;
       int pb = owner.settings().packetBytes();
       int whole = Math.max(bpc, pb - pb % bpc);
-      BufferAllocator alloc = ep.transport().allocator();
+      BufferAllocator alloc = owner.packetAllocator(ep);
       // whole chunks, and no more than fits the pool's buffer for that much data (on the O_DIRECT
       // path, below, with the file's alignment)
       packetBytes = MessageCodec.packetDataBytes(alloc, whole, bpc, checksumSize, 1);
@@ -445,7 +448,7 @@ final class BlockReadTask implements ReadQueue.Read {
     int dataLen = (int) Math.min(packetBytes, end - next);
     int sumLen = sumBytes(dataLen);
     PacketHeaderProto h = packetHeader(next, dataLen);
-    RegisteredBuffer p = MessageCodec.begin(ep.transport().allocator(), MessageKind.DATA_PACKET, id, h,
+    RegisteredBuffer p = MessageCodec.begin(owner.packetAllocator(ep), MessageKind.DATA_PACKET, id, h,
         sumLen + dataLen);
     try {
       disk.read(next, dataLen, () -> { // hrdma disk: on the volume's scheduler
@@ -487,7 +490,7 @@ final class BlockReadTask implements ReadQueue.Read {
     PacketHeaderProto h = packetHeader(offset, length);
     int before = MessageCodec.FIXED_BYTES + h.getSerializedSize() + sumLen;
     int readLen = length + (align - length % align) % align;
-    RegisteredBuffer b = ep.transport().allocator().allocate(before + readLen + align);
+    RegisteredBuffer b = owner.packetAllocator(ep).allocate(before + readLen + align);
     try {
       int start = (int) Math.floorMod(-(b.address() + before), (long) align);
       MessageCodec.beginAt(b, start, MessageKind.DATA_PACKET, id, h, sumLen + length);

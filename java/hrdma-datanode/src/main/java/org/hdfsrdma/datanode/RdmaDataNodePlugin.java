@@ -371,6 +371,27 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     }
   }
 
+  /** Read packets sent by reference, in shared memory, to clients on this host (tests, status). */
+  public long readPacketsByReference() {
+    synchronized (lock) {
+      return dispatcher == null ? 0 : dispatcher.packetsByReference();
+    }
+  }
+
+  /** Shared-memory segments granted to clients on this host so far (tests, status). */
+  public long sharedSegmentsGranted() {
+    synchronized (lock) {
+      return dispatcher == null ? 0 : dispatcher.segmentsGranted();
+    }
+  }
+
+  /** Bytes of shared-memory segments mapped now (leak checks: 0 once no client is connected). */
+  public long sharedSegmentBytes() {
+    synchronized (lock) {
+      return dispatcher == null ? 0 : dispatcher.segmentBytesMapped();
+    }
+  }
+
   /** Client connections open now. */
   public int openConnections() {
     synchronized (lock) {

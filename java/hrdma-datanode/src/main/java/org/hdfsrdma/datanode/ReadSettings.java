@@ -4,7 +4,7 @@ import org.apache.hadoop.conf.Configuration;
 
 /** The read path's settings, from the DataNode configuration. */
 record ReadSettings(int threads, int packetBytes, int packetsInFlight, int maxQueuedPerConnection,
-    boolean localReads, boolean prepareAhead) {
+    boolean localReads, boolean prepareAhead, long shmSegmentBytes, long shmMaxBytes, String shmDir) {
   /** Threads that read blocks from disk and feed the transports (per plugin). */
   static final String THREADS_KEY = "hrdma.datanode.read.threads";
   static final int THREADS_DEFAULT = 4;
@@ -31,15 +31,31 @@ record ReadSettings(int threads, int packetBytes, int packetsInFlight, int maxQu
    */
   static final String PREPARE_AHEAD_KEY = "hrdma.datanode.read.prepare-ahead";
   static final boolean PREPARE_AHEAD_DEFAULT = true;
+  /**
+   * Same-host reads by reference: a client on this host (same boot, same network namespace)
+   * gets a shared-memory segment of this many bytes per connection; the read packets are
+   * read into it and the client is told where they are, instead of receiving them over the
+   * transport. 0: off.
+   */
+  static final String SHM_SEGMENT_BYTES_KEY = "hrdma.datanode.read.shm.segment-bytes";
+  static final long SHM_SEGMENT_BYTES_DEFAULT = 32L << 20;
+  /** All segments of the plugin together; a connection beyond it reads by value. */
+  static final String SHM_MAX_BYTES_KEY = "hrdma.datanode.read.shm.max-bytes";
+  static final long SHM_MAX_BYTES_DEFAULT = 1L << 30;
+  /** Where segment files are made (a tmpfs; each is removed once its client has mapped it). */
+  static final String SHM_DIR_KEY = "hrdma.datanode.read.shm.dir";
+  static final String SHM_DIR_DEFAULT = "/dev/shm";
   /** Largest packet: the transport's messages must hold it. */
   static final int MAX_PACKET_BYTES = 8 << 20;
 
   ReadSettings {
     if (threads < 1 || packetBytes < 1 || packetBytes > MAX_PACKET_BYTES || packetsInFlight < 1
-        || maxQueuedPerConnection < 1) {
+        || maxQueuedPerConnection < 1 || shmSegmentBytes < 0 || shmMaxBytes < 0 || shmDir == null
+        || shmDir.isEmpty()) {
       throw new IllegalArgumentException("bad read settings: " + threads + " threads, " + packetBytes
           + " bytes per packet (max " + MAX_PACKET_BYTES + "), " + packetsInFlight + " packets in flight, "
-          + maxQueuedPerConnection + " queued requests; check hrdma.datanode.read.*");
+          + maxQueuedPerConnection + " queued requests, shared-memory segments of " + shmSegmentBytes
+          + " bytes (" + shmMaxBytes + " in all) in '" + shmDir + "'; check hrdma.datanode.read.*");
     }
   }
 
@@ -50,6 +66,9 @@ record ReadSettings(int threads, int packetBytes, int packetsInFlight, int maxQu
         conf.getInt(PACKETS_IN_FLIGHT_KEY, PACKETS_IN_FLIGHT_DEFAULT),
         conf.getInt(MAX_QUEUED_KEY, MAX_QUEUED_DEFAULT),
         conf.getBoolean(LOCAL_READS_KEY, LOCAL_READS_DEFAULT),
-        conf.getBoolean(PREPARE_AHEAD_KEY, PREPARE_AHEAD_DEFAULT));
+        conf.getBoolean(PREPARE_AHEAD_KEY, PREPARE_AHEAD_DEFAULT),
+        conf.getLongBytes(SHM_SEGMENT_BYTES_KEY, SHM_SEGMENT_BYTES_DEFAULT),
+        conf.getLongBytes(SHM_MAX_BYTES_KEY, SHM_MAX_BYTES_DEFAULT),
+        conf.getTrimmed(SHM_DIR_KEY, SHM_DIR_DEFAULT));
   }
 }

@@ -24,6 +24,8 @@ import org.hdfsrdma.protocol.InfoReply;
 import org.hdfsrdma.protocol.Message;
 import org.hdfsrdma.protocol.MessageCodec;
 import org.hdfsrdma.protocol.MessageKind;
+import org.hdfsrdma.proto.HrdmaProtos;
+import org.hdfsrdma.transport.BufferAllocator;
 import org.hdfsrdma.transport.Endpoint;
 import org.hdfsrdma.transport.EndpointHandler;
 import org.hdfsrdma.transport.RegisteredBuffer;
@@ -62,6 +64,7 @@ final class RequestDispatcher implements EndpointHandler {
   private final long setupTimeoutMs;
   private final DiskIo disk;
   private final ConcurrentHashMap<Endpoint, Conn> conns = new ConcurrentHashMap<>();
+  private final ShmGrants shm;
 
   RequestDispatcher(DataNodeAccess dn, ReadSettings settings, ExecutorService executor,
       ExecutorService writeExecutor, java.util.function.Supplier<HrdmaConnector> connector, long setupTimeoutMs,
@@ -73,6 +76,8 @@ final class RequestDispatcher implements EndpointHandler {
     this.connector = connector;
     this.setupTimeoutMs = setupTimeoutMs;
     this.disk = disk;
+    this.shm = new ShmGrants(settings);
+    shm.removeStale();
   }
 
   /** Connections open now. */
@@ -145,6 +150,29 @@ final class RequestDispatcher implements EndpointHandler {
           w.onPacket(m);
         }
       }
+      case SHM_REQUEST -> {
+        try {
+          executor.execute(() -> grantSegment(ep, m)); // makes a file: not on the I/O thread
+        } catch (RejectedExecutionException e) {
+          m.release();
+          sendError(ep, m.requestId(), Status.ERROR, "DataNode " + dn.datanodeUuid() + " is stopping");
+        }
+      }
+      case SHM_MAPPED -> {
+        m.release();
+        conn(ep).segmentMapped(m.requestId());
+      }
+      case SHM_RELEASE -> {
+        long offset;
+        try {
+          offset = m.shmRelease().getOffset();
+        } catch (ProtocolException e) {
+          throw new AssertionError(e); // the kind was checked
+        } finally {
+          m.release();
+        }
+        conn(ep).segmentReleased(m.requestId(), offset);
+      }
       case READ_STATUS -> {
         Status s;
         try {
@@ -202,6 +230,69 @@ final class RequestDispatcher implements EndpointHandler {
     } finally {
       m.release();
     }
+  }
+
+  /**
+   * SHM_REQUEST (read executor): a shared-memory segment for this connection's read packets,
+   * for a client on this host (SHM_GRANT); else an ERROR saying why (ERROR_UNSUPPORTED), after
+   * which the client goes on reading by value.
+   */
+  private void grantSegment(Endpoint ep, Message m) {
+    long id = m.requestId();
+    try {
+      String host = m.shmRequest().getHost();
+      Conn c = conn(ep);
+      if (c.segment() != null) {
+        sendError(ep, id, Status.ERROR_INVALID, "this connection already has a shared-memory segment");
+        return;
+      }
+      if (!onThisHost(ep.remoteAddress())) {
+        throw new ShmGrants.Refused("the client " + ep.remoteAddress() + " is not on this DataNode's host");
+      }
+      BufferAllocator alloc = ep.transport().allocator();
+      ShmSegment s = shm.grant(host, alloc, (int) alloc.footprint(settings.packetBytes()));
+      if (!c.segment(s)) {
+        s.close();
+        return; // the connection closed meanwhile
+      }
+      ep.send(MessageCodec.encode(alloc, MessageKind.SHM_GRANT, id, HrdmaProtos.ShmGrant.newBuilder()
+          .setPath(s.path().toString()).setBytes(s.bytes()).build()));
+    } catch (ShmGrants.Refused e) {
+      sendError(ep, id, Status.ERROR_UNSUPPORTED, "DataNode " + dn.datanodeUuid() + ": " + e.getMessage());
+    } catch (ProtocolException e) {
+      throw new AssertionError(e); // the kind was checked
+    } catch (TransportException | RuntimeException e) {
+      LOG.warn("hrdma datanode: cannot answer the shared-memory request of {}: {}", ep.remoteAddress(),
+          e.toString());
+      sendError(ep, id, Status.ERROR, "DataNode " + dn.datanodeUuid() + ": " + e);
+    } finally {
+      m.release();
+    }
+  }
+
+  /**
+   * Where {@code ep}'s read packets are made: its shared-memory segment once the client has
+   * mapped it (which falls back to the transport's allocator when full), else the transport's.
+   */
+  BufferAllocator packetAllocator(Endpoint ep) {
+    Conn c = conns.get(ep);
+    ShmSegment s = c == null ? null : c.segment();
+    return s != null && s.isMapped() ? s : ep.transport().allocator();
+  }
+
+  /** Read packets sent by reference to same-host clients. */
+  long packetsByReference() {
+    return shm.packetsByReference();
+  }
+
+  /** Shared-memory segments granted so far. */
+  long segmentsGranted() {
+    return shm.granted();
+  }
+
+  /** Bytes of shared-memory segments mapped now. */
+  long segmentBytesMapped() {
+    return shm.bytesMapped();
   }
 
   /** Whether {@code a} is an address of this host (loopback or one of its interfaces). */
@@ -334,6 +425,7 @@ final class RequestDispatcher implements EndpointHandler {
     private final Endpoint ep;
     private final ReadQueue reads;
     private boolean closed;        // guarded by this
+    private ShmSegment segment;    // guarded by this
     final ConcurrentHashMap<Long, BlockWriteTask> writes = new ConcurrentHashMap<>();
 
     Conn(Endpoint ep, int maxQueued) {
@@ -398,12 +490,53 @@ final class RequestDispatcher implements EndpointHandler {
       reads.cancel(id);
     }
 
+    synchronized ShmSegment segment() {
+      return segment;
+    }
+
+    /** Gives the connection its segment; false when it has closed. */
+    synchronized boolean segment(ShmSegment s) {
+      if (closed || segment != null) {
+        return false;
+      }
+      segment = s;
+      return true;
+    }
+
+    /** SHM_MAPPED: the client has mapped the segment; its file goes and packets go by reference. */
+    void segmentMapped(long id) {
+      ShmSegment s = segment();
+      if (s == null) {
+        sendError(ep, id, Status.ERROR_INVALID, "SHM_MAPPED, but this connection has no shared-memory segment");
+        return;
+      }
+      try {
+        s.clientMapped();
+      } catch (IOException e) {
+        LOG.warn("hrdma datanode: cannot remove the file of {}'s segment {}: {}", ep.remoteAddress(), s.path(),
+            e.toString());
+      }
+    }
+
+    /** SHM_RELEASE: the client gives back a packet's slot. */
+    void segmentReleased(long id, long offset) {
+      ShmSegment s = segment();
+      if (s == null || !s.released(offset)) {
+        LOG.info("hrdma datanode: {} released a shared-memory packet it does not hold (offset {})",
+            ep.remoteAddress(), offset);
+        sendError(ep, id, Status.ERROR_INVALID, "SHM_RELEASE of offset " + offset + ": no packet is held there");
+      }
+    }
+
     synchronized void close() {
       closed = true;
       for (BlockWriteTask w : writes.values()) {
         w.abort();
       }
       reads.close();
+      if (segment != null) {
+        segment.close();
+      }
     }
   }
 }

@@ -138,4 +138,23 @@ public final class Jni {
 
   /** Completions (u64 cookie, i64 result) stored at out; returns how many, or < 0: status. */
   public static native int diskRingReap0(long ring, long out, int max, int minWait);
+
+  // shm (same-host segments): create and open throw, the system's reason in the message
+
+  /** Creates path (O_EXCL), reserves and maps {@code len} bytes read-write; returns the address. */
+  public static native long shmCreate0(String path, long len) throws NativeException;
+
+  /** Maps the first {@code len} bytes of an existing file read-only; returns the address. */
+  public static native long shmOpen0(String path, long len) throws NativeException;
+
+  public static native int shmUnmap0(long addr, long len);
+
+  /** Bytes mapped by shmCreate0 and shmOpen0 and not unmapped yet, process-wide. */
+  public static native long shmMappedBytes0();
+
+  /**
+   * A direct buffer over native memory [addr, addr + len), len at most
+   * Integer.MAX_VALUE; it does not free the memory when collected.
+   */
+  public static native ByteBuffer directBuffer0(long addr, long len);
 }

@@ -9,6 +9,7 @@ import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpReadBlockProto
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpWriteBlockProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PacketHeaderProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PipelineAckProto;
+import org.hdfsrdma.proto.HrdmaProtos;
 import org.hdfsrdma.transport.RegisteredBuffer;
 
 /**
@@ -95,6 +96,22 @@ public final class Message {
 
   public PipelineAckProto pipelineAck() throws ProtocolException {
     return header(MessageKind.PIPELINE_ACK, PipelineAckProto.class);
+  }
+
+  public HrdmaProtos.ShmRequest shmRequest() throws ProtocolException {
+    return header(MessageKind.SHM_REQUEST, HrdmaProtos.ShmRequest.class);
+  }
+
+  public HrdmaProtos.ShmGrant shmGrant() throws ProtocolException {
+    return header(MessageKind.SHM_GRANT, HrdmaProtos.ShmGrant.class);
+  }
+
+  public HrdmaProtos.ShmRef shmRef() throws ProtocolException {
+    return header(MessageKind.DATA_REF, HrdmaProtos.ShmRef.class);
+  }
+
+  public HrdmaProtos.ShmRelease shmRelease() throws ProtocolException {
+    return header(MessageKind.SHM_RELEASE, HrdmaProtos.ShmRelease.class);
   }
 
   public BlockOpResponseProto error() throws ProtocolException {

@@ -16,6 +16,7 @@ import org.apache.hadoop.thirdparty.protobuf.CodedOutputStream;
 import org.apache.hadoop.thirdparty.protobuf.InvalidProtocolBufferException;
 import org.apache.hadoop.thirdparty.protobuf.MessageLite;
 import org.apache.hadoop.thirdparty.protobuf.Parser;
+import org.hdfsrdma.proto.HrdmaProtos;
 import org.hdfsrdma.transport.BufferAllocator;
 import org.hdfsrdma.transport.RegisteredBuffer;
 import org.hdfsrdma.transport.TransportException;
@@ -147,6 +148,13 @@ public final class MessageCodec {
     RegisteredBuffer m = begin(alloc, MessageKind.INFO_REPLY, requestId, info.serializedSize(), 0,
         info::writeTo);
     return finish(m);
+  }
+
+  /** A complete message without payload whose header is one of our own (proto/), or null for none. */
+  public static RegisteredBuffer encode(BufferAllocator alloc, MessageKind kind, long requestId,
+      com.google.protobuf.MessageLite header) throws TransportException {
+    byte[] h = header == null ? new byte[0] : header.toByteArray();
+    return finish(begin(alloc, kind, requestId, h.length, 0, out -> out.writeRawBytes(h)));
   }
 
   /** A complete message: header plus a copy of {@code payload} (position to limit; may be null). */
@@ -324,13 +332,16 @@ public final class MessageCodec {
 
   private static Object parseHeader(MessageKind kind, ByteBuffer header) throws ProtocolException {
     return switch (kind) {
-      case INFO_REQUEST -> {
+      case INFO_REQUEST, SHM_MAPPED -> {
         if (header.hasRemaining()) {
-          throw new ProtocolException("INFO_REQUEST carries a " + header.remaining()
-              + "-byte header; it has none");
+          throw new ProtocolException(kind + " carries a " + header.remaining() + "-byte header; it has none");
         }
         yield null;
       }
+      case SHM_REQUEST -> parseOwn(kind, HrdmaProtos.ShmRequest.parser(), header);
+      case SHM_GRANT -> parseOwn(kind, HrdmaProtos.ShmGrant.parser(), header);
+      case DATA_REF -> parseOwn(kind, HrdmaProtos.ShmRef.parser(), header);
+      case SHM_RELEASE -> parseOwn(kind, HrdmaProtos.ShmRelease.parser(), header);
       case INFO_REPLY -> InfoReply.parse(CodedInputStream.newInstance(header));
       case READ_REQUEST, LOCAL_PATH_REQUEST -> parse(kind, OpReadBlockProto.parser(), header);
       case LOCAL_PATH_REPLY -> parse(kind, GetBlockLocalPathInfoResponseProto.parser(), header);
@@ -341,6 +352,17 @@ public final class MessageCodec {
       case READ_STATUS -> parse(kind, ClientReadStatusProto.parser(), header);
       default -> throw new ProtocolException(kind + " has no decoder");
     };
+  }
+
+  /** As {@link #parse}, for our own headers (proto/, plain protobuf-java rather than Hadoop's shaded copy). */
+  private static <T> T parseOwn(MessageKind kind, com.google.protobuf.Parser<T> parser, ByteBuffer header)
+      throws ProtocolException {
+    try {
+      return parser.parseFrom(header);
+    } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+      throw new ProtocolException(kind + ": header is not a valid " + kind.name() + " protobuf message: "
+          + e.getMessage());
+    }
   }
 
   private static <T> T parse(MessageKind kind, Parser<T> parser, ByteBuffer header) throws ProtocolException {

@@ -25,6 +25,23 @@ public enum MessageKind {
   LOCAL_PATH_REQUEST(0x14, true),
   /** Header: {@code GetBlockLocalPathInfoResponseProto} (block with its visible length, data and .meta paths). */
   LOCAL_PATH_REPLY(0x15, true),
+  /**
+   * A client on the DataNode's own host asks for a shared-memory segment to receive read
+   * packets by reference. Header: {@code hrdma.v1.ShmRequest} (the client's host). Answered
+   * with SHM_GRANT or an ERROR (ERROR_UNSUPPORTED: not here, not to this client).
+   */
+  SHM_REQUEST(0x16, true),
+  /** Header: {@code hrdma.v1.ShmGrant}: the segment's file and size. */
+  SHM_GRANT(0x17, true),
+  /** The client has mapped the granted segment (the DataNode removes its file). Header: empty. */
+  SHM_MAPPED(0x18, true),
+  /**
+   * A DATA_PACKET of the request, whole, in the connection's segment. Header:
+   * {@code hrdma.v1.ShmRef} (where). The client answers SHM_RELEASE when done with it.
+   */
+  DATA_REF(0x19, true),
+  /** The client no longer reads a DATA_REF's packet. Header: {@code hrdma.v1.ShmRelease}. */
+  SHM_RELEASE(0x1a, true),
   /** Header: {@code BlockOpResponseProto}, status not SUCCESS, with a message. */
   ERROR(0x7f, true),
   /**

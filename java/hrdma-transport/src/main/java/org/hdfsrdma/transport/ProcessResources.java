@@ -2,18 +2,20 @@ package org.hdfsrdma.transport;
 
 import java.util.List;
 import org.hdfsrdma.nativelib.HrdmaNative;
+import org.hdfsrdma.nativelib.NativeShm;
 
 /**
  * What the transports hold in this process right now, over every transport
  * instance: endpoints not closed, pooled buffers not released, and the
- * native core's contexts, workers, endpoints and registered regions. All
+ * native core's contexts, workers, endpoints and registered regions, and
+ * the shared-memory segments mapped for same-host reads. All
  * zero once every transport is closed: test suites assert it at their end.
  */
 public record ProcessResources(List<String> openEndpoints, long buffersOutstanding,
-    HrdmaNative.ProcessStats nativeStats) {
+    HrdmaNative.ProcessStats nativeStats, long sharedMemoryMapped) {
   public static ProcessResources snapshot() {
     return new ProcessResources(AbstractEndpoint.openEndpoints(), BufferPool.processBuffersOutstanding(),
-        HrdmaNative.processStats());
+        HrdmaNative.processStats(), NativeShm.mappedBytes());
   }
 
   /**
@@ -34,6 +36,6 @@ public record ProcessResources(List<String> openEndpoints, long buffersOutstandi
   }
 
   public boolean isEmpty() {
-    return openEndpoints.isEmpty() && buffersOutstanding == 0 && nativeStats.isEmpty();
+    return openEndpoints.isEmpty() && buffersOutstanding == 0 && nativeStats.isEmpty() && sharedMemoryMapped == 0;
   }
 }

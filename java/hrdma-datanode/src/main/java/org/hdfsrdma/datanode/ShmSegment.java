@@ -1,0 +1,263 @@
+package org.hdfsrdma.datanode;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicLong;
+import org.hdfsrdma.nativelib.NativeShm;
+import org.hdfsrdma.proto.HrdmaProtos;
+import org.hdfsrdma.protocol.MessageCodec;
+import org.hdfsrdma.protocol.MessageKind;
+import org.hdfsrdma.transport.BufferAllocator;
+import org.hdfsrdma.transport.Endpoint;
+import org.hdfsrdma.transport.RegisteredBuffer;
+import org.hdfsrdma.transport.TransportException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One connection's shared-memory segment: the read packets of a client on
+ * this host go by reference. The segment is a file in shared memory that the
+ * DataNode maps read-write and the client read-only; it is cut into slots of
+ * {@code slotBytes}, each holding one DATA_PACKET message. A read's packets
+ * are allocated in free slots ({@link #allocate}: the O_DIRECT reads land
+ * there), and {@link #send} tells the client where the message is (DATA_REF)
+ * instead of sending it; the slot stays the client's until its SHM_RELEASE
+ * ({@link #released}), and the send's future completes then, so a read's
+ * packets in flight are bounded as on the transport, by what the client has
+ * not given back. When no slot is free, or before the client has mapped the
+ * segment, packets come from the transport's allocator and go by value: the
+ * segment never blocks a read.
+ *
+ * <p>Closing (the connection ended) fails the references the client still
+ * held and removes the file; the memory is unmapped once every slot is back
+ * (packets read ahead are given back by their reads), never under a packet
+ * being written or read. Thread-safe.
+ */
+final class ShmSegment implements BufferAllocator {
+  private static final Logger LOG = LoggerFactory.getLogger(ShmSegment.class);
+
+  private final NativeShm.Segment mem;
+  private final BufferAllocator fallback;
+  private final int slotBytes;
+  private final Runnable unmapped;
+  private final ArrayDeque<Integer> free = new ArrayDeque<>(); // guarded by this
+  private final HashMap<Long, Ref> refs = new HashMap<>();    // guarded by this: offset -> held by the client
+  private int held;          // guarded by this: slots handed out
+  private boolean mapped;    // guarded by this: the client mapped it; packets go by reference
+  private boolean closed;    // guarded by this
+  private boolean unmappedYet; // guarded by this
+  private final AtomicLong byReference;
+
+  private record Ref(Slot slot, CompletableFuture<Void> done) {}
+
+  /**
+   * @param mem the mapped segment (the segment unmaps it)
+   * @param fallback where packets come from when no slot is free
+   * @param byReference counts the packets sent by reference
+   * @param unmapped run once, after the segment's memory is unmapped
+   */
+  ShmSegment(NativeShm.Segment mem, BufferAllocator fallback, int slotBytes, AtomicLong byReference,
+      Runnable unmapped) {
+    if (slotBytes < 1 || mem.bytes() / slotBytes < 1) {
+      throw new IllegalArgumentException("segment of " + mem.bytes() + " bytes with slots of " + slotBytes);
+    }
+    this.mem = mem;
+    this.fallback = fallback;
+    this.slotBytes = slotBytes;
+    this.unmapped = unmapped;
+    this.byReference = byReference;
+    for (int i = 0; i < mem.bytes() / slotBytes; i++) {
+      free.add(i);
+    }
+  }
+
+  Path path() {
+    return mem.path();
+  }
+
+  long bytes() {
+    return mem.bytes();
+  }
+
+  /** The client has mapped the segment: its file goes, and packets go by reference from now on. */
+  synchronized void clientMapped() throws IOException {
+    if (closed) {
+      return;
+    }
+    Files.deleteIfExists(mem.path());
+    mapped = true;
+  }
+
+  synchronized boolean isMapped() {
+    return mapped;
+  }
+
+  /** Slots held now: by reads (filling or queued) and by the client. */
+  synchronized int slotsHeld() {
+    return held;
+  }
+
+  @Override
+  public RegisteredBuffer allocate(int size) throws TransportException {
+    int index;
+    synchronized (this) {
+      if (!mapped || closed || size > slotBytes || free.isEmpty()) {
+        return fallback.allocate(size);
+      }
+      index = free.poll();
+      held++;
+    }
+    ByteBuffer b = mem.buffer().slice(index * slotBytes, slotBytes);
+    b.limit(size);
+    return new Slot(b, mem.address() + (long) index * slotBytes, index);
+  }
+
+  @Override
+  public long footprint(int size) {
+    return size <= slotBytes ? slotBytes : fallback.footprint(size);
+  }
+
+  @Override
+  public long bytesRegistered() {
+    return fallback.bytesRegistered();
+  }
+
+  @Override
+  public long buffersOutstanding() {
+    return fallback.buffersOutstanding();
+  }
+
+  /**
+   * Sends the message {@code p} (position to limit) of request {@code id}: by reference
+   * when it lies in a segment, else over the endpoint. Takes over the reference to
+   * {@code p}. The future completes when the client has the message and, for a reference,
+   * has given its slot back.
+   */
+  static CompletableFuture<Void> send(Endpoint ep, long id, RegisteredBuffer p) {
+    return p instanceof Slot s ? s.owner().sendRef(ep, id, s) : ep.send(p);
+  }
+
+  private CompletableFuture<Void> sendRef(Endpoint ep, long id, Slot s) {
+    RegisteredBuffer p = s;
+    long offset = (long) s.index * slotBytes + p.nio().position();
+    HrdmaProtos.ShmRef ref = HrdmaProtos.ShmRef.newBuilder().setOffset(offset).setLength(p.readableBytes())
+        .build();
+    Ref r = new Ref(s, new CompletableFuture<>());
+    synchronized (this) {
+      if (closed) {
+        p.release();
+        return CompletableFuture.failedFuture(new TransportException("connection to " + ep.remoteAddress()
+            + " closed"));
+      }
+      refs.put(offset, r);
+    }
+    byReference.incrementAndGet();
+    try {
+      ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.DATA_REF, id, ref))
+          .whenComplete((v, t) -> {
+            if (t != null) {
+              giveBack(offset, t);
+            }
+          });
+    } catch (TransportException | RuntimeException e) {
+      giveBack(offset, e);
+    }
+    return r.done();
+  }
+
+  /**
+   * The client's SHM_RELEASE of the packet at {@code offset}.
+   *
+   * @return false when the client holds no packet there (a bad or repeated release)
+   */
+  boolean released(long offset) {
+    return giveBack(offset, null);
+  }
+
+  private boolean giveBack(long offset, Throwable failure) {
+    Ref r;
+    synchronized (this) {
+      r = refs.remove(offset);
+    }
+    if (r == null) {
+      return false;
+    }
+    r.slot().release();
+    if (failure == null) {
+      r.done().complete(null);
+    } else {
+      r.done().completeExceptionally(failure);
+    }
+    return true;
+  }
+
+  /** The connection ended: fails what the client held, removes the file, unmaps when all slots are back. */
+  void close() {
+    List<Ref> outstanding;
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      outstanding = new ArrayList<>(refs.values());
+      refs.clear();
+    }
+    try {
+      Files.deleteIfExists(mem.path());
+    } catch (IOException e) {
+      LOG.warn("hrdma datanode: cannot remove shared-memory segment {}: {}", mem.path(), e.toString());
+    }
+    TransportException closedWhy = new TransportException("the connection closed");
+    for (Ref r : outstanding) {
+      r.slot().release();
+      r.done().completeExceptionally(closedWhy);
+    }
+    unmapIfIdle();
+  }
+
+  private void unmapIfIdle() {
+    synchronized (this) {
+      if (!closed || held > 0 || unmappedYet) {
+        return;
+      }
+      unmappedYet = true;
+    }
+    mem.close();
+    unmapped.run();
+  }
+
+  /** One slot handed out; its last release gives it back. */
+  private final class Slot extends RegisteredBuffer {
+    private final int index;
+
+    Slot(ByteBuffer nio, long address, int index) {
+      super(nio, address);
+      this.index = index;
+    }
+
+    ShmSegment owner() {
+      return ShmSegment.this;
+    }
+
+    @Override
+    public long memoryHandle() {
+      return 0;
+    }
+
+    @Override
+    protected void recycle() {
+      synchronized (ShmSegment.this) {
+        free.add(index);
+        held--;
+      }
+      unmapIfIdle();
+    }
+  }
+}

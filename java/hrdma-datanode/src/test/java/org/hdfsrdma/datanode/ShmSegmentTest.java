@@ -1,0 +1,151 @@
+package org.hdfsrdma.datanode;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.hadoop.conf.Configuration;
+import org.hdfsrdma.nativelib.NativeShm;
+import org.hdfsrdma.protocol.SameHost;
+import org.hdfsrdma.transport.BufferPool;
+import org.hdfsrdma.transport.RegisteredBuffer;
+import org.hdfsrdma.transport.SlabAllocator;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The DataNode's shared-memory segments alone (no connection): who is granted
+ * one, the budget, the file's mode, stale files; slots handed out until the
+ * segment is full and the transport's buffers after; releases only of what
+ * the client holds; the memory unmapped only once every slot is back.
+ */
+class ShmSegmentTest {
+  private static final int SLOT = 1 << 20;
+
+  @TempDir
+  Path dir;
+
+  private final BufferPool pool = new BufferPool(SlabAllocator.DIRECT, 1 << 20, 64 << 20);
+
+  @AfterEach
+  void closePool() {
+    pool.close();
+  }
+
+  private ShmGrants grants(long segmentBytes, long maxBytes) {
+    Configuration c = new Configuration(false);
+    c.setLong(ReadSettings.SHM_SEGMENT_BYTES_KEY, segmentBytes);
+    c.setLong(ReadSettings.SHM_MAX_BYTES_KEY, maxBytes);
+    c.set(ReadSettings.SHM_DIR_KEY, dir.toString());
+    return new ShmGrants(ReadSettings.of(c));
+  }
+
+  @Test
+  void grantedOnlyToThisHostWithinTheBudgetAsAnOwnerOnlyFile() throws Exception {
+    ShmGrants g = grants(4 * SLOT, 6 * SLOT);
+    ShmGrants.Refused other = assertThrows(ShmGrants.Refused.class, () -> g.grant("another-host", pool, SLOT));
+    assertTrue(other.getMessage().contains("not on this DataNode's host"), other.getMessage());
+    ShmSegment s = g.grant(SameHost.name(), pool, SLOT);
+    try {
+      assertEquals(4L * SLOT, s.bytes());
+      assertEquals(4L * SLOT, g.bytesMapped());
+      assertEquals(dir, s.path().getParent());
+      assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(s.path())));
+      ShmGrants.Refused full = assertThrows(ShmGrants.Refused.class, () -> g.grant(SameHost.name(), pool, SLOT));
+      assertTrue(full.getMessage().contains(ReadSettings.SHM_MAX_BYTES_KEY), full.getMessage());
+      assertEquals(2, g.refused());
+      assertEquals(1, g.granted());
+    } finally {
+      s.close();
+    }
+    assertFalse(Files.exists(s.path()), "closing removes the file");
+    assertEquals(0, g.bytesMapped(), "the budget is given back with the mapping");
+    ShmGrants off = grants(0, 6 * SLOT);
+    ShmGrants.Refused r = assertThrows(ShmGrants.Refused.class, () -> off.grant(SameHost.name(), pool, SLOT));
+    assertTrue(r.getMessage().contains(ReadSettings.SHM_SEGMENT_BYTES_KEY), r.getMessage());
+  }
+
+  @Test
+  void staleFilesOfProcessesThatAreGoneAreRemoved() throws Exception {
+    long dead = ProcessHandle.current().pid() + 1;
+    while (ProcessHandle.of(dead).isPresent()) {
+      dead++;
+    }
+    Path stale = Files.createFile(dir.resolve(ShmGrants.PREFIX + dead + "-0123"));
+    Path live = Files.createFile(dir.resolve(ShmGrants.PREFIX + ProcessHandle.current().pid() + "-4567"));
+    Path other = Files.createFile(dir.resolve("someone-else"));
+    grants(4 * SLOT, 6 * SLOT).removeStale();
+    assertFalse(Files.exists(stale));
+    assertTrue(Files.exists(live));
+    assertTrue(Files.exists(other));
+  }
+
+  @Test
+  void slotsUntilFullThenTheTransportsBuffersAndUnmappedOnlyWhenAllAreBack() throws Exception {
+    long mapped0 = NativeShm.mappedBytes();
+    ShmGrants g = grants(3 * SLOT, 6 * SLOT);
+    ShmSegment s = g.grant(SameHost.name(), pool, SLOT);
+    assertEquals(SLOT, s.footprint(SLOT - 100), "a packet that fits takes a slot");
+    assertEquals(pool.footprint(SLOT + 1), s.footprint(SLOT + 1));
+    // the client's mapping, made before it says SHM_MAPPED (which removes the file)
+    try (NativeShm.Segment client = NativeShm.open(s.path(), s.bytes())) {
+      RegisteredBuffer before = s.allocate(1000);
+      assertEquals(0, s.slotsHeld(), "not mapped by the client yet: by value");
+      before.release();
+      s.clientMapped();
+      assertFalse(Files.exists(s.path()));
+      List<RegisteredBuffer> slots = new ArrayList<>();
+      for (int i = 0; i < 3; i++) {
+        RegisteredBuffer b = s.allocate(SLOT - i);
+        assertEquals(SLOT - i, b.readableBytes());
+        b.nio().putInt(0, 0x5eed0000 + i);
+        slots.add(b);
+      }
+      assertEquals(3, s.slotsHeld());
+      RegisteredBuffer spilled = s.allocate(100);
+      assertEquals(3, s.slotsHeld(), "full: from the transport's pool");
+      assertEquals(1, pool.buffersOutstanding());
+      spilled.release();
+      RegisteredBuffer big = s.allocate(SLOT + 1);
+      assertEquals(3, s.slotsHeld(), "larger than a slot: from the transport's pool");
+      big.release();
+      // what the DataNode wrote, the client sees at the slot's offset
+      ByteBuffer seen = client.buffer();
+      List<Integer> marks = new ArrayList<>();
+      for (int i = 0; i < 3; i++) {
+        marks.add(seen.getInt(i * SLOT));
+      }
+      marks.sort(null);
+      assertEquals(List.of(0x5eed0000, 0x5eed0001, 0x5eed0002), marks);
+      assertFalse(s.released(0), "nothing was sent by reference: no release is valid");
+      slots.remove(0).release();
+      assertEquals(2, s.slotsHeld());
+      RegisteredBuffer again = s.allocate(10);
+      assertEquals(3, s.slotsHeld(), "a slot given back is handed out again");
+      slots.add(again);
+      s.close();
+      assertEquals(mapped0 + s.bytes() + client.bytes(), NativeShm.mappedBytes(),
+          "closed with slots held: still mapped");
+      assertEquals(3L * SLOT, g.bytesMapped());
+      slots.remove(0).release();
+      slots.remove(0).release();
+      assertEquals(mapped0 + s.bytes() + client.bytes(), NativeShm.mappedBytes());
+      slots.remove(0).release();
+      assertEquals(mapped0 + client.bytes(), NativeShm.mappedBytes(), "the last slot back unmaps it");
+      assertEquals(0, g.bytesMapped());
+      RegisteredBuffer after = s.allocate(10);
+      assertEquals(0, s.slotsHeld(), "a closed segment hands out no slot");
+      after.release();
+    }
+    assertEquals(mapped0, NativeShm.mappedBytes());
+    assertEquals(0, pool.buffersOutstanding());
+  }
+}

@@ -1,0 +1,184 @@
+package org.hdfsrdma.nativelib;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * Shared-memory segments of libhrdma (native/src/shm) for same-host reads:
+ * the DataNode {@linkplain #create creates} a segment file in a tmpfs
+ * (/dev/shm) and reads block data into it, a client on the same host
+ * {@linkplain #open opens} the same file, mapped read-only, and copies
+ * packets out of it. Failures are {@link NativeException}s whose message
+ * names the path, the length and the system's reason ("File exists", "No
+ * space left on device", ...).
+ *
+ * <p><b>A closed segment's buffers must never be touched again.</b> Every
+ * {@link ByteBuffer} from {@link Segment#buffer()} (and its duplicates and
+ * slices) points straight at the mapping; {@link Segment#close()} unmaps it,
+ * and any later access through such a buffer, or through
+ * {@link Segment#address()} taken before, is a SIGSEGV that kills the JVM,
+ * not an exception. Callers reference-count a segment and close it only
+ * once no buffer of it is in use by any thread.
+ */
+public final class NativeShm {
+  private NativeShm() {}
+
+  /**
+   * Creates {@code path} (it must not exist; mode 0600), reserves all
+   * {@code bytes} (a multiple of the page size) so that a full tmpfs fails
+   * here and not with SIGBUS at a later store, and maps it read-write. The
+   * file stays when the segment is closed: removing it is the creator's
+   * business (mappings elsewhere outlive the name).
+   * {@link NativeException#ERR_BUSY} when the path exists (it is left
+   * alone), {@link NativeException#ERR_NOMEM} when the tmpfs is full.
+   */
+  public static Segment create(Path path, long bytes) throws NativeException {
+    HrdmaNative.ensureAvailable();
+    checkBytes("create", path, bytes);
+    return new Segment(path, Jni.shmCreate0(path.toString(), bytes), bytes, true);
+  }
+
+  /**
+   * Maps the first {@code bytes} (a multiple of the page size) of an
+   * existing segment file read-only; its buffers are read-only.
+   * {@link NativeException#ERR_INVALID} when the file is shorter or not a
+   * regular file, {@link NativeException#ERR_IO} when it cannot be opened.
+   */
+  public static Segment open(Path path, long bytes) throws NativeException {
+    HrdmaNative.ensureAvailable();
+    checkBytes("open", path, bytes);
+    long address;
+    try {
+      address = Jni.shmOpen0(path.toString(), bytes);
+    } catch (NativeException e) {
+      throw explainInvalid(e, path, bytes);
+    }
+    return new Segment(path, address, bytes, false);
+  }
+
+  /** The system says only "Invalid argument" for a file that is too short or not a file. */
+  private static NativeException explainInvalid(NativeException e, Path path, long bytes) {
+    String why = null;
+    if (e.status() == NativeException.ERR_INVALID && bytes > 0) {
+      try {
+        if (!Files.isRegularFile(path, LinkOption.NOFOLLOW_LINKS)) {
+          why = "not a regular file";
+        } else if (Files.size(path) < bytes) {
+          why = "the file has " + Files.size(path) + " bytes";
+        }
+      } catch (IOException | RuntimeException gone) {
+        // changed meanwhile: the message stays as it is
+      }
+    }
+    if (why == null) {
+      return e;
+    }
+    NativeException x = new NativeException(e.getMessage() + ": " + why, e.status());
+    x.initCause(e);
+    return x;
+  }
+
+  /**
+   * Bytes mapped by segments of this process not closed yet; a leak check.
+   * 0 when the library is not available (nothing is mapped then).
+   */
+  public static long mappedBytes() {
+    return HrdmaNative.isAvailable() ? Jni.shmMappedBytes0() : 0;
+  }
+
+  private static void checkBytes(String verb, Path path, long bytes) throws NativeException {
+    if (bytes > Integer.MAX_VALUE) {
+      throw new NativeException(verb + " shared memory segment " + path + " (" + bytes
+          + " bytes): larger than a ByteBuffer can cover", NativeException.ERR_INVALID);
+    }
+  }
+
+  /**
+   * A mapped segment. {@link #close()} is idempotent and thread-safe; after
+   * it {@link #buffer()} and {@link #address()} throw
+   * {@link IllegalStateException}, but buffers obtained before must not be
+   * used any more (see {@link NativeShm}: that crashes the JVM).
+   */
+  public static final class Segment implements AutoCloseable {
+    private final Path path;
+    private final long address;
+    private final long bytes;
+    /** Over the whole mapping; only duplicated, never moved. */
+    private final ByteBuffer buffer;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    private Segment(Path path, long address, long bytes, boolean writable)
+        throws NativeException {
+      ByteBuffer b = null;
+      try {
+        b = Jni.directBuffer0(address, bytes);
+      } finally {
+        if (b == null) { // an exception is on its way, or JNI has no direct buffers
+          Jni.shmUnmap0(address, bytes);
+        }
+      }
+      if (b == null) {
+        throw new NativeException("no direct buffer over shared memory segment " + path,
+            NativeException.ERR_UNSUPPORTED);
+      }
+      this.path = path;
+      this.address = address;
+      this.bytes = bytes;
+      this.buffer = writable ? b : b.asReadOnlyBuffer();
+    }
+
+    /**
+     * A new buffer over the whole segment: position 0, limit
+     * {@link #bytes()}, big-endian, read-only for a segment from
+     * {@link NativeShm#open}. Must not be touched after {@link #close()}.
+     */
+    public ByteBuffer buffer() {
+      checkOpen();
+      return buffer.duplicate();
+    }
+
+    /** Address of the mapping (page aligned); read-only memory for an opened segment. */
+    public long address() {
+      checkOpen();
+      return address;
+    }
+
+    public long bytes() {
+      return bytes;
+    }
+
+    public Path path() {
+      return path;
+    }
+
+    private void checkOpen() {
+      if (closed.get()) {
+        throw new IllegalStateException("shared memory segment " + path + " is closed");
+      }
+    }
+
+    /**
+     * Unmaps the segment, once; every buffer of it is then dead memory. No
+     * checked exception: munmap of a mapping made here fails only on a bug.
+     */
+    @Override
+    public void close() {
+      if (closed.compareAndSet(false, true)) {
+        int st = Jni.shmUnmap0(address, bytes);
+        if (st < 0) {
+          throw new IllegalStateException("unmap shared memory segment " + path + ": "
+              + HrdmaNative.statusString(st));
+        }
+      }
+    }
+
+    @Override
+    public String toString() {
+      return path + " (" + bytes + " bytes" + (buffer.isReadOnly() ? ", read-only)" : ")");
+    }
+  }
+}
