@@ -132,10 +132,15 @@ final class DataNodeConnection implements EndpointHandler {
           return false;
         }
         HrdmaProtos.ShmGrant g = m.shmGrant();
-        if (g.getBytes() < 1 || g.getBytes() > Integer.MAX_VALUE) {
-          throw new ProtocolException("SHM_GRANT of a " + g.getBytes() + "-byte segment");
+        try {
+          if (g.getBytes() < 1 || g.getBytes() > Integer.MAX_VALUE) {
+            throw new ProtocolException("SHM_GRANT of a " + g.getBytes() + "-byte segment");
+          }
+          segment = new ClientSegment(NativeShm.open(Path.of(g.getPath()), g.getBytes()));
+        } catch (IOException | RuntimeException e) {
+          decline(p.id()); // the DataNode frees it now, not when the connection ends
+          throw e;
         }
-        segment = new ClientSegment(NativeShm.open(Path.of(g.getPath()), g.getBytes()));
       } finally {
         m.release();
       }
@@ -151,6 +156,16 @@ final class DataNodeConnection implements EndpointHandler {
       return false;
     } finally {
       p.close();
+    }
+  }
+
+  /** Tells the DataNode that its segment will not be used (SHM_DECLINED). */
+  private void decline(long id) {
+    Endpoint ep = endpoint;
+    try {
+      ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.SHM_DECLINED, id, null));
+    } catch (TransportException | RuntimeException e) {
+      // the connection is going away; the segment goes with it
     }
   }
 
@@ -196,9 +211,26 @@ final class DataNodeConnection implements EndpointHandler {
     }
     try {
       ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.SHM_RELEASE, id,
-          HrdmaProtos.ShmRelease.newBuilder().setOffset(offset).build()));
+          HrdmaProtos.ShmRelease.newBuilder().setOffset(offset).build())).whenComplete((v, t) -> {
+            if (t != null) {
+              releaseFailed(ep, t);
+            }
+          });
     } catch (TransportException | RuntimeException e) {
-      // the connection is going away; the DataNode frees the segment with it
+      releaseFailed(ep, e);
+    }
+  }
+
+  /**
+   * A release that did not reach the DataNode would hold its slot, and the read waiting for
+   * it, for the connection's life: the connection closes instead (the DataNode frees the
+   * segment with it, the readers read on elsewhere).
+   */
+  private void releaseFailed(Endpoint ep, Throwable t) {
+    if (closedCause == null) {
+      LOG.warn("hrdma client: cannot give a shared-memory packet back to {}, closing the connection: {}", this,
+          t.toString());
+      ep.close();
     }
   }
 
@@ -227,6 +259,9 @@ final class DataNodeConnection implements EndpointHandler {
     }
     PendingRead p = pending.get(m.requestId());
     if (p == null) {
+      if (m.kind() == MessageKind.SHM_GRANT) {
+        decline(m.requestId()); // came after mapSegment gave up waiting
+      }
       m.release(); // a cancelled request's tail
       return;
     }

@@ -265,6 +265,35 @@ class ShmReadTest {
     await(plugin::buffersOutstanding, 0, "the DataNode's transport buffers");
   }
 
+  /**
+   * A client that cannot map its segment (another user's file) declines it: the DataNode frees
+   * it at once, not when the connection ends, and the connection's reads go by value.
+   */
+  @Test
+  void aDeclinedSegmentIsFreedAtOnceAndReadsGoByValue() throws Exception {
+    byte[] data = PluginCluster.random(BLOCK, 98);
+    Path p = write("ALL_SSD", "declined", data);
+    LocatedBlock lb = stock.getClient().getLocatedBlocks(p.toString(), 0).getLocatedBlocks().get(0);
+    InetSocketAddress addr = new InetSocketAddress(lb.getLocations()[0].getIpAddr(),
+        RdmaPorts.pluginPort(lb.getLocations()[0], conf));
+    long segmentBytes0 = plugin.sharedSegmentBytes();
+    try (RawPlugin raw = new RawPlugin(addr)) {
+      Endpoint ep = raw.ep;
+      send(ep, MessageKind.SHM_REQUEST, 1, HrdmaProtos.ShmRequest.newBuilder().setHost(SameHost.name()).build());
+      HrdmaProtos.ShmGrant g = raw.next().shmGrant();
+      assertTrue(plugin.sharedSegmentBytes() > segmentBytes0);
+      send(ep, MessageKind.SHM_DECLINED, 1, null);
+      await(plugin::sharedSegmentBytes, segmentBytes0, "a declined segment is unmapped while connected");
+      assertFalse(Files.exists(java.nio.file.Path.of(g.getPath())), "and its file removed");
+      ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.READ_REQUEST, 2,
+          BlockOps.readBlock(lb.getBlock(), lb.getBlockToken(), "shm-test", 0, 5000), null));
+      assertEquals(MessageKind.READ_RESPONSE, raw.next().kind());
+      Message pkt = raw.next();
+      assertEquals(MessageKind.DATA_PACKET, pkt.kind(), "by value: " + pkt);
+      assertTrue(pkt.packetHeader().getLastPacketInBlock());
+    }
+  }
+
   private static void send(Endpoint ep, MessageKind kind, long id, com.google.protobuf.MessageLite header)
       throws IOException {
     ep.send(MessageCodec.encode(ep.transport().allocator(), kind, id, header));

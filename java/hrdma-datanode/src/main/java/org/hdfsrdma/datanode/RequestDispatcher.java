@@ -158,9 +158,12 @@ final class RequestDispatcher implements EndpointHandler {
           sendError(ep, m.requestId(), Status.ERROR, "DataNode " + dn.datanodeUuid() + " is stopping");
         }
       }
-      case SHM_MAPPED -> {
+      case SHM_MAPPED, SHM_DECLINED -> {
         m.release();
-        conn(ep).segmentMapped(m.requestId());
+        Conn c = conns.get(ep);
+        if (c != null) { // else closed: its segment went with it
+          c.segmentAnswered(m.requestId(), m.kind() == MessageKind.SHM_MAPPED);
+        }
       }
       case SHM_RELEASE -> {
         long offset;
@@ -171,7 +174,10 @@ final class RequestDispatcher implements EndpointHandler {
         } finally {
           m.release();
         }
-        conn(ep).segmentReleased(m.requestId(), offset);
+        Conn c = conns.get(ep);
+        if (c != null) { // else closed: every slot came back with it
+          c.segmentReleased(m.requestId(), offset);
+        }
       }
       case READ_STATUS -> {
         Status s;
@@ -241,7 +247,10 @@ final class RequestDispatcher implements EndpointHandler {
     long id = m.requestId();
     try {
       String host = m.shmRequest().getHost();
-      Conn c = conn(ep);
+      Conn c = conns.get(ep);
+      if (c == null) {
+        return; // closed while the request waited: nothing to answer
+      }
       if (c.segment() != null) {
         sendError(ep, id, Status.ERROR_INVALID, "this connection already has a shared-memory segment");
         return;
@@ -251,9 +260,10 @@ final class RequestDispatcher implements EndpointHandler {
       }
       BufferAllocator alloc = ep.transport().allocator();
       ShmSegment s = shm.grant(host, alloc, (int) alloc.footprint(settings.packetBytes()));
-      if (!c.segment(s)) {
+      if (!c.segment(s)) { // the connection closed meanwhile, or a second request raced this one
         s.close();
-        return; // the connection closed meanwhile
+        sendError(ep, id, Status.ERROR_INVALID, "this connection already has a shared-memory segment, or closed");
+        return;
       }
       ep.send(MessageCodec.encode(alloc, MessageKind.SHM_GRANT, id, HrdmaProtos.ShmGrant.newBuilder()
           .setPath(s.path().toString()).setBytes(s.bytes()).build()));
@@ -425,7 +435,7 @@ final class RequestDispatcher implements EndpointHandler {
     private final Endpoint ep;
     private final ReadQueue reads;
     private boolean closed;        // guarded by this
-    private ShmSegment segment;    // guarded by this
+    private volatile ShmSegment segment; // set under this, read without (I/O workers allocate packets)
     final ConcurrentHashMap<Long, BlockWriteTask> writes = new ConcurrentHashMap<>();
 
     Conn(Endpoint ep, int maxQueued) {
@@ -490,7 +500,7 @@ final class RequestDispatcher implements EndpointHandler {
       reads.cancel(id);
     }
 
-    synchronized ShmSegment segment() {
+    ShmSegment segment() {
       return segment;
     }
 
@@ -503,11 +513,19 @@ final class RequestDispatcher implements EndpointHandler {
       return true;
     }
 
-    /** SHM_MAPPED: the client has mapped the segment; its file goes and packets go by reference. */
-    void segmentMapped(long id) {
+    /**
+     * SHM_MAPPED: the client has mapped the segment; its file goes and packets go by reference.
+     * SHM_DECLINED: it cannot; the segment goes now.
+     */
+    void segmentAnswered(long id, boolean mapped) {
       ShmSegment s = segment();
       if (s == null) {
-        sendError(ep, id, Status.ERROR_INVALID, "SHM_MAPPED, but this connection has no shared-memory segment");
+        sendError(ep, id, Status.ERROR_INVALID, (mapped ? "SHM_MAPPED" : "SHM_DECLINED")
+            + ", but this connection has no shared-memory segment");
+        return;
+      }
+      if (!mapped) {
+        s.declined();
         return;
       }
       try {
@@ -528,14 +546,18 @@ final class RequestDispatcher implements EndpointHandler {
       }
     }
 
-    synchronized void close() {
-      closed = true;
-      for (BlockWriteTask w : writes.values()) {
-        w.abort();
+    void close() {
+      ShmSegment s;
+      synchronized (this) {
+        closed = true;
+        for (BlockWriteTask w : writes.values()) {
+          w.abort();
+        }
+        reads.close();
+        s = segment;
       }
-      reads.close();
-      if (segment != null) {
-        segment.close();
+      if (s != null) { // outside the lock: failing its references runs reads' completions
+        s.close();
       }
     }
   }

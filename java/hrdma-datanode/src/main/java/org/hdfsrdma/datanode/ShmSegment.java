@@ -109,10 +109,14 @@ final class ShmSegment implements BufferAllocator {
     int index;
     synchronized (this) {
       if (!mapped || closed || size > slotBytes || free.isEmpty()) {
-        return fallback.allocate(size);
+        index = -1;
+      } else {
+        index = free.poll();
+        held++;
       }
-      index = free.poll();
-      held++;
+    }
+    if (index < 0) {
+      return fallback.allocate(size);
     }
     ByteBuffer b = mem.buffer().slice(index * slotBytes, slotBytes);
     b.limit(size);
@@ -163,13 +167,25 @@ final class ShmSegment implements BufferAllocator {
       ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.DATA_REF, id, ref))
           .whenComplete((v, t) -> {
             if (t != null) {
-              giveBack(offset, t);
+              broken(ep, t);
             }
           });
     } catch (TransportException | RuntimeException e) {
-      giveBack(offset, e);
+      broken(ep, e);
     }
     return r.done();
+  }
+
+  /**
+   * A DATA_REF could not be sent: the client may have it or not, and may be reading a slot of
+   * it, so no slot may be written again. The segment closes (what the client held fails, no slot
+   * is handed out again) and so does the connection (its reads end with it, the client's too).
+   */
+  private void broken(Endpoint ep, Throwable why) {
+    LOG.warn("hrdma datanode: cannot send a packet reference to {}, closing the connection: {}",
+        ep.remoteAddress(), why.toString());
+    close();
+    ep.close();
   }
 
   /**
@@ -178,10 +194,6 @@ final class ShmSegment implements BufferAllocator {
    * @return false when the client holds no packet there (a bad or repeated release)
    */
   boolean released(long offset) {
-    return giveBack(offset, null);
-  }
-
-  private boolean giveBack(long offset, Throwable failure) {
     Ref r;
     synchronized (this) {
       r = refs.remove(offset);
@@ -190,15 +202,19 @@ final class ShmSegment implements BufferAllocator {
       return false;
     }
     r.slot().release();
-    if (failure == null) {
-      r.done().complete(null);
-    } else {
-      r.done().completeExceptionally(failure);
-    }
+    r.done().complete(null);
     return true;
   }
 
-  /** The connection ended: fails what the client held, removes the file, unmaps when all slots are back. */
+  /** The client cannot map the segment (SHM_DECLINED): it goes now, and packets go by value. */
+  void declined() {
+    close();
+  }
+
+  /**
+   * The connection ended (or the segment cannot be used): fails what the client held, hands out
+   * no slot again, removes the file, unmaps when all slots are back. Idempotent.
+   */
   void close() {
     List<Ref> outstanding;
     synchronized (this) {

@@ -332,7 +332,7 @@ public final class MessageCodec {
 
   private static Object parseHeader(MessageKind kind, ByteBuffer header) throws ProtocolException {
     return switch (kind) {
-      case INFO_REQUEST, SHM_MAPPED -> {
+      case INFO_REQUEST, SHM_MAPPED, SHM_DECLINED -> {
         if (header.hasRemaining()) {
           throw new ProtocolException(kind + " carries a " + header.remaining() + "-byte header; it has none");
         }

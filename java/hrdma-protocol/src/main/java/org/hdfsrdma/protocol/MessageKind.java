@@ -42,6 +42,11 @@ public enum MessageKind {
   DATA_REF(0x19, true),
   /** The client no longer reads a DATA_REF's packet. Header: {@code hrdma.v1.ShmRelease}. */
   SHM_RELEASE(0x1a, true),
+  /**
+   * The client cannot map the granted segment (another user's file, another /dev/shm) or
+   * gave up waiting for it: the DataNode frees it now, not when the connection ends. Header: empty.
+   */
+  SHM_DECLINED(0x1b, true),
   /** Header: {@code BlockOpResponseProto}, status not SUCCESS, with a message. */
   ERROR(0x7f, true),
   /**

@@ -101,7 +101,20 @@ public final class VolumeScheduler implements AutoCloseable {
     if (policy.inline()) {
       return inline(new DiskRequest(stream, write, offset, length), action);
     }
-    return await(submit(stream, write, offset, length, action));
+    CompletableFuture<T> f = submit(stream, write, offset, length, action);
+    try {
+      return await(f);
+    } catch (InterruptedIOException e) {
+      // the action writes into the caller's memory (a packet, perhaps in a shared-memory segment
+      // that is unmapped once the packet is given back): it must have ended when the caller goes
+      // on. It ends: it runs, or the scheduler's close fails it
+      try {
+        f.join();
+      } catch (RuntimeException ended) {
+        // failed or withdrawn: either way, no longer running
+      }
+      throw e;
+    }
   }
 
   /**

@@ -32,6 +32,48 @@ class VolumeSchedulerTest {
     }
   }
 
+  /**
+   * A caller interrupted while its request runs does not return before the request has ended:
+   * the request writes into the caller's buffer, which the caller gives back (or a segment
+   * unmaps) as soon as it returns.
+   */
+  @Test
+  void anInterruptedCallReturnsOnlyOnceItsRequestHasEnded() throws Exception {
+    CountDownLatch running = new CountDownLatch(1);
+    CountDownLatch gate = new CountDownLatch(1);
+    AtomicInteger ended = new AtomicInteger();
+    java.util.concurrent.atomic.AtomicReference<Throwable> thrown = new java.util.concurrent.atomic.AtomicReference<>();
+    try (VolumeScheduler s = new VolumeScheduler("v", new Policies.RoundRobin("ssd", 1, 4096), 4, 4, 10 * SEC,
+        30 * SEC)) {
+      Thread caller = new Thread(() -> {
+        try {
+          s.call("s", false, 0, 1, () -> {
+            running.countDown();
+            try {
+              gate.await(); // the worker's wait: not the caller's interrupt
+            } catch (InterruptedException e) {
+              throw new java.io.InterruptedIOException();
+            }
+            return ended.incrementAndGet();
+          });
+        } catch (IOException e) {
+          thrown.set(e);
+        }
+      });
+      caller.start();
+      running.await();
+      caller.interrupt();
+      caller.join(300);
+      assertTrue(caller.isAlive(), "returned while its request still runs");
+      assertEquals(0, ended.get());
+      gate.countDown();
+      caller.join(10_000);
+      assertFalse(caller.isAlive());
+      assertEquals(1, ended.get());
+      assertTrue(thrown.get() instanceof java.io.InterruptedIOException, String.valueOf(thrown.get()));
+    }
+  }
+
   @Test
   void aFullQueuePushesBackOnCallersAndDrainsInOrder() throws Exception {
     CountDownLatch gate = new CountDownLatch(1);
