@@ -295,23 +295,13 @@ public final class RdmaBlockClient implements Closeable {
       c = new DataNodeConnection(dn.getXferAddr() + " (" + dn.getDatanodeUuid() + ")", address, this);
       Connection conn = connector.connect(address, c);
       c.connected(conn.endpoint(), conn.transport());
-      if (shmReads && onThisHost(address)) {
+      if (shmReads && org.hdfsrdma.protocol.SameHost.isLocal(address)) {
         c.mapSegment(timeoutMs);
       }
       LOG.debug("hrdma client: connected to {}", c);
       cache.put(key, c);
       evictIdle(c);
       return c;
-    }
-  }
-
-  /** Whether {@code a} is an address of this host (loopback or one of its interfaces). */
-  private static boolean onThisHost(InetSocketAddress a) {
-    java.net.InetAddress ip = a.getAddress();
-    try {
-      return ip != null && (ip.isLoopbackAddress() || java.net.NetworkInterface.getByInetAddress(ip) != null);
-    } catch (java.net.SocketException e) {
-      return false;
     }
   }
 

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.File;
@@ -104,6 +103,21 @@ class ShmReadTest {
     }
   }
 
+  private LocatedBlock firstBlock(Path p) throws IOException {
+    return stock.getClient().getLocatedBlocks(p.toString(), 0).getLocatedBlocks().get(0);
+  }
+
+  private InetSocketAddress pluginAddress(LocatedBlock lb) {
+    return new InetSocketAddress(lb.getLocations()[0].getIpAddr(), RdmaPorts.pluginPort(lb.getLocations()[0], conf));
+  }
+
+  /** Once the connections are closed: no segment mapped on either side, no buffer held by the DataNode. */
+  private void awaitNothingHeld(long mapped0) throws InterruptedException {
+    await(plugin::sharedSegmentBytes, 0, "the DataNode's segments unmapped once the connection closed");
+    await(NativeShm::mappedBytes, mapped0, "nothing of either side left mapped");
+    await(plugin::buffersOutstanding, 0, "the DataNode's transport buffers");
+  }
+
   private static void await(LongSupplier value, long want, String what) throws InterruptedException {
     long until = System.nanoTime() + 20_000_000_000L;
     while (value.getAsLong() != want && System.nanoTime() < until) {
@@ -117,7 +131,7 @@ class ShmReadTest {
   void readsGoByReferenceByteIdenticalAndLeaveNothingMapped(String policy) throws Exception {
     byte[] data = PluginCluster.random(2 * BLOCK + 12345, policy.length());
     Path p = write(policy, "whole", data);
-    LocatedBlock lb = stock.getClient().getLocatedBlocks(p.toString(), 0).getLocatedBlocks().get(0);
+    LocatedBlock lb = firstBlock(p);
     assertEquals(StorageType.valueOf(policy.equals("HOT") ? "DISK" : "SSD"), lb.getStorageTypes()[0]);
     long mapped0 = NativeShm.mappedBytes();
     long segments0 = plugin.sharedSegmentsGranted();
@@ -141,9 +155,7 @@ class ShmReadTest {
       assertTrue(NativeShm.mappedBytes() > mapped0, "both sides map it while connected");
     }
     assertArrayEquals(data, got);
-    await(plugin::sharedSegmentBytes, 0, "the DataNode's segments unmapped once the client closed");
-    await(NativeShm::mappedBytes, mapped0, "nothing of either side left mapped");
-    await(plugin::buffersOutstanding, 0, "the DataNode's transport buffers");
+    awaitNothingHeld(mapped0);
   }
 
   @ParameterizedTest
@@ -156,7 +168,7 @@ class ShmReadTest {
     Configuration c = PluginCluster.rdmaClientConf(cluster);
     c.setBoolean(RdmaBlockClient.SHM_READS_KEY, !byValue);
     try (RdmaDistributedFileSystem fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), c)) {
-      LocatedBlock lb = stock.getClient().getLocatedBlocks(p.toString(), 0).getLocatedBlocks().get(0);
+      LocatedBlock lb = firstBlock(p);
       try (RdmaBlockReader r = fs.blockClient().open(lb, lb.getLocations()[0], 0, BLOCK)) {
         byte[] head = new byte[1000];
         r.readFully(head, 0, head.length); // a packet is held, others queued behind it
@@ -174,9 +186,7 @@ class ShmReadTest {
       }
     }
     assertEquals(byValue, plugin.readPacketsByReference() == refs0, "by reference unless turned off");
-    await(plugin::sharedSegmentBytes, 0, "the DataNode's segment unmapped");
-    await(NativeShm::mappedBytes, mapped0, "nothing left mapped");
-    await(plugin::buffersOutstanding, 0, "the DataNode's transport buffers");
+    awaitNothingHeld(mapped0);
   }
 
   /**
@@ -188,9 +198,8 @@ class ShmReadTest {
   void theDataNodeWaitsForReleasesAndRefusesBadOnes() throws Exception {
     byte[] data = PluginCluster.random(BLOCK, 99);
     Path p = write("ALL_SSD", "raw", data);
-    LocatedBlock lb = stock.getClient().getLocatedBlocks(p.toString(), 0).getLocatedBlocks().get(0);
-    InetSocketAddress addr = new InetSocketAddress(lb.getLocations()[0].getIpAddr(),
-        RdmaPorts.pluginPort(lb.getLocations()[0], conf));
+    LocatedBlock lb = firstBlock(p);
+    InetSocketAddress addr = pluginAddress(lb);
     long mapped0 = NativeShm.mappedBytes();
     try (RawPlugin raw = new RawPlugin(addr)) {
       Endpoint ep = raw.ep;
@@ -260,9 +269,7 @@ class ShmReadTest {
         assertEquals(Status.ERROR_INVALID, raw.next().error().getStatus(), "a second release of a packet");
       }
     }
-    await(plugin::sharedSegmentBytes, 0, "the segment unmapped with the connection");
-    await(NativeShm::mappedBytes, mapped0, "nothing left mapped");
-    await(plugin::buffersOutstanding, 0, "the DataNode's transport buffers");
+    awaitNothingHeld(mapped0);
   }
 
   /**
@@ -273,9 +280,8 @@ class ShmReadTest {
   void aDeclinedSegmentIsFreedAtOnceAndReadsGoByValue() throws Exception {
     byte[] data = PluginCluster.random(BLOCK, 98);
     Path p = write("ALL_SSD", "declined", data);
-    LocatedBlock lb = stock.getClient().getLocatedBlocks(p.toString(), 0).getLocatedBlocks().get(0);
-    InetSocketAddress addr = new InetSocketAddress(lb.getLocations()[0].getIpAddr(),
-        RdmaPorts.pluginPort(lb.getLocations()[0], conf));
+    LocatedBlock lb = firstBlock(p);
+    InetSocketAddress addr = pluginAddress(lb);
     long segmentBytes0 = plugin.sharedSegmentBytes();
     try (RawPlugin raw = new RawPlugin(addr)) {
       Endpoint ep = raw.ep;

@@ -1,11 +1,7 @@
 package org.hdfsrdma.datanode;
 
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.net.NetworkInterface;
 import java.net.ProtocolException;
-import java.net.SocketException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -24,6 +20,7 @@ import org.hdfsrdma.protocol.InfoReply;
 import org.hdfsrdma.protocol.Message;
 import org.hdfsrdma.protocol.MessageCodec;
 import org.hdfsrdma.protocol.MessageKind;
+import org.hdfsrdma.protocol.SameHost;
 import org.hdfsrdma.proto.HrdmaProtos;
 import org.hdfsrdma.transport.BufferAllocator;
 import org.hdfsrdma.transport.Endpoint;
@@ -213,7 +210,7 @@ final class RequestDispatcher implements EndpointHandler {
             + " (" + ReadSettings.LOCAL_READS_KEY + ")");
         return;
       }
-      if (!onThisHost(ep.remoteAddress())) {
+      if (!SameHost.isLocal(ep.remoteAddress())) {
         sendError(ep, id, Status.ERROR_UNSUPPORTED, "local reads are for clients on DataNode " + dn.datanodeUuid()
             + "'s host, not " + ep.remoteAddress());
         return;
@@ -255,7 +252,7 @@ final class RequestDispatcher implements EndpointHandler {
         sendError(ep, id, Status.ERROR_INVALID, "this connection already has a shared-memory segment");
         return;
       }
-      if (!onThisHost(ep.remoteAddress())) {
+      if (!SameHost.isLocal(ep.remoteAddress())) {
         throw new ShmGrants.Refused("the client " + ep.remoteAddress() + " is not on this DataNode's host");
       }
       BufferAllocator alloc = ep.transport().allocator();
@@ -303,19 +300,6 @@ final class RequestDispatcher implements EndpointHandler {
   /** Bytes of shared-memory segments mapped now. */
   long segmentBytesMapped() {
     return shm.bytesMapped();
-  }
-
-  /** Whether {@code a} is an address of this host (loopback or one of its interfaces). */
-  private static boolean onThisHost(InetSocketAddress a) {
-    if (a == null || a.getAddress() == null) {
-      return false;
-    }
-    InetAddress ip = a.getAddress();
-    try {
-      return ip.isLoopbackAddress() || ip.isAnyLocalAddress() || NetworkInterface.getByInetAddress(ip) != null;
-    } catch (SocketException e) {
-      return false;
-    }
   }
 
   /** The request id of a message too broken to decode, when its fixed header is there; else 0. */

@@ -1,6 +1,10 @@
 package org.hdfsrdma.protocol;
 
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.NetworkInterface;
+import java.net.SocketException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -21,6 +25,17 @@ public final class SameHost {
   /** This host's name, or "" when the kernel does not tell (then nothing is same-host). */
   public static String name() {
     return NAME;
+  }
+
+  /** Whether {@code a} is an address of this host (loopback or one of its interfaces). */
+  public static boolean isLocal(InetSocketAddress a) {
+    InetAddress ip = a == null ? null : a.getAddress();
+    try {
+      return ip != null && (ip.isLoopbackAddress() || ip.isAnyLocalAddress()
+          || NetworkInterface.getByInetAddress(ip) != null);
+    } catch (SocketException e) {
+      return false;
+    }
   }
 
   private static String compute() {
