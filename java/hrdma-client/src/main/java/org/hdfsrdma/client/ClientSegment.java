@@ -26,15 +26,6 @@ final class ClientSegment {
     this.mem = mem;
   }
 
-  long bytes() {
-    return mem.bytes();
-  }
-
-  /** Views not released yet. */
-  synchronized int viewsHeld() {
-    return closed ? refs : refs - 1;
-  }
-
   /**
    * The message at {@code [offset, offset + length)}; its last release runs
    * {@code release} with the offset (which tells the DataNode).

@@ -108,19 +108,19 @@ final class DataNodeConnection implements EndpointHandler {
 
   /**
    * Asks the DataNode for a shared-memory segment (SHM_REQUEST), for read packets by reference,
-   * and maps it read-only; waits at most {@code timeoutMs}. False when the DataNode refuses
-   * (another host, off, out of room) or the segment cannot be mapped (another user's file):
-   * the connection then reads by value, as before.
+   * and maps it read-only; waits at most {@code timeoutMs}. When the DataNode refuses
+   * (another host, off, out of room) or the segment cannot be mapped (another user's file),
+   * the connection reads by value, as before.
    */
-  boolean mapSegment(long timeoutMs) {
+  void mapSegment(long timeoutMs) {
     if (SameHost.name().isEmpty() || !HrdmaNative.isAvailable()) {
-      return false;
+      return;
     }
     PendingRead p;
     try {
       p = register();
     } catch (IOException e) {
-      return false;
+      return;
     }
     try {
       send(MessageCodec.encode(endpoint.transport().allocator(), MessageKind.SHM_REQUEST, p.id(),
@@ -129,7 +129,7 @@ final class DataNodeConnection implements EndpointHandler {
       try {
         if (m.kind() == MessageKind.ERROR) {
           LOG.debug("hrdma client: {} reads by value: {}", this, m.error().getMessage());
-          return false;
+          return;
         }
         HrdmaProtos.ShmGrant g = m.shmGrant();
         try {
@@ -150,10 +150,8 @@ final class DataNodeConnection implements EndpointHandler {
       if (closedCause != null) { // closed meanwhile: onClosed may have missed the segment
         closeSegment();
       }
-      return true;
     } catch (IOException | RuntimeException e) {
       LOG.warn("hrdma client: {} reads by value: no shared-memory segment: {}", this, e.toString());
-      return false;
     } finally {
       p.close();
     }

@@ -509,7 +509,7 @@ final class RequestDispatcher implements EndpointHandler {
         return;
       }
       if (!mapped) {
-        s.declined();
+        s.close(); // packets go by value; its file and memory go now
         return;
       }
       try {

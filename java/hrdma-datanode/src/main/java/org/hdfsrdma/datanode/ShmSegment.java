@@ -149,14 +149,13 @@ final class ShmSegment implements BufferAllocator {
   }
 
   private CompletableFuture<Void> sendRef(Endpoint ep, long id, Slot s) {
-    RegisteredBuffer p = s;
-    long offset = (long) s.index * slotBytes + p.nio().position();
-    HrdmaProtos.ShmRef ref = HrdmaProtos.ShmRef.newBuilder().setOffset(offset).setLength(p.readableBytes())
+    long offset = (long) s.index * slotBytes + s.nio().position();
+    HrdmaProtos.ShmRef ref = HrdmaProtos.ShmRef.newBuilder().setOffset(offset).setLength(s.readableBytes())
         .build();
     Ref r = new Ref(s, new CompletableFuture<>());
     synchronized (this) {
       if (closed) {
-        p.release();
+        s.release();
         return CompletableFuture.failedFuture(new TransportException("connection to " + ep.remoteAddress()
             + " closed"));
       }
@@ -204,11 +203,6 @@ final class ShmSegment implements BufferAllocator {
     r.slot().release();
     r.done().complete(null);
     return true;
-  }
-
-  /** The client cannot map the segment (SHM_DECLINED): it goes now, and packets go by value. */
-  void declined() {
-    close();
   }
 
   /**
