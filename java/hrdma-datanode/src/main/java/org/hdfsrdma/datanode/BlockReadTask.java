@@ -7,6 +7,7 @@ import java.io.InputStream;
 import java.net.ProtocolException;
 import java.nio.ByteBuffer;
 import java.nio.channels.ReadableByteChannel;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.RejectedExecutionException;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpReadBlockProto;
@@ -64,7 +65,8 @@ final class BlockReadTask implements ReadQueue.Read {
   private static final int META_VERSION = 1;
   private static final int META_HEADER_BYTES = 2 + 1 + 4;
 
-  private final RequestDispatcher owner;
+  private final OpContext ctx;
+  private final Connection conn;
   private final DataNodeAccess dn;
   private final Endpoint ep;
   private final Message request;
@@ -91,6 +93,9 @@ final class BlockReadTask implements ReadQueue.Read {
   private boolean lastSent;
   private boolean handedOn;
 
+  /** The front executor until the replica's volume is known, then that volume's own. */
+  private volatile ExecutorService exec;
+
   private final Object lock = new Object();
   private int inflight;          // guarded by lock
   private boolean scheduled;     // guarded by lock
@@ -100,10 +105,11 @@ final class BlockReadTask implements ReadQueue.Read {
   private boolean finished;      // guarded by lock
   private Throwable sendFailure; // guarded by lock
 
-  BlockReadTask(RequestDispatcher owner, Endpoint ep, Message request) {
-    this.owner = owner;
-    this.dn = owner.dn();
-    this.ep = ep;
+  BlockReadTask(OpContext ctx, Connection conn, Message request) {
+    this.ctx = ctx;
+    this.conn = conn;
+    this.dn = ctx.dn();
+    this.ep = conn.endpoint();
     this.request = request;
     this.id = request.requestId();
   }
@@ -162,7 +168,7 @@ final class BlockReadTask implements ReadQueue.Read {
   /** Never started: answered with an error. */
   @Override
   public void refuse(Status status, String message) {
-    RequestDispatcher.sendError(ep, id, status, message);
+    Replies.error(ep, id, status, message);
     abandon();
   }
 
@@ -174,7 +180,7 @@ final class BlockReadTask implements ReadQueue.Read {
       scheduled = true;
     }
     try {
-      owner.executor().execute(this::run);
+      exec().execute(this::run);
     } catch (RejectedExecutionException e) {
       boolean turn;
       synchronized (lock) { // looked at again: start() may have come meanwhile and left it to this run
@@ -188,7 +194,7 @@ final class BlockReadTask implements ReadQueue.Read {
         complete();
         return;
       }
-      RequestDispatcher.sendError(ep, id, Status.ERROR, "DataNode " + dn.datanodeUuid()
+      Replies.error(ep, id, Status.ERROR, "DataNode " + dn.datanodeUuid()
           + " is stopping or overloaded; read of " + (block == null ? "the block" : block) + " not served");
       complete();
     }
@@ -206,13 +212,43 @@ final class BlockReadTask implements ReadQueue.Read {
       scheduled = true;
     }
     try {
-      owner.executor().execute(this::run);
+      exec().execute(this::run);
     } catch (RejectedExecutionException e) {
       complete();
     }
   }
 
+  private ExecutorService exec() {
+    ExecutorService e = exec;
+    return e != null ? e : ctx.readExecutor();
+  }
+
+  /**
+   * The executor of the volume that holds the requested replica (a lookup in memory), or the
+   * front one when there is none (the read is then refused by {@link #open}).
+   */
+  private ExecutorService volumeExecutor() {
+    try {
+      DataNodeAccess.Volume v = dn.volumeOf(BlockOps.block(request.readRequest()));
+      return v == null ? ctx.readExecutor() : ctx.volumeExecutor(v.storageId());
+    } catch (IOException | RuntimeException e) {
+      return ctx.readExecutor();
+    }
+  }
+
   private void run() {
+    if (exec == null) {
+      ExecutorService v = volumeExecutor();
+      exec = v;
+      if (v != ctx.readExecutor()) {
+        try {
+          v.execute(this::run); // `scheduled` stays set: the run moves to the volume's threads
+          return;
+        } catch (RejectedExecutionException e) {
+          // that volume's queue is full or the plugin stops: the run goes on here and finds out
+        }
+      }
+    }
     try {
       if (!opened) {
         if (cancelled()) { // abandoned before it began
@@ -248,13 +284,13 @@ final class BlockReadTask implements ReadQueue.Read {
           open(); // a refusal comes before any file is opened: nothing to undo
         }
         if (declined != null) {
-          RequestDispatcher.sendError(ep, id, declined, declinedWhy);
+          Replies.error(ep, id, declined, declinedWhy);
           complete();
           return;
         }
         ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.READ_RESPONSE, id,
             BlockOps.readResponse(checksum, firstOffset), null));
-        if (packets != null && owner.settings().prepareAhead()) {
+        if (packets != null && ctx.settings().prepareAhead()) {
           // its turn: once its disk reads are all issued (now, if they already are), however far
           // the sending has got, the connection's next read may prepare. Told from the read
           // executor, not the I/O worker that issued the last read: the connection's lock may be
@@ -278,7 +314,7 @@ final class BlockReadTask implements ReadQueue.Read {
             }
             break;
           }
-          if (inflight >= owner.settings().packetsInFlight()) {
+          if (inflight >= ctx.settings().packetsInFlight()) {
             scheduled = false;
             return;
           }
@@ -296,12 +332,12 @@ final class BlockReadTask implements ReadQueue.Read {
         ShmSegment.send(ep, id, p).whenComplete(this::sent); // by reference when p is in the connection's segment
         if (lastSent && !handedOn) {
           handedOn = true;
-          owner.handOn(ep, this); // the connection's next read may start while these packets drain
+          conn.handOn(this); // the connection's next read may start while these packets drain
         }
       }
     } catch (IOException | RuntimeException e) {
       LOG.warn("hrdma datanode: reading {} for {} failed: {}", what(), ep.remoteAddress(), e.toString());
-      RequestDispatcher.sendError(ep, id, Status.ERROR, "DataNode " + dn.datanodeUuid() + " failed reading "
+      Replies.error(ep, id, Status.ERROR, "DataNode " + dn.datanodeUuid() + " failed reading "
           + what() + ": " + e);
     }
     complete();
@@ -309,7 +345,7 @@ final class BlockReadTask implements ReadQueue.Read {
 
   private void aheadLater() {
     try {
-      owner.executor().execute(() -> owner.ahead(ep, this));
+      ctx.readExecutor().execute(() -> conn.ahead(this));
     } catch (RejectedExecutionException e) {
       // stopping or overloaded: the next read starts in its turn, unprepared
     }
@@ -408,9 +444,9 @@ final class BlockReadTask implements ReadQueue.Read {
       }
       next = chunkOffset;
       end = stop;
-      int pb = owner.settings().packetBytes();
+      int pb = ctx.settings().packetBytes();
       int whole = Math.max(bpc, pb - pb % bpc);
-      BufferAllocator alloc = owner.packetAllocator(ep);
+      BufferAllocator alloc = conn.packetAllocator();
       // whole chunks, and no more than fits the pool's buffer for that much data (on the O_DIRECT
       // path, below, with the file's alignment)
       packetBytes = MessageCodec.packetDataBytes(alloc, whole, bpc, checksumSize, 1);
@@ -418,7 +454,7 @@ final class BlockReadTask implements ReadQueue.Read {
       metaCh = meta.channel();
       blockCh = DataNodeAccess.channelOf(dn.blockInputStream(block, chunkOffset));
       firstOffset = chunkOffset;
-      disk = owner.disk().openRead(dn, block); // hrdma disk: the volume's scheduler
+      disk = ctx.disk().openRead(dn, block); // hrdma disk: the volume's scheduler
       // hrdma disk: O_DIRECT + io_uring on ssd volumes, into the packets where the start is aligned
       // (an empty range is one empty packet: the channel's path sends it)
       packets = end > chunkOffset ? disk.packets(chunkOffset, end,
@@ -430,7 +466,7 @@ final class BlockReadTask implements ReadQueue.Read {
         blockCh = disk.direct(blockCh, chunkOffset, end);
       } else if (!started()) { // prepared ahead of its turn: the device reads while the read before drains
         packets.prefetch();
-        owner.preparedAhead();
+        ctx.preparedAhead();
       }
       ok = true;
       return true;
@@ -448,7 +484,7 @@ final class BlockReadTask implements ReadQueue.Read {
     int dataLen = (int) Math.min(packetBytes, end - next);
     int sumLen = sumBytes(dataLen);
     PacketHeaderProto h = packetHeader(next, dataLen);
-    RegisteredBuffer p = MessageCodec.begin(owner.packetAllocator(ep), MessageKind.DATA_PACKET, id, h,
+    RegisteredBuffer p = MessageCodec.begin(conn.packetAllocator(), MessageKind.DATA_PACKET, id, h,
         sumLen + dataLen);
     try {
       disk.read(next, dataLen, () -> { // hrdma disk: on the volume's scheduler
@@ -490,7 +526,7 @@ final class BlockReadTask implements ReadQueue.Read {
     PacketHeaderProto h = packetHeader(offset, length);
     int before = MessageCodec.FIXED_BYTES + h.getSerializedSize() + sumLen;
     int readLen = length + (align - length % align) % align;
-    RegisteredBuffer b = owner.packetAllocator(ep).allocate(before + readLen + align);
+    RegisteredBuffer b = conn.packetAllocator().allocate(before + readLen + align);
     try {
       int start = (int) Math.floorMod(-(b.address() + before), (long) align);
       MessageCodec.beginAt(b, start, MessageKind.DATA_PACKET, id, h, sumLen + length);
@@ -573,7 +609,7 @@ final class BlockReadTask implements ReadQueue.Read {
     closeQuietly(blockCh);
     closeQuietly(metaCh);
     request.release();
-    owner.done(ep, this);
+    conn.done(this);
   }
 
   private static void closeQuietly(ReadableByteChannel ch) {

@@ -5,6 +5,7 @@ import java.net.InetSocketAddress;
 import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -74,6 +75,8 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   private HrdmaServer server;       // guarded by lock
   private ThreadPoolExecutor readExecutor; // guarded by lock
   private ThreadPoolExecutor writeExecutor; // guarded by lock
+  private ScheduledThreadPoolExecutor timer; // guarded by lock
+  private VolumeExecutors volumeExecutors; // guarded by lock
   private HrdmaConnector connector;         // guarded by lock; created on the first forwarded write
   private TransportConf tconf;              // set before SERVING
   private RequestDispatcher dispatcher;    // guarded by lock
@@ -125,11 +128,13 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     TransportConf tconf;
     ReadSettings settings;
     DiskSettings diskSettings;
+    DataNodeLimits limits;
     try {
       port = RdmaPorts.pluginPort(dn.xferPort(), conf);
       tconf = transportConf(conf);
       settings = ReadSettings.of(conf);
       diskSettings = DiskSettings.of(conf);
+      limits = DataNodeLimits.from(conf);
     } catch (IllegalArgumentException e) {
       fail("hrdma datanode plugin: bad configuration, not serving: " + e.getMessage(), null);
       return;
@@ -145,12 +150,24 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     ThreadPoolExecutor executor = newExecutor(settings.threads(), "hrdma-dn-read-" + dn.xferPort() + "-");
     ThreadPoolExecutor wexecutor = newExecutor(writeThreads, "hrdma-dn-write-" + dn.xferPort() + "-");
     DiskIo diskIo = new DiskIo(diskSettings, dn.volumes());
-    RequestDispatcher d = new RequestDispatcher(dn, settings, executor, wexecutor, this::connector,
-        setupTimeoutMs, diskIo);
+    VolumeExecutors vexecutors = new VolumeExecutors(settings.threads(), "hrdma-dn-read-" + dn.xferPort() + "-");
+    RequestDispatcher d = new RequestDispatcher(new OpContext(dn, settings, limits, executor, vexecutors, wexecutor,
+        this::connector, setupTimeoutMs, diskIo));
+    ScheduledThreadPoolExecutor timer = newTimer("hrdma-dn-timer-" + dn.xferPort());
+    long sweepMs = Math.max(50, Math.min(1000, Math.min(limits.idleTimeoutMs(), limits.packetTimeoutMs()) / 4));
+    timer.scheduleWithFixedDelay(() -> {
+      try {
+        d.sweep();
+      } catch (RuntimeException e) {
+        LOG.warn("hrdma datanode plugin: the timeout sweep failed", e);
+      }
+    }, sweepMs, sweepMs, TimeUnit.MILLISECONDS);
     HrdmaServer s;
     try {
-      s = HrdmaServer.start(tconf, d, bindHost, port);
+      s = HrdmaServer.start(tconf, connectionHandler(d), bindHost, port);
     } catch (Exception | LinkageError e) {
+      timer.shutdownNow();
+      vexecutors.close();
       executor.shutdownNow();
       wexecutor.shutdownNow();
       diskIo.close();
@@ -161,6 +178,8 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     synchronized (lock) {
       if (state != State.WAITING) { // stopped meanwhile
         s.close();
+        timer.shutdownNow();
+        vexecutors.close();
         executor.shutdownNow();
         wexecutor.shutdownNow();
         diskIo.close();
@@ -171,12 +190,35 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
       metrics = DiskMetrics.register("HrdmaDisk-" + dn.xferPort(), diskIo);
       readExecutor = executor;
       writeExecutor = wexecutor;
+      this.timer = timer;
+      volumeExecutors = vexecutors;
       dispatcher = d;
       state = State.SERVING;
     }
     LOG.info("hrdma datanode plugin: serving DataNode {} (xfer port {}) on {} with {}",
         dn.datanodeUuid(), dn.xferPort(), s.serviceAddress(), s.offers().stream()
             .map(a -> a.getTransport() + ":" + a.getPort()).toList());
+  }
+
+  /**
+   * The handler the server runs on every transport: the place where a connection-level step
+   * (an authentication handshake) wraps the dispatcher. Whatever wraps it must pass on
+   * {@link org.hdfsrdma.transport.EndpointHandler#admit} (the connection cap) and call the
+   * dispatcher's {@code onConnected} only once the connection is authenticated: the dispatcher
+   * runs no operation handler for a connection it was not told of.
+   */
+  private static org.hdfsrdma.transport.EndpointHandler connectionHandler(RequestDispatcher d) {
+    return d;
+  }
+
+  private static ScheduledThreadPoolExecutor newTimer(String name) {
+    ScheduledThreadPoolExecutor t = new ScheduledThreadPoolExecutor(1, r -> {
+      Thread th = new Thread(r, name);
+      th.setDaemon(true);
+      return th;
+    });
+    t.setRemoveOnCancelPolicy(true);
+    return t;
   }
 
   private String bindHost(Configuration conf) {
@@ -240,6 +282,8 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     HrdmaServer s;
     ThreadPoolExecutor ex;
     ThreadPoolExecutor wex;
+    ScheduledThreadPoolExecutor tm;
+    VolumeExecutors vex;
     HrdmaConnector conn;
     DiskIo dio;
     DiskMetrics m;
@@ -256,6 +300,10 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
       s = server;
       ex = readExecutor;
       wex = writeExecutor;
+      tm = timer;
+      timer = null;
+      vex = volumeExecutors;
+      volumeExecutors = null;
       conn = connector;
       starter = null;
       server = null;
@@ -276,6 +324,9 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
         LOG.warn("hrdma datanode plugin: starter thread {} did not end", t.getName());
       }
     }
+    if (tm != null) {
+      tm.shutdownNow();
+    }
     if (s != null) {
       s.close();
       LOG.info("hrdma datanode plugin: stopped serving on {}", s.serviceAddress());
@@ -290,6 +341,13 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
         } catch (InterruptedException ie) {
           Thread.currentThread().interrupt();
         }
+      }
+    }
+    if (vex != null) {
+      try {
+        vex.shutdown(10_000);
+      } catch (InterruptedException ie) {
+        Thread.currentThread().interrupt();
       }
     }
     if (conn != null) {
@@ -367,28 +425,49 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   /** Reads whose O_DIRECT reads started ahead of their turn on their connection (tests, status). */
   public long readsPreparedAhead() {
     synchronized (lock) {
-      return dispatcher == null ? 0 : dispatcher.readsPreparedAhead();
+      return dispatcher == null ? 0 : dispatcher.context().readsPreparedAhead();
     }
   }
 
   /** Read packets sent by reference, in shared memory, to clients on this host (tests, status). */
   public long readPacketsByReference() {
     synchronized (lock) {
-      return dispatcher == null ? 0 : dispatcher.packetsByReference();
+      return dispatcher == null ? 0 : dispatcher.context().shm().packetsByReference();
     }
   }
 
   /** Shared-memory segments granted to clients on this host so far (tests, status). */
   public long sharedSegmentsGranted() {
     synchronized (lock) {
-      return dispatcher == null ? 0 : dispatcher.segmentsGranted();
+      return dispatcher == null ? 0 : dispatcher.context().shm().granted();
     }
   }
 
   /** Bytes of shared-memory segments mapped now (leak checks: 0 once no client is connected). */
   public long sharedSegmentBytes() {
     synchronized (lock) {
-      return dispatcher == null ? 0 : dispatcher.segmentBytesMapped();
+      return dispatcher == null ? 0 : dispatcher.context().shm().bytesMapped();
+    }
+  }
+
+  /** Connections refused at the hello for {@value DataNodeLimits#MAX_CONNECTIONS_KEY} (tests, status). */
+  public long refusedConnections() {
+    synchronized (lock) {
+      return dispatcher == null ? 0 : dispatcher.refusedConnections();
+    }
+  }
+
+  /** Connections closed for {@value DataNodeLimits#IDLE_TIMEOUT_KEY} (tests, status). */
+  public long idleConnectionsClosed() {
+    synchronized (lock) {
+      return dispatcher == null ? 0 : dispatcher.idleClosed();
+    }
+  }
+
+  /** Messages over their kind's size bound; each closed its connection (tests, status). */
+  public long oversizedMessages() {
+    synchronized (lock) {
+      return dispatcher == null ? 0 : dispatcher.oversizedMessages();
     }
   }
 

@@ -165,6 +165,11 @@ final class ReadQueue {
     return prepared != null && queue.peek() == prepared ? prepared : null;
   }
 
+  /** Whether any read is queued, being served or draining (the idle timeout leaves such a connection). */
+  synchronized boolean busy() {
+    return active != null || !draining.isEmpty() || !queue.isEmpty();
+  }
+
   /** Reads started and not done (the one being served and those draining). */
   synchronized int running() {
     return draining.size() + (active == null ? 0 : 1);

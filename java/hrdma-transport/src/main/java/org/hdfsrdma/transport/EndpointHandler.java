@@ -7,6 +7,17 @@ package org.hdfsrdma.transport;
  */
 public interface EndpointHandler {
 
+  /**
+   * Server side, during the hello, before the connection is accepted: null admits it, else the
+   * reason it is refused, which the peer gets in a HelloReply REFUSED before the connection
+   * closes. An admitted connection is handed to {@link #onConnected} right after, on the same
+   * thread, and to {@link #onClosed} when it ends. Must not block. A handler that wraps
+   * another must pass this on.
+   */
+  default String admit(java.net.InetSocketAddress remote) {
+    return null;
+  }
+
   /** A connection finished its hello exchange (server side: a new endpoint). */
   default void onConnected(Endpoint endpoint) {}
 

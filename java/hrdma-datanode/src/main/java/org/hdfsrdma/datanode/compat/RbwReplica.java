@@ -239,11 +239,19 @@ public final class RbwReplica implements AutoCloseable {
     ch.position(ch.position() - checksumSize);
   }
 
+  /** Replica fsyncs (block and .meta files) done in this JVM: hsyncs and syncing closes (tests, status). */
+  public static long fsyncs() {
+    return FSYNCS.get();
+  }
+
+  private static final java.util.concurrent.atomic.AtomicLong FSYNCS = new java.util.concurrent.atomic.AtomicLong();
+
   /** Flushes the block and .meta streams and fsyncs both (hsync: a packet with syncBlock). */
   public void sync() throws IOException {
     if (streams == null) {
       throw new IOException("the replica's streams are closed");
     }
+    FSYNCS.incrementAndGet();
     streams.flushChecksumOut();
     streams.flushDataOut();
     streams.syncChecksumOut();
@@ -274,6 +282,7 @@ public final class RbwReplica implements AutoCloseable {
       s.flushChecksumOut();
       s.flushDataOut();
       if (sync) {
+        FSYNCS.incrementAndGet();
         s.syncChecksumOut();
         s.syncDataOut();
       }

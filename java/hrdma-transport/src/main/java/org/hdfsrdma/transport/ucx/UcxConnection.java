@@ -259,6 +259,11 @@ abstract class UcxConnection extends AbstractEndpoint implements UcxWorkerLoop.E
       replyAndClose(HelloReply.Status.BAD_REQUEST, "hello without credits or message size");
       return;
     }
+    String refused = handler.admit(remoteAddress());
+    if (refused != null) {
+      replyAndClose(HelloReply.Status.REFUSED, refused);
+      return;
+    }
     Set<Capability> common = parse(h.getCapabilitiesList());
     common.retainAll(transport.capabilities());
     HelloReply reply = HelloReply.newBuilder()

@@ -1,0 +1,171 @@
+package org.hdfsrdma.datanode;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PipelineAckProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
+import org.hdfsrdma.datanode.compat.RbwReplica;
+import org.hdfsrdma.protocol.BlockOps;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A write's acks upstream (stock: BlockReceiver.PacketResponder). An ack goes up when both
+ * this node's result for a packet ({@link #processed}) and the downstream's ack for its seqno
+ * are in: statuses are this node's, then the downstream's, in pipeline order; acks leave in
+ * seqno order. The last packet's ack waits, as stock's, for the replica to be finalized and
+ * the NameNode told ({@link #finalizeDue}, {@link #finalized}), which happens only once the
+ * downstream has acked it, on the write executor, never on an I/O thread.
+ *
+ * <p>Thread-safe: called from the write executor and the downstream's I/O thread; never
+ * blocks (sends are queued by the transport), and calls nothing that takes another lock.
+ */
+final class AckResponder {
+  private static final Logger LOG = LoggerFactory.getLogger(AckResponder.class);
+
+  /** Sends an ack upstream; never blocks. */
+  interface Upstream {
+    void ack(PipelineAckProto ack);
+  }
+
+  /** A packet processed here, waiting for its downstream ack, then (the last) for finalizing. */
+  private static final class Pending {
+    final long seqno;
+    final long end;
+    final boolean last;
+    List<Status> statuses; // set once the downstream's part is in
+
+    final Status local;
+
+    Pending(long seqno, long end, Status local, boolean last) {
+      this.seqno = seqno;
+      this.end = end;
+      this.local = local;
+      this.last = last;
+    }
+  }
+
+  private final Upstream upstream;
+  private String what = "a block";
+  private final ArrayDeque<Pending> unacked = new ArrayDeque<>();
+  private final ArrayDeque<PipelineAckProto> downAcks = new ArrayDeque<>();
+  private volatile RbwReplica replica;
+  private boolean mirrored;
+  private String downFailure;
+  private boolean finalizeDue;
+  private boolean ended;
+
+  AckResponder(Upstream upstream) {
+    this.upstream = upstream;
+  }
+
+  /** Set once the pipeline is up: the replica whose acked length moves, and whether a mirror acks too. */
+  synchronized void pipeline(String what, RbwReplica replica, boolean mirrored) {
+    this.what = what;
+    this.replica = replica;
+    this.mirrored = mirrored;
+  }
+
+  /** This node's result for a packet (write executor). */
+  synchronized void processed(long seqno, long end, Status local, boolean last) {
+    unacked.add(new Pending(seqno, end, local, last));
+    sendLocked();
+  }
+
+  /** The downstream's ack (its I/O thread). */
+  synchronized void downstreamAck(PipelineAckProto ack) {
+    downAcks.add(ack);
+    sendLocked();
+  }
+
+  /** The downstream failed; false when it had already. */
+  synchronized boolean downstreamFailed(String why) {
+    if (downFailure != null) {
+      return false;
+    }
+    downFailure = why;
+    sendLocked();
+    return true;
+  }
+
+  synchronized String downstreamFailure() {
+    return downFailure;
+  }
+
+  /** Whether the last packet is acked by every node and waits for the replica to be finalized. */
+  synchronized boolean finalizeDue() {
+    return finalizeDue;
+  }
+
+  /** The replica is finalized and the NameNode told ({@code ok}), or that failed: the last ack goes. */
+  synchronized void finalized(boolean ok) {
+    if (!finalizeDue) {
+      return;
+    }
+    finalizeDue = false;
+    Pending p = unacked.peek();
+    if (!ok) {
+      p.statuses.set(0, Status.ERROR);
+    }
+    send(p);
+    sendLocked();
+  }
+
+  /** The write ended: its last ack or an error ack went up. */
+  synchronized boolean ended() {
+    return ended;
+  }
+
+  private void sendLocked() {
+    while (!ended && !finalizeDue && !unacked.isEmpty()) {
+      Pending p = unacked.peek();
+      if (p.statuses == null) {
+        List<Status> statuses = new ArrayList<>(4);
+        statuses.add(p.local);
+        if (mirrored) {
+          PipelineAckProto a = downAcks.poll();
+          if (a != null) {
+            if (a.getSeqno() != p.seqno) {
+              downFailure = "ack for seqno " + a.getSeqno() + " while waiting for " + p.seqno;
+              LOG.warn("hrdma datanode: downstream of {}: {}", what, downFailure);
+              statuses.add(Status.ERROR);
+            } else {
+              statuses.addAll(BlockOps.ackStatuses(a));
+            }
+          } else if (downFailure != null) {
+            statuses.add(Status.ERROR);
+          } else {
+            return; // wait for the downstream ack
+          }
+        }
+        p.statuses = statuses;
+      }
+      if (p.last && allOk(p.statuses)) {
+        finalizeDue = true; // stock: finalize, tell the NameNode, then ack the last packet
+        return;
+      }
+      send(p);
+    }
+  }
+
+  private void send(Pending p) {
+    unacked.poll();
+    boolean ok = allOk(p.statuses);
+    RbwReplica r = replica;
+    if (ok && r != null) {
+      r.setBytesAcked(p.end);
+    }
+    upstream.ack(BlockOps.pipelineAck(p.seqno, p.statuses));
+    if (!ok) {
+      LOG.warn("hrdma datanode: write of {} failed at seqno {}: acked {}", what, p.seqno, p.statuses);
+    }
+    if (!ok || p.last) {
+      ended = true;
+    }
+  }
+
+  private static boolean allOk(List<Status> statuses) {
+    return statuses.stream().allMatch(s -> s == Status.SUCCESS);
+  }
+}

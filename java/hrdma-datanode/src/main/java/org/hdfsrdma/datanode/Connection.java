@@ -1,0 +1,188 @@
+package org.hdfsrdma.datanode;
+
+import java.io.IOException;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
+import org.hdfsrdma.transport.BufferAllocator;
+import org.hdfsrdma.transport.Endpoint;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One admitted connection's state: its reads (served in order, {@link ReadQueue}), its open
+ * writes by request id, its shared-memory segment, and when it last did anything (for the
+ * idle timeout). Made by the {@link RequestDispatcher} when the connection is admitted and
+ * handed to the operation handlers with every message; tasks report back to it, not to the
+ * dispatcher. Thread-safe.
+ */
+final class Connection {
+  private static final Logger LOG = LoggerFactory.getLogger(Connection.class);
+
+  private final Endpoint ep;
+  private final ReadQueue reads;
+  private boolean closed;              // guarded by this
+  private volatile ShmSegment segment; // set under this, read without (I/O workers allocate packets)
+  private final ConcurrentHashMap<Long, BlockWriteTask> writes = new ConcurrentHashMap<>();
+  private volatile long lastActive = System.nanoTime();
+
+  Connection(Endpoint ep, int maxQueued) {
+    this.ep = ep;
+    this.reads = new ReadQueue(maxQueued);
+  }
+
+  Endpoint endpoint() {
+    return ep;
+  }
+
+  /** A message arrived (I/O thread). */
+  void touch() {
+    lastActive = System.nanoTime();
+  }
+
+  long lastActiveNanos() {
+    return lastActive;
+  }
+
+  /** Whether an operation is in progress: a read served or queued, a write open. */
+  boolean busy() {
+    return !writes.isEmpty() || reads.busy();
+  }
+
+  synchronized boolean isClosed() {
+    return closed;
+  }
+
+  // ------------------------------------------------------------------ reads
+
+  void submit(BlockReadTask t) {
+    reads.submit(t);
+  }
+
+  void done(BlockReadTask t) {
+    reads.done(t);
+    touch(); // idle from the end of its last operation
+  }
+
+  /** {@code t} has sent its last packet: the connection's next read may start. */
+  void handOn(BlockReadTask t) {
+    reads.handOn(t);
+  }
+
+  /** {@code t} has issued all its disk reads: the connection's next read may prepare. */
+  void ahead(BlockReadTask t) {
+    reads.ahead(t);
+  }
+
+  void cancelRead(long id) {
+    reads.cancel(id);
+  }
+
+  // ----------------------------------------------------------------- writes
+
+  /** Registers and starts {@code t}; a duplicate request id or a closed connection refuses it. */
+  void startWrite(BlockWriteTask t) {
+    synchronized (this) {
+      if (!closed && writes.putIfAbsent(t.requestId(), t) == null) {
+        t.start();
+        return;
+      }
+    }
+    if (!isClosed()) {
+      Replies.error(ep, t.requestId(), Status.ERROR_INVALID, "a write with request id " + t.requestId()
+          + " is already open on this connection");
+    }
+    t.abort();
+    t.start();
+  }
+
+  BlockWriteTask write(long id) {
+    return writes.get(id);
+  }
+
+  void writeDone(BlockWriteTask t) {
+    writes.remove(t.requestId(), t);
+    touch();
+  }
+
+  int openWrites() {
+    return writes.size();
+  }
+
+  Iterable<BlockWriteTask> writes() {
+    return writes.values();
+  }
+
+  // ------------------------------------------------------------ shared memory
+
+  ShmSegment segment() {
+    return segment;
+  }
+
+  /** Gives the connection its segment; false when it has closed or has one. */
+  synchronized boolean segment(ShmSegment s) {
+    if (closed || segment != null) {
+      return false;
+    }
+    segment = s;
+    return true;
+  }
+
+  /**
+   * Where this connection's read packets are made: its shared-memory segment once the client
+   * has mapped it (which falls back to the transport's allocator when full), else the
+   * transport's.
+   */
+  BufferAllocator packetAllocator() {
+    ShmSegment s = segment;
+    return s != null && s.isMapped() ? s : ep.transport().allocator();
+  }
+
+  /**
+   * SHM_MAPPED: the client has mapped the segment; its file goes and packets go by reference.
+   * SHM_DECLINED: it cannot; the segment goes now.
+   */
+  void segmentAnswered(long id, boolean mapped) {
+    ShmSegment s = segment();
+    if (s == null) {
+      Replies.error(ep, id, Status.ERROR_INVALID, (mapped ? "SHM_MAPPED" : "SHM_DECLINED")
+          + ", but this connection has no shared-memory segment");
+      return;
+    }
+    if (!mapped) {
+      s.close(); // packets go by value; its file and memory go now
+      return;
+    }
+    try {
+      s.clientMapped();
+    } catch (IOException e) {
+      LOG.warn("hrdma datanode: cannot remove the file of {}'s segment {}: {}", ep.remoteAddress(), s.path(),
+          e.toString());
+    }
+  }
+
+  /** SHM_RELEASE: the client gives back a packet's slot. */
+  void segmentReleased(long id, long offset) {
+    ShmSegment s = segment();
+    if (s == null || !s.released(offset)) {
+      LOG.info("hrdma datanode: {} released a shared-memory packet it does not hold (offset {})",
+          ep.remoteAddress(), offset);
+      Replies.error(ep, id, Status.ERROR_INVALID, "SHM_RELEASE of offset " + offset + ": no packet is held there");
+    }
+  }
+
+  /** The connection closed: every write aborts, every read stops, the segment goes. */
+  void close() {
+    ShmSegment s;
+    synchronized (this) {
+      closed = true;
+      for (BlockWriteTask w : writes.values()) {
+        w.abort();
+      }
+      reads.close();
+      s = segment;
+    }
+    if (s != null) { // outside the lock: failing its references runs reads' completions
+      s.close();
+    }
+  }
+}

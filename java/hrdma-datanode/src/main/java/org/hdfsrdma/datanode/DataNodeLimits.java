@@ -1,0 +1,60 @@
+package org.hdfsrdma.datanode;
+
+import org.apache.hadoop.conf.Configuration;
+
+/**
+ * How much any one peer may take of this DataNode's plugin: connections, time, message
+ * sizes. Stock's counterparts: dfs.datanode.max.transfer.threads (connections) and the 60 s
+ * socket timeout of every DataXceiver (dfs.client.socket-timeout). Immutable.
+ */
+record DataNodeLimits(int maxConnections, long idleTimeoutMs, long packetTimeoutMs, int maxRequestBytes,
+    int maxPacketBytes) {
+
+  /** Connections open at once on all transports; more are refused at the hello (REFUSED). */
+  static final String MAX_CONNECTIONS_KEY = "hrdma.datanode.max-connections";
+  static final int MAX_CONNECTIONS_DEFAULT = 4096; // as dfs.datanode.max.transfer.threads
+  /** A connection with no operation in progress for this long is closed. */
+  static final String IDLE_TIMEOUT_KEY = "hrdma.datanode.idle-timeout-ms";
+  static final long IDLE_TIMEOUT_DEFAULT = 60_000; // as dfs.client.socket-timeout
+  /** An open write that receives no packet for this long fails (the replica stays for recovery). */
+  static final String PACKET_TIMEOUT_KEY = "hrdma.datanode.write.packet-timeout-ms";
+  static final long PACKET_TIMEOUT_DEFAULT = 60_000; // stock: the upstream socket's read timeout
+  /** The largest request other than a DATA_PACKET (INFO, READ_REQUEST, SHM_*, WRITE_REQUEST...). */
+  static final String MAX_REQUEST_BYTES_KEY = "hrdma.datanode.max-request-bytes";
+  static final int MAX_REQUEST_BYTES_DEFAULT = 64 << 10;
+  /** The most data one DATA_PACKET of a write may carry (stock PacketReceiver: 16 MiB per packet). */
+  static final String MAX_PACKET_BYTES_KEY = "hrdma.datanode.write.max-packet-bytes";
+  static final int MAX_PACKET_BYTES_DEFAULT = 4 << 20; // the client sends 1 MiB (hrdma.client.write.packet-bytes)
+
+  DataNodeLimits {
+    if (maxConnections <= 0 || idleTimeoutMs <= 0 || packetTimeoutMs <= 0 || maxRequestBytes < 1024
+        || maxPacketBytes < 512) {
+      throw new IllegalArgumentException("bad DataNode limits: " + MAX_CONNECTIONS_KEY + "=" + maxConnections
+          + ", " + IDLE_TIMEOUT_KEY + "=" + idleTimeoutMs + ", " + PACKET_TIMEOUT_KEY + "=" + packetTimeoutMs
+          + ", " + MAX_REQUEST_BYTES_KEY + "=" + maxRequestBytes + " (at least 1024), " + MAX_PACKET_BYTES_KEY + "="
+          + maxPacketBytes + " (at least 512)");
+    }
+  }
+
+  static DataNodeLimits from(Configuration conf) {
+    return new DataNodeLimits(conf.getInt(MAX_CONNECTIONS_KEY, MAX_CONNECTIONS_DEFAULT),
+        conf.getLong(IDLE_TIMEOUT_KEY, IDLE_TIMEOUT_DEFAULT),
+        conf.getLong(PACKET_TIMEOUT_KEY, PACKET_TIMEOUT_DEFAULT),
+        conf.getInt(MAX_REQUEST_BYTES_KEY, MAX_REQUEST_BYTES_DEFAULT),
+        conf.getInt(MAX_PACKET_BYTES_KEY, MAX_PACKET_BYTES_DEFAULT));
+  }
+
+  /**
+   * The largest DATA_PACKET message of a write: fixed bytes, header, checksums (at most 4 bytes
+   * per chunk of at least 512 bytes, a 1/128 share) and the data.
+   */
+  long maxPacketMessageBytes() {
+    return org.hdfsrdma.protocol.MessageCodec.FIXED_BYTES + org.hdfsrdma.protocol.MessageCodec.MAX_HEADER_BYTES
+        + (long) maxPacketBytes + ((long) maxPacketBytes / 512 + 1) * 4;
+  }
+
+  static DataNodeLimits defaults() {
+    return new DataNodeLimits(MAX_CONNECTIONS_DEFAULT, IDLE_TIMEOUT_DEFAULT, PACKET_TIMEOUT_DEFAULT,
+        MAX_REQUEST_BYTES_DEFAULT, MAX_PACKET_BYTES_DEFAULT);
+  }
+}

@@ -1,0 +1,110 @@
+package org.hdfsrdma.datanode;
+
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
+import org.hdfsrdma.datanode.compat.DataNodeAccess;
+import org.hdfsrdma.datanode.disk.DiskIo;
+import org.hdfsrdma.transport.select.HrdmaConnector;
+
+/**
+ * What every operation handler of the plugin works with: the DataNode, the settings, the
+ * executors, the disk schedulers, the registry of replicas being written and the counters.
+ * Made once by the plugin and never changed: handlers get it instead of calling back into
+ * the {@link RequestDispatcher} (stock hands each DataXceiver its DataNode and DNConf the
+ * same way). Thread-safe: every part is.
+ */
+final class OpContext {
+  private final DataNodeAccess dn;
+  private final ReadSettings settings;
+  private final DataNodeLimits limits;
+  private final ExecutorService readExecutor;
+  private final VolumeExecutors volumeExecutors;
+  private final ExecutorService writeExecutor;
+  private final Supplier<HrdmaConnector> connector;
+  private final long setupTimeoutMs;
+  private final DiskIo disk;
+  private final ShmGrants shm;
+  private final WriterRegistry writers;
+  private final AtomicLong preparedAhead = new AtomicLong();
+
+  OpContext(DataNodeAccess dn, ReadSettings settings, DataNodeLimits limits, ExecutorService readExecutor,
+      VolumeExecutors volumeExecutors, ExecutorService writeExecutor, Supplier<HrdmaConnector> connector, long setupTimeoutMs, DiskIo disk) {
+    this.dn = dn;
+    this.settings = settings;
+    this.limits = limits;
+    this.readExecutor = readExecutor;
+    this.volumeExecutors = volumeExecutors;
+    this.writeExecutor = writeExecutor;
+    this.connector = connector;
+    this.setupTimeoutMs = setupTimeoutMs;
+    this.disk = disk;
+    this.shm = new ShmGrants(settings);
+    this.writers = new WriterRegistry(setupTimeoutMs);
+  }
+
+  DataNodeAccess dn() {
+    return dn;
+  }
+
+  ReadSettings settings() {
+    return settings;
+  }
+
+  DataNodeLimits limits() {
+    return limits;
+  }
+
+  /**
+   * Where the small requests (local paths, shared-memory grants) and the first step of a block
+   * read (finding its replica's volume, in memory) run; never disk reads.
+   */
+  ExecutorService readExecutor() {
+    return readExecutor;
+  }
+
+  /** Where the block reads of volume {@code storageId} run (its own threads). */
+  ExecutorService volumeExecutor(String storageId) {
+    return volumeExecutors.of(storageId);
+  }
+
+  ExecutorService writeExecutor() {
+    return writeExecutor;
+  }
+
+  /** The connector to the next DataNode of a write pipeline (made on first use). */
+  HrdmaConnector connector() {
+    return connector.get();
+  }
+
+  long setupTimeoutMs() {
+    return setupTimeoutMs;
+  }
+
+  /** The per-volume disk schedulers every block read and write goes through. */
+  DiskIo disk() {
+    return disk;
+  }
+
+  ShmGrants shm() {
+    return shm;
+  }
+
+  WriterRegistry writers() {
+    return writers;
+  }
+
+  void preparedAhead() {
+    preparedAhead.incrementAndGet();
+  }
+
+  /** Reads whose disk reads started before their turn (prepared while the read before drained). */
+  long readsPreparedAhead() {
+    return preparedAhead.get();
+  }
+
+  /** "DataNode uuid" for messages sent to clients. */
+  String who() {
+    return "DataNode " + dn.datanodeUuid();
+  }
+}

@@ -1,0 +1,237 @@
+package org.hdfsrdma.datanode;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.ProtocolException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpWriteBlockProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpWriteBlockProto.BlockConstructionStage;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier.AccessMode;
+import org.apache.hadoop.security.token.SecretManager.InvalidToken;
+import org.apache.hadoop.util.DataChecksum;
+import org.hdfsrdma.datanode.compat.DataNodeAccess;
+import org.hdfsrdma.datanode.compat.RbwReplica;
+import org.hdfsrdma.datanode.disk.DiskIo;
+import org.hdfsrdma.protocol.BlockOps;
+import org.hdfsrdma.protocol.Message;
+import org.hdfsrdma.protocol.MessageCodec;
+import org.hdfsrdma.protocol.MessageKind;
+import org.hdfsrdma.protocol.RdmaPorts;
+import org.hdfsrdma.transport.Endpoint;
+import org.hdfsrdma.transport.select.HrdmaConnector;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A write's pipeline set-up (stock: DataXceiver#writeBlock up to the first packet), on the
+ * write executor: the block token is checked as stock checks it (mode WRITE, the storage
+ * types and ids of this node and those downstream); the replica is created
+ * ({@code createRbw}, with a reservation and preallocation bounded by the block size this
+ * DataNode knows) or recovered, by stage; when the request names downstream targets, the
+ * request goes on to the next DataNode's plugin and its WRITE_RESPONSE is awaited; a refusal
+ * is answered here with WRITE_RESPONSE ({@code firstBadLink} names the node that failed, as
+ * stock). What it opened stays in its fields for the task to use and close.
+ *
+ * <p>Not thread-safe: run once by one thread; its fields are read after {@link #run} returns.
+ */
+final class PipelineSetup {
+  private static final Logger LOG = LoggerFactory.getLogger(PipelineSetup.class);
+
+  private final OpContext ctx;
+  private final DataNodeAccess dn;
+  private final BlockWriteTask task;
+  private final Endpoint up;
+  private final Message request;
+  private final long id;
+  private final WriteMirror.Listener listener;
+
+  ExtendedBlock block;
+  RbwReplica replica;
+  DiskIo.WriteStream disk; // hrdma disk: this block's I/O on its volume's scheduler
+  DataChecksum checksum;
+  String mirrorName;
+  volatile WriteMirror mirror;
+  BlockConstructionStage stage;
+  long startOffset;
+  boolean registered;  // the task is the block's registered writer on this DataNode
+
+  PipelineSetup(OpContext ctx, BlockWriteTask task, Endpoint up, Message request, WriteMirror.Listener listener) {
+    this.ctx = ctx;
+    this.dn = ctx.dn();
+    this.task = task;
+    this.up = up;
+    this.request = request;
+    this.id = request.requestId();
+    this.listener = listener;
+  }
+
+  private void sendUp(MessageKind kind, org.apache.hadoop.thirdparty.protobuf.MessageLite header) {
+    task.sendUp(kind, header);
+  }
+
+  /** Checks, creates the replica, sets up the downstream. On refusal answers WRITE_RESPONSE and returns false. */
+  boolean run() {
+    OpWriteBlockProto op;
+    try {
+      op = request.writeRequest();
+    } catch (ProtocolException e) {
+      throw new AssertionError(e); // the dispatcher checked the kind
+    }
+    block = BlockOps.block(op);
+    try {
+      dn.checkBlockToken(BlockOps.token(op), block, AccessMode.WRITE, BlockOps.pipelineStorageTypes(op),
+          BlockOps.pipelineStorageIds(op));
+    } catch (InvalidToken e) {
+      // stock: status ERROR_ACCESS_TOKEN, firstBadLink = this node's registered xfer address
+      String msg = "Block token verification failed: op=WRITE_BLOCK, remoteAddress=" + up.remoteAddress()
+          + ", message=" + e.getMessage();
+      LOG.warn("hrdma datanode: {}", msg);
+      String self = "";
+      try {
+        self = dn.registeredXferAddr(block.getBlockPoolId());
+      } catch (IOException ignored) {
+        // not registered: no address to name
+      }
+      sendUp(MessageKind.WRITE_RESPONSE, BlockOps.writeResponse(Status.ERROR_ACCESS_TOKEN, self, msg));
+      return false;
+    } catch (IOException e) {
+      return refuse(Status.ERROR, "cannot check the block token of " + block + ": " + e.getMessage(), true);
+    }
+    stage = op.getStage();
+    if (stage != BlockConstructionStage.PIPELINE_SETUP_CREATE
+        && stage != BlockConstructionStage.PIPELINE_SETUP_STREAMING_RECOVERY
+        && stage != BlockConstructionStage.PIPELINE_CLOSE_RECOVERY) {
+      return refuse(Status.ERROR_UNSUPPORTED, "stage " + stage + " is not supported over hrdma (PIPELINE_SETUP_CREATE"
+          + ", PIPELINE_SETUP_STREAMING_RECOVERY, PIPELINE_CLOSE_RECOVERY; appends take the stock path)", false);
+    }
+    try {
+      checksum = BlockOps.requestedChecksum(op);
+    } catch (RuntimeException e) {
+      checksum = null;
+    }
+    if (checksum == null || checksum.getChecksumSize() == 0 || checksum.getBytesPerChecksum() <= 0) {
+      return refuse(Status.ERROR_INVALID, "unsupported requested checksum " + op.getRequestedChecksum(), false);
+    }
+    // one writer per replica: a recovery takes over from the write it replaces (stock: stopWriter)
+    registered = true;
+    if (!ctx.writers().takeOver(block, task)) {
+      return refuse(Status.ERROR, "the earlier write of " + block + " on DataNode " + dn.datanodeUuid()
+          + " did not stop within " + ctx.setupTimeoutMs() + " ms", true);
+    }
+    try {
+      openReplica(op);
+    } catch (IOException | RuntimeException e) {
+      return refuse(Status.ERROR, "DataNode " + dn.datanodeUuid() + " cannot " + (stage
+          == BlockConstructionStage.PIPELINE_SETUP_CREATE ? "create " : "recover (" + stage + ") ") + block + ": "
+          + e, true);
+    }
+    DatanodeInfo[] targets = BlockOps.targets(op);
+    if (targets.length > 0) {
+      DatanodeInfo next = targets[0];
+      mirrorName = next.getXferAddr();
+      WriteMirror d = new WriteMirror(mirrorName, up, listener);
+      BlockOpResponseProto resp;
+      try {
+        HrdmaConnector connector = ctx.connector();
+        InetSocketAddress a = new InetSocketAddress(next.getIpAddr(), RdmaPorts.pluginPort(next, dn.conf()));
+        HrdmaConnector.Connection c = connector.connect(a, d);
+        d.ep = c.endpoint();
+        mirror = d;
+        c.endpoint().send(MessageCodec.encode(c.endpoint().transport().allocator(), MessageKind.WRITE_REQUEST,
+            id, BlockOps.forwardWriteBlock(op), null));
+        resp = d.response.get(ctx.setupTimeoutMs(), TimeUnit.MILLISECONDS);
+      } catch (IOException | ExecutionException | TimeoutException | RuntimeException e) {
+        Throwable t = e instanceof ExecutionException ? e.getCause() : e;
+        LOG.warn("hrdma datanode: cannot set up the pipeline of {} to {}: {}", block, mirrorName, t.toString());
+        sendUp(MessageKind.WRITE_RESPONSE, BlockOps.writeResponse(Status.ERROR, mirrorName,
+            "DataNode " + dn.datanodeUuid() + " cannot reach " + mirrorName + ": " + t.getMessage()));
+        return false;
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return refuse(Status.ERROR, "DataNode " + dn.datanodeUuid() + " is stopping", true);
+      }
+      if (resp.getStatus() != Status.SUCCESS) {
+        // as stock: pass the downstream's status and firstBadLink up
+        sendUp(MessageKind.WRITE_RESPONSE, BlockOps.writeResponse(resp.getStatus(), resp.getFirstBadLink(),
+            resp.getMessage()));
+        return false;
+      }
+    }
+    LOG.info("hrdma datanode: receiving {} from {}{}", block, up.remoteAddress(),
+        mirrorName == null ? "" : ", mirror " + mirrorName);
+    return true;
+  }
+
+  /**
+   * The replica this write goes to, by stage (stock BlockReceiver's
+   * constructor, DataXceiver for PIPELINE_CLOSE_RECOVERY).
+   */
+  private void openReplica(OpWriteBlockProto op) throws IOException {
+    long newGs = op.getLatestGenerationStamp();
+    switch (stage) {
+      case PIPELINE_SETUP_CREATE -> {
+        ExtendedBlock reserve = new ExtendedBlock(block);
+        reserve.setNumBytes(reservation(block.getNumBytes(), dn.estimatedBlockSize()));
+        replica = dn.createRbw(BlockOps.storageType(op), BlockOps.storageId(op), reserve, false);
+        replica.clearWriter();
+        replica.openStreams(checksum);
+        disk = ctx.disk().openWrite(replica, reserve.getNumBytes()); // hrdma disk: preallocate, volume scheduler
+        replica.setDirectWriter(disk); // hrdma disk: O_DIRECT where it can
+      }
+      case PIPELINE_SETUP_STREAMING_RECOVERY -> {
+        // truncated to what every node acknowledged; the client sends the unacknowledged packets again
+        replica = dn.recoverRbw(block, newGs, op.getMinBytesRcvd(), op.getMaxBytesRcvd());
+        replica.clearWriter();
+        block.setGenerationStamp(newGs);
+        replica.openStreamsForRecovery(checksum);
+        disk = ctx.disk().openWrite(replica, dn.estimatedBlockSize()); // hrdma disk: as for a new replica
+        replica.setDirectWriter(disk);
+        startOffset = replica.bytesOnDisk();
+        LOG.info("hrdma datanode: recovered {} at {} bytes for a new pipeline", block, startOffset);
+      }
+      case PIPELINE_CLOSE_RECOVERY -> {
+        // every byte was acknowledged; only the close failed: finalize with the new generation stamp
+        DataNodeAccess.ClosedReplica c = dn.recoverClose(block, newGs, op.getMinBytesRcvd());
+        block.setGenerationStamp(newGs);
+        block.setNumBytes(op.getMinBytesRcvd());
+        dn.blockReceived(block, c.storageUuid(), c.onTransientStorage());
+        LOG.info("hrdma datanode: finalized {} in a close recovery", block);
+      }
+      default -> throw new AssertionError(stage);
+    }
+  }
+
+  /**
+   * Answers WRITE_RESPONSE with {@code status}; {@code local}: the problem is
+   * this DataNode's, which it names as firstBadLink (as stock names a node
+   * that refuses a token) so that the client leaves it out of the next pipeline.
+   */
+  private boolean refuse(Status status, String message, boolean local) {
+    LOG.warn("hrdma datanode: refusing write of {}: {}", block, message);
+    String self = "";
+    if (local) {
+      try {
+        self = dn.registeredXferAddr(block.getBlockPoolId());
+      } catch (IOException ignored) {
+        // not registered: no address to name
+      }
+    }
+    sendUp(MessageKind.WRITE_RESPONSE, BlockOps.writeResponse(status, self, message));
+    return false;
+  }
+
+  /**
+   * What a new replica reserves and preallocates: the client's numBytes is only its word, so
+   * it counts only up to the block size this DataNode knows (dfs.blocksize, what stock reserves
+   * for a replica being written); 0 or less, or more, takes that block size.
+   */
+  static long reservation(long clientBytes, long blockSize) {
+    return clientBytes > 0 && clientBytes <= blockSize ? clientBytes : blockSize;
+  }
+}

@@ -1,0 +1,117 @@
+package org.hdfsrdma.datanode;
+
+import java.io.IOException;
+import java.net.ProtocolException;
+import java.nio.ByteBuffer;
+import java.util.concurrent.CompletableFuture;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PipelineAckProto;
+import org.hdfsrdma.protocol.Message;
+import org.hdfsrdma.protocol.MessageCodec;
+import org.hdfsrdma.transport.Endpoint;
+import org.hdfsrdma.transport.EndpointHandler;
+import org.hdfsrdma.transport.RegisteredBuffer;
+import org.hdfsrdma.transport.TransportException;
+
+/**
+ * A write's connection to the next DataNode of its pipeline (stock: the mirror socket of
+ * DataXceiver#writeBlock): forwards each received packet, and reports the downstream's
+ * WRITE_RESPONSE, its acks and its failure. Its handler runs on the connector's I/O thread;
+ * {@link #forward} never blocks. Thread-safe.
+ */
+final class WriteMirror implements EndpointHandler {
+  /** What the write hears from downstream. */
+  interface Listener {
+    void onDownstreamAck(PipelineAckProto ack);
+
+    void onDownstreamFailed(String why);
+  }
+
+  final CompletableFuture<BlockOpResponseProto> response = new CompletableFuture<>();
+  private final String name;
+  private final Endpoint up;
+  private final Listener listener;
+  volatile Endpoint ep;
+
+  WriteMirror(String name, Endpoint up, Listener listener) {
+    this.name = name;
+    this.up = up;
+    this.listener = listener;
+  }
+
+  String name() {
+    return name;
+  }
+
+  /** Sends the received packet on; never blocks. */
+  void forward(RegisteredBuffer received) {
+    Endpoint e = ep;
+    RegisteredBuffer out;
+    ByteBuffer src = received.nio();
+    if (e.transport() == up.transport() || "tcp".equals(e.transport().name())) {
+      out = received.retain(); // cut-through: the very buffer we received
+    } else {
+      // another transport's registered memory: copy into one of ours
+      try {
+        out = e.transport().allocator().allocate(src.remaining());
+      } catch (TransportException ex) {
+        listener.onDownstreamFailed("out of registered memory forwarding to " + name + ": " + ex.getMessage());
+        return;
+      }
+      ByteBuffer o = out.nio();
+      o.clear();
+      o.put(src.duplicate());
+      o.flip();
+    }
+    e.send(out).whenComplete((v, t) -> {
+      if (t != null) {
+        listener.onDownstreamFailed("forwarding to " + name + " failed: " + t.getMessage());
+      }
+    });
+  }
+
+  void close() {
+    Endpoint e = ep;
+    if (e != null) {
+      e.close();
+    }
+  }
+
+  @Override
+  public void onMessage(Endpoint endpoint, RegisteredBuffer buffer) {
+    Message m;
+    try {
+      m = MessageCodec.decode(buffer);
+    } catch (ProtocolException e) {
+      buffer.release();
+      String why = "bad message from " + name + ": " + e.getMessage();
+      response.completeExceptionally(new IOException(why));
+      listener.onDownstreamFailed(why);
+      endpoint.close();
+      return;
+    }
+    try {
+      switch (m.kind()) {
+        case WRITE_RESPONSE -> response.complete(m.writeResponse());
+        case PIPELINE_ACK -> listener.onDownstreamAck(m.pipelineAck());
+        case ERROR -> {
+          String why = name + " answered " + m.error().getStatus() + ": " + m.error().getMessage();
+          response.completeExceptionally(new IOException(why));
+          listener.onDownstreamFailed(why);
+        }
+        default -> listener.onDownstreamFailed(name + " sent an unexpected " + m.kind());
+      }
+    } catch (ProtocolException e) {
+      throw new AssertionError(e); // the kind was checked
+    } finally {
+      m.release();
+    }
+  }
+
+  @Override
+  public void onClosed(Endpoint endpoint, Throwable cause) {
+    String why = "connection to " + name + " closed" + (cause == null ? "" : ": " + cause.getMessage());
+    response.completeExceptionally(new IOException(why));
+    listener.onDownstreamFailed(why);
+  }
+}
