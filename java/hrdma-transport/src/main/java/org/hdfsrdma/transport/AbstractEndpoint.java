@@ -27,6 +27,10 @@ public abstract class AbstractEndpoint implements Endpoint {
   private final ArrayDeque<PendingSend> pending = new ArrayDeque<>(); // I/O thread only
   private int sendCredits; // I/O thread only
   private int creditBatch = 1;
+  /** Messages this side may hold for the peer (what it advertised); unbounded until the hello. */
+  private volatile int ownCredits = Integer.MAX_VALUE;
+  /** Received messages whose buffers were taken with {@link #takeCredit} and are not released yet. */
+  private final java.util.concurrent.atomic.AtomicInteger held = new java.util.concurrent.atomic.AtomicInteger();
   private int peerMaxMessage = Integer.MAX_VALUE;
   private Set<Capability> capabilities = EnumSet.noneOf(Capability.class);
   private volatile boolean writable = true;
@@ -79,6 +83,7 @@ public abstract class AbstractEndpoint implements Endpoint {
     this.announced = true;
     this.sendCredits = peerCredits;
     this.creditBatch = Math.max(1, ownCredits / 2);
+    this.ownCredits = ownCredits;
     this.peerMaxMessage = peerMaxMessage;
     this.capabilities = common.isEmpty() ? EnumSet.noneOf(Capability.class) : EnumSet.copyOf(common);
   }
@@ -144,6 +149,30 @@ public abstract class AbstractEndpoint implements Endpoint {
     }
   }
 
+  /**
+   * Takes one of the credits granted to the peer for a message about to be received, before
+   * its buffer is allocated (I/O thread): false when the peer already holds every credit it
+   * was granted, a protocol error the caller closes the connection for. The credit comes back
+   * when the delivered message is released, or with {@link #returnCredit} if it never is.
+   */
+  protected final boolean takeCredit() {
+    if (held.incrementAndGet() > ownCredits) {
+      held.decrementAndGet();
+      return false;
+    }
+    return true;
+  }
+
+  /** Gives back a credit taken for a message that is dropped without being delivered. */
+  protected final void returnCredit() {
+    held.decrementAndGet();
+  }
+
+  /** The credits granted to the peer, for error messages. */
+  protected final int ownCredits() {
+    return ownCredits;
+  }
+
   /** Hands a received message to the handler (I/O thread). */
   protected final void deliver(RegisteredBuffer message) {
     message.onRelease(this::messageReleased);
@@ -156,6 +185,9 @@ public abstract class AbstractEndpoint implements Endpoint {
   }
 
   private void messageReleased() {
+    if (held.get() > 0) {
+      held.decrementAndGet(); // transports that do not take credits keep this at 0
+    }
     if (releasedSinceGrant.incrementAndGet() == creditBatch) {
       try {
         executeOnIo(() -> {

@@ -24,6 +24,12 @@ public final class TransportConf {
   public static final int MAX_MESSAGE_DEFAULT = 16 << 20;
   public static final String CONNECT_TIMEOUT_KEY = "hrdma.transport.connect-timeout-ms";
   public static final int CONNECT_TIMEOUT_DEFAULT = 5000;
+  /**
+   * A peer that has sent part of a message (a frame header, some of its bytes) and then
+   * nothing for this long is closed: its partial message holds the receiver's memory.
+   */
+  public static final String READ_TIMEOUT_KEY = "hrdma.transport.read-timeout-ms";
+  public static final int READ_TIMEOUT_DEFAULT = 60_000; // as dfs.client.socket-timeout
   /** UCX settings without the UCX_ prefix, "TLS=tcp;NET_DEVICES=lo". */
   public static final String UCX_CONFIG_KEY = "hrdma.ucx.config";
   public static final String UCX_CONFIG_DEFAULT = "";

@@ -13,6 +13,8 @@ import io.netty.channel.socket.DuplexChannel;
 import io.netty.channel.unix.IntegerUnixChannelOption;
 import io.netty.handler.codec.DecoderException;
 import io.netty.handler.flush.FlushConsolidationHandler;
+import io.netty.handler.timeout.IdleStateEvent;
+import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -62,6 +64,13 @@ import org.slf4j.LoggerFactory;
 public final class TcpEndpoint extends AbstractEndpoint {
   private static final Logger LOG = LoggerFactory.getLogger(TcpEndpoint.class);
   private static final ByteBuffer EMPTY = ByteBuffer.allocateDirect(0);
+  /** Connections closed for a message left partial past the read timeout, in this JVM (tests, status). */
+  private static final java.util.concurrent.atomic.AtomicLong timeouts = new java.util.concurrent.atomic.AtomicLong();
+
+  /** Connections closed for a message left partial past {@code hrdma.transport.read-timeout-ms}. */
+  public static long readTimeouts() {
+    return timeouts.get();
+  }
 
   private final TcpTransport transport;
   private final Channel channel;
@@ -91,10 +100,12 @@ public final class TcpEndpoint extends AbstractEndpoint {
     this.helloTransports = helloTransports;
     this.listener = listener;
     this.decoder = new TcpFrames.Decoder();
+    decoder.underCredits(() -> held.get() < transport.credits);
     // Reads land in the large DATA frame being received, if any (see TcpFrames.Decoder).
     channel.config().setRecvByteBufAllocator(decoder.recvAllocator(TcpTransport.RECV,
         channel instanceof EpollSocketChannel ? this::setRcvLowat : null));
     channel.pipeline()
+        .addLast("idle", new IdleStateHandler(transport.readTimeoutMs, 0, 0, TimeUnit.MILLISECONDS))
         .addLast("flush", new FlushConsolidationHandler(256, true))
         .addLast("frames", decoder)
         .addLast("endpoint", new Inbound());
@@ -321,6 +332,11 @@ public final class TcpEndpoint extends AbstractEndpoint {
           + h.getCredits() + " and " + h.getMaxMessageSize()), HelloReply.Status.BAD_REQUEST);
       return;
     }
+    String refused = handler.admit(remoteAddress());
+    if (refused != null) {
+      fail(new TransportException.Protocol("tcp: refused: " + refused), HelloReply.Status.REFUSED);
+      return;
+    }
     peerHello = h;
     HelloReply reply = HelloReply.newBuilder()
         .setVersion(Protocol.VERSION)
@@ -464,6 +480,26 @@ public final class TcpEndpoint extends AbstractEndpoint {
       } finally {
         frame.release();
       }
+    }
+
+    /**
+     * Nothing read for the read timeout: a peer in the middle of a message (its header or some
+     * of its bytes arrived, the rest did not) is closed, so that its partial message does not
+     * hold memory; a peer between messages is left to the handler's idle policy.
+     */
+    @Override
+    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) throws Exception {
+      if (evt instanceof IdleStateEvent e && e.state() == io.netty.handler.timeout.IdleState.READER_IDLE) {
+        int partial = decoder.partialBytes();
+        if (partial > 0 && failure == null) {
+          timeouts.incrementAndGet();
+          fail(new TransportException.Timeout("tcp: " + remoteAddress() + " sent " + partial
+              + " bytes of a message and nothing more for " + transport.readTimeoutMs + " ms ("
+              + org.hdfsrdma.transport.TransportConf.READ_TIMEOUT_KEY + ")"), null);
+        }
+        return;
+      }
+      super.userEventTriggered(ctx, evt);
     }
 
     @Override

@@ -142,6 +142,16 @@ final class TcpFrames {
       setCumulator(COMPOSITE_CUMULATOR);
     }
 
+    /**
+     * Whether the peer may have one more message held here (its credits); asked before a
+     * large frame's buffer is taken, so that a peer over its credits allocates nothing.
+     */
+    private java.util.function.BooleanSupplier underCredits = () -> true;
+
+    void underCredits(java.util.function.BooleanSupplier s) {
+      underCredits = s;
+    }
+
     /** Raises the bound once the hello exchange is done. */
     void helloDone(int maxMessage) {
       limit = maxMessage + 1L;
@@ -151,6 +161,11 @@ final class TcpFrames {
     /** Large DATA frames received into their own buffer so far (tests; I/O thread). */
     long directFrames() {
       return directFrames;
+    }
+
+    /** Bytes of a frame that has begun to arrive and is not whole yet (I/O thread). */
+    int partialBytes() {
+      return actualReadableBytes() + (large != null ? large.readableBytes() + LENGTH_BYTES : 0);
     }
 
     /** Whether a large frame is being received (tests; I/O thread). */
@@ -260,6 +275,9 @@ final class TcpFrames {
         return;
       }
       if (helloDone && have >= 1 && len - 1 >= directMin && in.getByte(at + LENGTH_BYTES) == DATA) {
+        if (!underCredits.getAsBoolean()) {
+          throw protocol("a DATA frame of " + len + " bytes beyond the credits the peer was granted");
+        }
         // Bounded above, so this allocation is at most the receiver's max message + 1.
         large = ctx.alloc().directBuffer(len, len);
         in.skipBytes(LENGTH_BYTES);

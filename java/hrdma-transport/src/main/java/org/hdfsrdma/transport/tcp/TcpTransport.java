@@ -80,6 +80,7 @@ public final class TcpTransport implements Transport {
   final int credits;
   final int maxMessage;
   final int connectTimeoutMs;
+  final int readTimeoutMs;
   private final boolean epoll;
   private final EventLoopGroup group;
   private final BufferPool pool;
@@ -93,6 +94,7 @@ public final class TcpTransport implements Transport {
   public TcpTransport(TransportConf conf) {
     this.credits = conf.getPositiveInt(TransportConf.CREDITS_KEY, TransportConf.CREDITS_DEFAULT);
     this.maxMessage = conf.getPositiveInt(TransportConf.MAX_MESSAGE_KEY, TransportConf.MAX_MESSAGE_DEFAULT);
+    this.readTimeoutMs = conf.getPositiveInt(TransportConf.READ_TIMEOUT_KEY, TransportConf.READ_TIMEOUT_DEFAULT);
     this.connectTimeoutMs = conf.getPositiveInt(TransportConf.CONNECT_TIMEOUT_KEY,
         TransportConf.CONNECT_TIMEOUT_DEFAULT);
     int threads = conf.getPositiveInt(IO_THREADS_KEY, IO_THREADS_DEFAULT);

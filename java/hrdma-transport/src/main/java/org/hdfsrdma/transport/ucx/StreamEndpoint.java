@@ -196,9 +196,17 @@ final class StreamEndpoint extends UcxConnection {
               + limitFor(kind));
           return;
         }
+        if (kind == DATA && !takeCredit()) {
+          // decided before any buffer is taken: a peer past its credits gets nothing of ours
+          protocolError("the peer sent more messages than the " + ownCredits() + " credits it was granted");
+          return;
+        }
         try {
           msg = transport.allocator().allocate((int) Math.max(1, len));
         } catch (TransportException e) {
+          if (kind == DATA) {
+            returnCredit();
+          }
           fail(e);
           return;
         }

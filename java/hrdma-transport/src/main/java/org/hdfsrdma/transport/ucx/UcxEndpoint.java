@@ -96,10 +96,18 @@ final class UcxEndpoint extends UcxConnection {
           + " bytes exceeds the limit of " + limitFor(amId));
       return NativeException.ERR_INVALID;
     }
+    if (amId == DATA && !takeCredit()) {
+      // decided before any buffer is taken: a peer past its credits gets nothing of ours
+      protocolError("the peer sent more messages than the " + ownCredits() + " credits it was granted");
+      return NativeException.ERR_INVALID;
+    }
     RegisteredBuffer b;
     try {
       b = transport.allocator().allocate((int) Math.max(1, length));
     } catch (TransportException e) {
+      if (amId == DATA) {
+        returnCredit();
+      }
       fail(e);
       return NativeException.ERR_NOMEM;
     }
