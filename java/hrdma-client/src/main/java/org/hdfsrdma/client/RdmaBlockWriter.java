@@ -100,6 +100,8 @@ public final class RdmaBlockWriter implements Closeable {
 
   private static final byte[] EMPTY = new byte[0];
 
+  private boolean syncBlockAtEnd; // writing thread only
+
   private final RdmaBlockClient client;
   private final Configuration conf;
   private final ExtendedBlock block;
@@ -357,6 +359,15 @@ public final class RdmaBlockWriter implements Closeable {
     corruptNext = true;
   }
 
+  /**
+   * A file created with CreateFlag.SYNC_BLOCK: the last packet asks every DataNode to fsync
+   * the replica as it closes it (stock: DataStreamer sets syncBlock on the block's last
+   * packet). Writing thread only.
+   */
+  public void syncBlockAtEnd(boolean sync) {
+    syncBlockAtEnd = sync;
+  }
+
   /** Sends the buffered bytes and the last (empty) packet, waits for every ack. Idempotent. */
   @Override
   public void close() throws IOException {
@@ -369,7 +380,7 @@ public final class RdmaBlockWriter implements Closeable {
         sendPacket(false, false);
       }
       waitFor(unacked::isEmpty); // as stock: every data packet is acknowledged before the last one goes
-      sendPacket(true, false);
+      sendPacket(true, syncBlockAtEnd);
       waitFor(() -> lastAcked);
     } catch (IOException | RuntimeException e) {
       abandon();

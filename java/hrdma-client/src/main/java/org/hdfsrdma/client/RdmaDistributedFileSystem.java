@@ -142,7 +142,7 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
       return super.create(f, permission, again, bufferSize, replication, blockSize, progress, checksumOpt);
     }
     RdmaOutputStream out = new RdmaOutputStream(this, src, st.getFileId(), st.getReplication(), st.getBlockSize(),
-        getConf(), () -> super.create(f, permission, cflags, bufferSize, replication, blockSize, progress, checksumOpt));
+        cflags.contains(CreateFlag.SYNC_BLOCK), getConf(), () -> super.create(f, permission, cflags, bufferSize, replication, blockSize, progress, checksumOpt));
     streamOpened(out);
     return new FSDataOutputStream(out, statistics);
   }

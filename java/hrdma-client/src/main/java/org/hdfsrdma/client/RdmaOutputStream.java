@@ -84,10 +84,18 @@ final class RdmaOutputStream extends OutputStream implements Syncable, StreamCap
   private FSDataOutputStream stock; // after a fallback
   private IOException failure;
   private boolean closed;
+  private final boolean syncBlock;
 
   RdmaOutputStream(RdmaDistributedFileSystem fs, String src, long fileId, short replication, long blockSize,
       Configuration conf, StockCreate stockCreate) {
+    this(fs, src, fileId, replication, blockSize, false, conf, stockCreate);
+  }
+
+  /** {@code syncBlock}: the file was created with CreateFlag.SYNC_BLOCK (every block fsynced at its end). */
+  RdmaOutputStream(RdmaDistributedFileSystem fs, String src, long fileId, short replication, long blockSize,
+      boolean syncBlock, Configuration conf, StockCreate stockCreate) {
     this.fs = fs;
+    this.syncBlock = syncBlock;
     this.namenode = fs.getClient().getNamenode();
     this.clientName = fs.getClient().getClientName();
     this.src = src;
@@ -149,6 +157,7 @@ final class RdmaOutputStream extends OutputStream implements Syncable, StreamCap
       IOException e;
       try {
         writer = RdmaBlockWriter.create(fs.blockClient(), lb, conf, recovery);
+        writer.syncBlockAtEnd(syncBlock);
         return true;
       } catch (IOException ex) {
         e = ex;

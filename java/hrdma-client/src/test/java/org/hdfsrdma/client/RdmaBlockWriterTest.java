@@ -126,6 +126,27 @@ class RdmaBlockWriterTest {
     complete(path, st, w.block());
   }
 
+  /**
+   * The block's numBytes in a WRITE_REQUEST is the client's word: a client that claims a
+   * block of 1 TiB gets a replica that reserves and preallocates no more than the block size
+   * (before, the DataNode asked its volume for 1 TiB and the write was refused).
+   */
+  @Test
+  @Timeout(120)
+  void aHugeClaimedBlockSizeReservesOnlyTheBlockSize() throws Exception {
+    String path = "/ours/huge-claim";
+    HdfsFileStatus st = create(path, 1);
+    LocatedBlock lb = addBlock(path, st);
+    lb.getBlock().setNumBytes(1L << 40);
+    byte[] data = PluginCluster.random(100_000, 77);
+    RdmaBlockWriter w = RdmaBlockWriter.create(client, lb, conf);
+    w.write(data, 0, data.length);
+    w.close();
+    assertEquals(data.length, w.bytesAcked());
+    complete(path, st, w.block());
+    assertArrayEquals(data, readStock(path));
+  }
+
   private byte[] readStock(String path) throws IOException {
     byte[] got = new byte[(int) fs.getFileStatus(new Path(path)).getLen()];
     try (FSDataInputStream in = fs.open(new Path(path))) {

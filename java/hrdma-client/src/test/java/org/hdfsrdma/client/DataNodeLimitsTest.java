@@ -1,0 +1,460 @@
+package org.hdfsrdma.client;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.CreateFlag;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.permission.FsPermission;
+import org.apache.hadoop.hdfs.DFSConfigKeys;
+import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.apache.hadoop.hdfs.server.datanode.DataNode;
+import org.apache.hadoop.hdfs.server.datanode.DataNodeFaultInjector;
+import org.hdfsrdma.datanode.RdmaDataNodePlugin;
+import org.hdfsrdma.datanode.compat.RbwReplica;
+import org.hdfsrdma.datanode.disk.VolumeScheduler;
+import org.hdfsrdma.protocol.MessageKind;
+import org.hdfsrdma.protocol.RdmaPorts;
+import org.hdfsrdma.proto.HrdmaProtos;
+import org.hdfsrdma.transport.Protocol;
+import org.hdfsrdma.transport.RegisteredBuffer;
+import org.hdfsrdma.transport.TransportConf;
+import org.hdfsrdma.transport.TransportException;
+import org.hdfsrdma.transport.tcp.TcpEndpoint;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * What no peer may take from a DataNode's plugin, seen from outside: connections beyond the
+ * cap are refused at the hello, idle connections and stalled messages are closed, an
+ * oversized request closes only its own connection, a write with no packets fails, a hung
+ * volume holds up only its own reads, and a write is finalized as stock finalizes it (fsynced
+ * for SYNC_BLOCK files; downstream first). Two DataNodes of two volumes each, small limits.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class DataNodeLimitsTest {
+  private static final int MAX_CONNECTIONS = 8;
+  private static final long IDLE_MS = 4000;
+  private static final long PACKET_TIMEOUT_MS = 2000;
+  private static final long READ_TIMEOUT_MS = 1000;
+
+  private MiniDFSCluster cluster;
+  private Configuration conf;
+  private DistributedFileSystem fs;
+  private String bpid;
+
+  @BeforeAll
+  void start() throws Exception {
+    conf = PluginCluster.baseConf();
+    conf.setInt("hrdma.datanode.max-connections", MAX_CONNECTIONS);
+    conf.setLong("hrdma.datanode.idle-timeout-ms", IDLE_MS);
+    conf.setLong("hrdma.datanode.write.packet-timeout-ms", PACKET_TIMEOUT_MS);
+    conf.setInt("hrdma.datanode.max-request-bytes", 4096);
+    conf.setLong(TransportConf.READ_TIMEOUT_KEY, READ_TIMEOUT_MS);
+    conf.set("hrdma.datanode.disk.policy.disk", "fifo"); // volume workers a test can hold
+    java.io.File base = new java.io.File("target/test-dir/" + getClass().getSimpleName());
+    cluster = new MiniDFSCluster.Builder(conf, base).numDataNodes(2).storagesPerDatanode(2).build();
+    cluster.waitActive();
+    PluginCluster.awaitPluginsServing(cluster);
+    fs = cluster.getFileSystem();
+    bpid = cluster.getNamesystem().getBlockPoolId();
+  }
+
+  @AfterAll
+  void stop() throws IOException {
+    PluginCluster.shutdown(fs, cluster);
+  }
+
+  private DataNode dn(int i) {
+    return cluster.getDataNodes().get(i);
+  }
+
+  private static RdmaDataNodePlugin plugin(DataNode dn) {
+    return RdmaDataNodePlugin.running().stream().filter(p -> dn.getDatanodeUuid().equals(p.datanodeUuid()))
+        .findFirst().orElseThrow();
+  }
+
+  private InetSocketAddress pluginAddress(DataNode dn) {
+    return new InetSocketAddress("127.0.0.1", RdmaPorts.pluginPort(dn.getXferPort(), conf));
+  }
+
+  private static void await(BooleanSupplier done, long ms, String what) throws InterruptedException {
+    long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms);
+    while (!done.getAsBoolean()) {
+      assertTrue(System.nanoTime() < end, what);
+      Thread.sleep(20);
+    }
+  }
+
+  /** An INFO_REQUEST on {@code raw}, answered with INFO_REPLY. */
+  private static void info(RawPlugin raw, long id) throws Exception {
+    raw.ep.send(org.hdfsrdma.protocol.MessageCodec.encode(raw.ep.transport().allocator(), MessageKind.INFO_REQUEST,
+        id, null, null));
+    org.hdfsrdma.protocol.Message m = raw.next();
+    assertEquals(MessageKind.INFO_REPLY, m.kind());
+    assertEquals(id, m.requestId());
+  }
+
+  @Test
+  @Order(1)
+  @Timeout(60)
+  void connectionsBeyondTheCapAreRefusedAtTheHelloAndTheOthersServed() throws Exception {
+    DataNode dn = dn(0);
+    RdmaDataNodePlugin p = plugin(dn);
+    await(() -> p.openConnections() == 0, 10_000, "connections left open: " + p.openConnections());
+    long refusedBefore = p.refusedConnections();
+    List<RawPlugin> open = new ArrayList<>();
+    try {
+      for (int i = 0; i < MAX_CONNECTIONS; i++) {
+        RawPlugin r = new RawPlugin(pluginAddress(dn));
+        open.add(r);
+        info(r, i + 1);
+      }
+      TransportException e = assertThrows(TransportException.class, () -> new RawPlugin(pluginAddress(dn)));
+      System.err.println("hrdma test: connection beyond the cap: " + e.getMessage());
+      assertTrue(e.getMessage().contains("REFUSED") && e.getMessage().contains("hrdma.datanode.max-connections"),
+          e.getMessage());
+      assertEquals(refusedBefore + 1, p.refusedConnections());
+      for (int i = 0; i < open.size(); i++) {
+        info(open.get(i), 100 + i); // the admitted ones are still served
+      }
+      open.remove(0).close();
+      await(() -> p.openConnections() == MAX_CONNECTIONS - 1, 10_000, "closed connection still counted");
+      RawPlugin again = new RawPlugin(pluginAddress(dn)); // room again
+      open.add(again);
+      info(again, 200);
+    } finally {
+      for (RawPlugin r : open) {
+        r.close();
+      }
+    }
+    await(() -> p.openConnections() == 0, 10_000, "connections leaked: " + p.openConnections());
+  }
+
+  @Test
+  @Order(2)
+  @Timeout(60)
+  void anIdleConnectionIsClosed() throws Exception {
+    RdmaDataNodePlugin p = plugin(dn(0));
+    long before = p.idleConnectionsClosed();
+    try (RawPlugin r = new RawPlugin(pluginAddress(dn(0)))) {
+      info(r, 1);
+      long t0 = System.nanoTime();
+      r.ep.closeFuture().handle((v, t) -> null).get(IDLE_MS * 4, TimeUnit.MILLISECONDS);
+      long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+      System.err.println("hrdma test: idle connection closed after " + ms + " ms");
+      assertTrue(ms >= IDLE_MS - 100, "closed after " + ms + " ms, before the idle timeout");
+    }
+    assertEquals(before + 1, p.idleConnectionsClosed());
+    await(() -> p.openConnections() == 0, 10_000, "connections leaked");
+  }
+
+  /** A plain socket that says hello as the tcp transport does, then sends only a frame's first 16 bytes. */
+  @Test
+  @Order(3)
+  @Timeout(60)
+  void aConnectionStalledInsideAMessageIsClosed() throws Exception {
+    RdmaDataNodePlugin p = plugin(dn(0));
+    long before = TcpEndpoint.readTimeouts();
+    try (Socket s = new Socket()) {
+      s.connect(pluginAddress(dn(0)), 5000);
+      s.setSoTimeout(30_000);
+      DataOutputStream out = new DataOutputStream(s.getOutputStream());
+      DataInputStream in = new DataInputStream(s.getInputStream());
+      byte[] hello = HrdmaProtos.Hello.newBuilder().setVersion(Protocol.VERSION).setCredits(8)
+          .setMaxMessageSize(1 << 20).build().toByteArray();
+      out.writeInt(hello.length + 1);
+      out.writeByte(1); // HELLO
+      out.write(hello);
+      out.flush();
+      int n = in.readInt();
+      assertEquals(2, in.readByte()); // HELLO_REPLY
+      byte[] reply = new byte[n - 1];
+      in.readFully(reply);
+      assertEquals(HrdmaProtos.HelloReply.Status.OK, HrdmaProtos.HelloReply.parseFrom(reply).getStatus());
+      await(() -> p.openConnections() == 1, 10_000, "the raw connection was not admitted");
+      out.writeInt((1 << 20) + 1); // a 1 MiB DATA frame...
+      out.writeByte(3);
+      out.write(new byte[11]);     // ...of which 16 bytes in all ever come
+      out.flush();
+      long t0 = System.nanoTime();
+      int r;
+      try {
+        r = in.read();
+        while (r >= 0) { // a CLOSE frame may come first
+          r = in.read();
+        }
+      } catch (SocketTimeoutException e) {
+        throw new AssertionError("still open 30 s after a stalled frame header", e);
+      } catch (IOException e) {
+        r = -1; // reset: closed too
+      }
+      long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+      System.err.println("hrdma test: stalled connection closed after " + ms + " ms");
+      assertEquals(-1, r);
+    }
+    assertEquals(before + 1, TcpEndpoint.readTimeouts(), "closed for another reason than the read timeout");
+    await(() -> p.openConnections() == 0, 10_000, "connections leaked");
+  }
+
+  @Test
+  @Order(4)
+  @Timeout(60)
+  void anOversizedRequestClosesOnlyItsConnection() throws Exception {
+    RdmaDataNodePlugin p = plugin(dn(0));
+    long before = p.oversizedMessages();
+    try (RawPlugin bad = new RawPlugin(pluginAddress(dn(0)));
+        RawPlugin good = new RawPlugin(pluginAddress(dn(0)))) {
+      int n = 16 + 8192; // an INFO_REQUEST with 8 KiB of payload; the bound is 4 KiB
+      RegisteredBuffer b = bad.ep.transport().allocator().allocate(n);
+      java.nio.ByteBuffer nio = b.nio();
+      nio.clear();
+      nio.put((byte) 1).put((byte) MessageKind.INFO_REQUEST.code()).putShort((short) 0).putInt(0).putLong(5);
+      nio.put(new byte[8192]).flip();
+      bad.ep.send(b);
+      bad.ep.closeFuture().handle((v, t) -> null).get(20, TimeUnit.SECONDS);
+      assertEquals(before + 1, p.oversizedMessages());
+      info(good, 6);
+    }
+  }
+
+  private LocatedBlock onlyBlock(Path f) throws IOException {
+    List<LocatedBlock> l = fs.getClient().getLocatedBlocks(f.toString(), 0).getLocatedBlocks();
+    assertEquals(1, l.size());
+    return l.get(0);
+  }
+
+  @Test
+  @Order(5)
+  @Timeout(120)
+  void aWriteThatReceivesNoPacketFailsAndLeavesTheReplicaForRecovery() throws Exception {
+    DataNode dn = dn(0);
+    RdmaDataNodePlugin p = plugin(dn);
+    Path f = new Path("/limits/stalled-write");
+    try (FileSystem ours = FileSystem.newInstance(PluginCluster.rdmaClientConf(cluster))) {
+      FSDataOutputStream out = ours.create(f, FsPermission.getFileDefault(), EnumSet.of(CreateFlag.CREATE), 4096,
+          (short) 1, PluginCluster.BLOCK, null, null);
+      try {
+        out.write(PluginCluster.random(10_000, 3));
+        out.hflush();
+        LocatedBlock lb = onlyBlock(f);
+        DataNode holder = cluster.getDataNode(lb.getLocations()[0].getIpcPort());
+        RdmaDataNodePlugin hp = plugin(holder);
+        assertEquals(1, hp.openWrites());
+        long t0 = System.nanoTime();
+        await(() -> hp.openWrites() == 0, PACKET_TIMEOUT_MS * 5, "the stalled write is still open");
+        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        System.err.println("hrdma test: stalled write failed after " + ms + " ms");
+        String replica = holder.getFSDataset().getReplicaString(bpid, lb.getBlock().getBlockId());
+        assertTrue(replica.contains("RBW"), "the replica is not left RBW for recovery: " + replica);
+      } finally {
+        try {
+          out.close(); // the client recovers its pipeline or fails; neither hangs
+        } catch (IOException e) {
+          System.err.println("hrdma test: the client's close after the stalled write: " + e);
+        }
+      }
+    }
+    await(() -> p.openWrites() == 0, 10_000, "writes leaked");
+  }
+
+  @Test
+  @Order(6)
+  @Timeout(120)
+  void aSyncBlockFileIsFsyncedAtEveryBlockEnd() throws Exception {
+    byte[] data = PluginCluster.random(PluginCluster.BLOCK * 3 / 2, 5); // two blocks
+    try (FileSystem ours = FileSystem.newInstance(PluginCluster.rdmaClientConf(cluster))) {
+      long before = RbwReplica.fsyncs();
+      try (FSDataOutputStream out = ours.create(new Path("/limits/plain"), FsPermission.getFileDefault(),
+          EnumSet.of(CreateFlag.CREATE), 4096, (short) 1, PluginCluster.BLOCK, null, null)) {
+        out.write(data);
+      }
+      assertEquals(before, RbwReplica.fsyncs(), "a plain file was fsynced (dfs.datanode.synconclose is off)");
+      try (FSDataOutputStream out = ours.create(new Path("/limits/synced"), FsPermission.getFileDefault(),
+          EnumSet.of(CreateFlag.CREATE, CreateFlag.SYNC_BLOCK), 4096, (short) 1, PluginCluster.BLOCK, null, null)) {
+        out.write(data);
+      }
+      assertEquals(before + 2, RbwReplica.fsyncs(), "each of the two blocks fsynced once as it closed");
+      assertArrayEquals(data, readAll(ours, new Path("/limits/synced")));
+    }
+  }
+
+  private static byte[] readAll(FileSystem f, Path p) throws IOException {
+    byte[] got = new byte[(int) f.getFileStatus(p).getLen()];
+    try (FSDataInputStream in = f.open(p)) {
+      in.readFully(got);
+    }
+    return got;
+  }
+
+  /**
+   * Stock PacketResponder: a DataNode finalizes its replica and tells the NameNode only once
+   * the DataNode downstream has acked the last packet, which it does after finalizing its own.
+   * The fault injector (called after each finalize) looks, from the first DataNode to call
+   * it, at how many replicas are finalized: that one only.
+   */
+  @Test
+  @Order(7)
+  @Timeout(120)
+  void theFirstDataNodeFinalizesOnlyAfterTheDownstreamAck() throws Exception {
+    List<String> seen = Collections.synchronizedList(new ArrayList<>());
+    long[] base = {finalized(dn(0)), finalized(dn(1))};
+    DataNodeFaultInjector old = DataNodeFaultInjector.get();
+    DataNodeFaultInjector.set(new DataNodeFaultInjector() {
+      @Override
+      public void delayAckLastPacket() {
+        if (!Thread.currentThread().getName().startsWith("hrdma-dn-write-")) {
+          return;
+        }
+        try {
+          Thread.sleep(300); // time enough for the other to finalize, if it does not wait
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+        seen.add((finalized(dn(0)) - base[0]) + "+" + (finalized(dn(1)) - base[1]));
+      }
+    });
+    try (FileSystem ours = FileSystem.newInstance(PluginCluster.rdmaClientConf(cluster))) {
+      byte[] data = PluginCluster.random(300_000, 9);
+      try (FSDataOutputStream out = ours.create(new Path("/limits/pipelined"), FsPermission.getFileDefault(),
+          EnumSet.of(CreateFlag.CREATE), 4096, (short) 2, PluginCluster.BLOCK, null, null)) {
+        out.write(data);
+      }
+      assertArrayEquals(data, readAll(ours, new Path("/limits/pipelined")));
+    } finally {
+      DataNodeFaultInjector.set(old);
+    }
+    System.err.println("hrdma test: replicas finalized (dn0+dn1) at each finalize: " + seen);
+    assertEquals(2, seen.size(), seen.toString());
+    assertTrue(seen.get(0).equals("1+0") || seen.get(0).equals("0+1"), "the first to finalize saw " + seen.get(0));
+    assertEquals("1+1", seen.get(1));
+  }
+
+  private long finalized(DataNode d) {
+    try {
+      return d.getFSDataset().getFinalizedBlocks(bpid).size();
+    } catch (RuntimeException e) {
+      return -1;
+    }
+  }
+
+  /**
+   * A hung volume (its disk workers held) delays only its own reads: with more reads of a
+   * block on it waiting than the old shared read executor had threads, a block of the other
+   * volume is still read at once.
+   */
+  @Test
+  @Order(8)
+  @Timeout(180)
+  void aHungVolumeDelaysOnlyItsOwnReads() throws Exception {
+    DataNode dn = dn(0);
+    RdmaDataNodePlugin p = plugin(dn);
+    // one file on each volume of dn0
+    Path onA = null;
+    Path onB = null;
+    String volA = null;
+    byte[] data = PluginCluster.random(200_000, 11);
+    for (int i = 0; i < 20 && (onA == null || onB == null); i++) {
+      Path f = new Path("/limits/vol-" + i);
+      try (FSDataOutputStream out = fs.create(f, FsPermission.getFileDefault(), true, 4096,
+          (short) 1, PluginCluster.BLOCK, null, new InetSocketAddress[] {dn.getXferAddress()})) {
+        out.write(data);
+      }
+      LocatedBlock lb = onlyBlock(f);
+      if (!lb.getLocations()[0].getDatanodeUuid().equals(dn.getDatanodeUuid())) {
+        continue;
+      }
+      String vol = lb.getStorageIDs()[0];
+      if (onA == null) {
+        onA = f;
+        volA = vol;
+      } else if (!vol.equals(volA) && onB == null) {
+        onB = f;
+      }
+    }
+    assertTrue(onA != null && onB != null, "no files on both volumes of " + dn);
+    String hungVolume = volA;
+    VolumeScheduler hung = p.disk().schedulers().get(hungVolume);
+    assertTrue(hung != null && !hung.policy().inline(), "volume " + hungVolume + " has no workers to hold");
+    CountDownLatch unhang = new CountDownLatch(1);
+    List<CompletableFuture<Object>> holds = new ArrayList<>();
+    for (int i = 0; i < hung.policy().maxDepth(); i++) { // every worker of the volume waits: the volume hangs
+      holds.add(hung.submit(new Object(), false, i << 20, 4096, () -> {
+        try {
+          unhang.await(120, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+        return null;
+      }));
+    }
+    ExecutorService readers = Executors.newCachedThreadPool();
+    List<FileSystem> clients = new ArrayList<>();
+    try {
+      List<Future<byte[]>> stuck = new ArrayList<>();
+      final Path a = onA;
+      for (int i = 0; i < 5; i++) { // more than the 4 threads reads used to share, each on its own connection
+        FileSystem c = FileSystem.newInstance(PluginCluster.rdmaClientConf(cluster));
+        clients.add(c);
+        stuck.add(readers.submit(() -> readAll(c, a)));
+      }
+      Thread.sleep(1000); // they reach the plugin and wait on the hung volume
+      for (Future<byte[]> s : stuck) {
+        assertTrue(!s.isDone(), "a read of the hung volume completed");
+      }
+      FileSystem other = FileSystem.newInstance(PluginCluster.rdmaClientConf(cluster));
+      clients.add(other);
+      final Path b = onB;
+      long t0 = System.nanoTime();
+      byte[] got = readers.submit(() -> readAll(other, b)).get(10, TimeUnit.SECONDS);
+      long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+      System.err.println("hrdma test: read of the other volume with volume " + hungVolume + " hung: " + ms + " ms");
+      assertArrayEquals(data, got);
+      unhang.countDown();
+      for (Future<byte[]> s : stuck) {
+        assertArrayEquals(data, s.get(60, TimeUnit.SECONDS)); // and the hung volume's reads complete once it is back
+      }
+    } finally {
+      unhang.countDown();
+      readers.shutdownNow();
+      for (FileSystem c : clients) {
+        c.close();
+      }
+    }
+  }
+}
