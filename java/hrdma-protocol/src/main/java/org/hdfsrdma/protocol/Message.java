@@ -41,6 +41,11 @@ public final class Message {
     return requestId;
   }
 
+  /** The parsed header, whatever its kind (null for kinds without one). */
+  Object header() {
+    return header;
+  }
+
   /** The payload, a view of the received buffer (position 0 to limit); its own position/limit. */
   public ByteBuffer payload() {
     return payload;

@@ -17,15 +17,23 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p>Credits: each side advertises in its hello how many messages it can hold
  * unreleased. A sender spends one per message and queues when it has none;
  * the receiver grants them back (in batches of half its window) as its
- * handler releases messages.
+ * handler releases messages. Both sides of it are enforced, whatever the transport: a peer
+ * that grants back more messages than it has been sent, or sends more than this side's
+ * window while it holds them, breaks the protocol and the connection is closed
+ * ({@link TransportException.Protocol}); it can neither make this side send past its window
+ * nor pin more than this side's window of received messages.
  */
 public abstract class AbstractEndpoint implements Endpoint {
   protected final EndpointHandler handler;
   private final InetSocketAddress remote;
   private final CompletableFuture<Void> closeFuture = new CompletableFuture<>();
   private final AtomicInteger releasedSinceGrant = new AtomicInteger();
+  /** Received messages handed to the handler and not released yet. */
+  private final AtomicInteger held = new AtomicInteger();
   private final ArrayDeque<PendingSend> pending = new ArrayDeque<>(); // I/O thread only
   private int sendCredits; // I/O thread only
+  private int peerWindow; // the credits the peer advertised; I/O thread only
+  private volatile int ownWindow = Integer.MAX_VALUE; // the credits this side advertised
   private int creditBatch = 1;
   /** Messages this side may hold for the peer (what it advertised); unbounded until the hello. */
   private volatile int ownCredits = Integer.MAX_VALUE;
@@ -82,6 +90,8 @@ public abstract class AbstractEndpoint implements Endpoint {
       Set<Capability> common) {
     this.announced = true;
     this.sendCredits = peerCredits;
+    this.peerWindow = peerCredits;
+    this.ownWindow = Math.max(1, ownCredits);
     this.creditBatch = Math.max(1, ownCredits / 2);
     this.ownCredits = ownCredits;
     this.peerMaxMessage = peerMaxMessage;
@@ -136,8 +146,18 @@ public abstract class AbstractEndpoint implements Endpoint {
     }
   }
 
-  /** The peer granted credits (I/O thread). */
+  /**
+   * The peer granted credits (I/O thread). A grant of more messages than are unacknowledged
+   * (sent and not granted back) is a protocol violation that closes the connection: added
+   * up, such grants would let this side send past the peer's window, or wrap the count.
+   */
   protected final void creditsGranted(int messages) {
+    int unacknowledged = peerWindow - sendCredits;
+    if (messages <= 0 || messages > unacknowledged) {
+      closeWith(new TransportException.Protocol("credit grant of " + Integer.toUnsignedString(messages)
+          + " messages with " + unacknowledged + " unacknowledged"));
+      return;
+    }
     sendCredits += messages;
     while (sendCredits > 0 && !pending.isEmpty() && !closed) {
       PendingSend p = pending.pollFirst();
@@ -175,7 +195,18 @@ public abstract class AbstractEndpoint implements Endpoint {
 
   /** Hands a received message to the handler (I/O thread). */
   protected final void deliver(RegisteredBuffer message) {
-    message.onRelease(this::messageReleased);
+    if (held.incrementAndGet() > ownWindow) {
+      // a peer that ignores its credits must not pin more than this side's window
+      held.decrementAndGet();
+      message.release();
+      closeWith(new TransportException.Protocol("peer sent more than the " + ownWindow
+          + " messages its credits allow"));
+      return;
+    }
+    message.onRelease(() -> {
+      held.decrementAndGet();
+      messageReleased();
+    });
     try {
       handler.onMessage(this, message);
     } catch (RuntimeException e) {
