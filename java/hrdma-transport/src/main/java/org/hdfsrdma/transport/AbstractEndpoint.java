@@ -28,17 +28,14 @@ public abstract class AbstractEndpoint implements Endpoint {
   private final InetSocketAddress remote;
   private final CompletableFuture<Void> closeFuture = new CompletableFuture<>();
   private final AtomicInteger releasedSinceGrant = new AtomicInteger();
-  /** Received messages handed to the handler and not released yet. */
-  private final AtomicInteger held = new AtomicInteger();
   private final ArrayDeque<PendingSend> pending = new ArrayDeque<>(); // I/O thread only
   private int sendCredits; // I/O thread only
   private int peerWindow; // the credits the peer advertised; I/O thread only
-  private volatile int ownWindow = Integer.MAX_VALUE; // the credits this side advertised
   private int creditBatch = 1;
   /** Messages this side may hold for the peer (what it advertised); unbounded until the hello. */
   private volatile int ownCredits = Integer.MAX_VALUE;
   /** Received messages whose buffers were taken with {@link #takeCredit} and are not released yet. */
-  private final java.util.concurrent.atomic.AtomicInteger held = new java.util.concurrent.atomic.AtomicInteger();
+  private final AtomicInteger held = new AtomicInteger();
   private int peerMaxMessage = Integer.MAX_VALUE;
   private Set<Capability> capabilities = EnumSet.noneOf(Capability.class);
   private volatile boolean writable = true;
@@ -91,9 +88,8 @@ public abstract class AbstractEndpoint implements Endpoint {
     this.announced = true;
     this.sendCredits = peerCredits;
     this.peerWindow = peerCredits;
-    this.ownWindow = Math.max(1, ownCredits);
     this.creditBatch = Math.max(1, ownCredits / 2);
-    this.ownCredits = ownCredits;
+    this.ownCredits = Math.max(1, ownCredits);
     this.peerMaxMessage = peerMaxMessage;
     this.capabilities = common.isEmpty() ? EnumSet.noneOf(Capability.class) : EnumSet.copyOf(common);
   }
@@ -195,18 +191,7 @@ public abstract class AbstractEndpoint implements Endpoint {
 
   /** Hands a received message to the handler (I/O thread). */
   protected final void deliver(RegisteredBuffer message) {
-    if (held.incrementAndGet() > ownWindow) {
-      // a peer that ignores its credits must not pin more than this side's window
-      held.decrementAndGet();
-      message.release();
-      closeWith(new TransportException.Protocol("peer sent more than the " + ownWindow
-          + " messages its credits allow"));
-      return;
-    }
-    message.onRelease(() -> {
-      held.decrementAndGet();
-      messageReleased();
-    });
+    message.onRelease(this::messageReleased);
     try {
       handler.onMessage(this, message);
     } catch (RuntimeException e) {
