@@ -34,8 +34,10 @@ public abstract class AbstractEndpoint implements Endpoint {
   private int creditBatch = 1;
   /** Messages this side may hold for the peer (what it advertised); unbounded until the hello. */
   private volatile int ownCredits = Integer.MAX_VALUE;
-  /** Received messages whose buffers were taken with {@link #takeCredit} and are not released yet. */
+  /** Received messages counted against this side's credits and not released yet. */
   private final AtomicInteger held = new AtomicInteger();
+  /** Credits taken with {@link #takeCredit} for messages not delivered (or returned) yet. */
+  private final AtomicInteger prepaid = new AtomicInteger();
   private int peerMaxMessage = Integer.MAX_VALUE;
   private Set<Capability> capabilities = EnumSet.noneOf(Capability.class);
   private volatile boolean writable = true;
@@ -176,11 +178,13 @@ public abstract class AbstractEndpoint implements Endpoint {
       held.decrementAndGet();
       return false;
     }
+    prepaid.incrementAndGet();
     return true;
   }
 
   /** Gives back a credit taken for a message that is dropped without being delivered. */
   protected final void returnCredit() {
+    prepaid.decrementAndGet();
     held.decrementAndGet();
   }
 
@@ -191,6 +195,16 @@ public abstract class AbstractEndpoint implements Endpoint {
 
   /** Hands a received message to the handler (I/O thread). */
   protected final void deliver(RegisteredBuffer message) {
+    // transports that allocate only within credits took this message's with takeCredit
+    boolean paid = prepaid.getAndUpdate(n -> n > 0 ? n - 1 : 0) > 0;
+    if (!paid && held.incrementAndGet() > ownCredits) {
+      // a peer that ignores its credits must not pin more than this side's window
+      held.decrementAndGet();
+      message.release();
+      closeWith(new TransportException.Protocol("peer sent more than the " + ownCredits
+          + " messages its credits allow"));
+      return;
+    }
     message.onRelease(this::messageReleased);
     try {
       handler.onMessage(this, message);
@@ -201,9 +215,7 @@ public abstract class AbstractEndpoint implements Endpoint {
   }
 
   private void messageReleased() {
-    if (held.get() > 0) {
-      held.decrementAndGet(); // transports that do not take credits keep this at 0
-    }
+    held.decrementAndGet();
     if (releasedSinceGrant.incrementAndGet() == creditBatch) {
       try {
         executeOnIo(() -> {
