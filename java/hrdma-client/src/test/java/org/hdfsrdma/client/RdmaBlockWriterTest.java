@@ -129,7 +129,7 @@ class RdmaBlockWriterTest {
   /**
    * The block's numBytes in a WRITE_REQUEST is the client's word: a client that claims a
    * block of 1 TiB gets a replica that reserves and preallocates no more than the block size
-   * (before, the DataNode asked its volume for 1 TiB and the write was refused).
+   * (before, the volume reserved 1 TiB for it).
    */
   @Test
   @Timeout(120)
@@ -141,6 +141,17 @@ class RdmaBlockWriterTest {
     byte[] data = PluginCluster.random(100_000, 77);
     RdmaBlockWriter w = RdmaBlockWriter.create(client, lb, conf);
     w.write(data, 0, data.length);
+    w.flush(false); // the replica is open, with its reservation
+    org.apache.hadoop.hdfs.server.datanode.DataNode dn = cluster.getDataNode(lb.getLocations()[0].getIpcPort());
+    long reserved = 0;
+    try (org.apache.hadoop.hdfs.server.datanode.fsdataset.FsDatasetSpi.FsVolumeReferences vols =
+        dn.getFSDataset().getFsVolumeReferences()) {
+      for (org.apache.hadoop.hdfs.server.datanode.fsdataset.FsVolumeSpi v : vols) {
+        reserved += ((org.apache.hadoop.hdfs.server.datanode.fsdataset.impl.FsVolumeImpl) v).getReservedForReplicas();
+      }
+    }
+    System.err.println("hrdma test: reserved for the replica of a block claimed 1 TiB: " + reserved);
+    assertTrue(reserved > 0 && reserved <= BLOCK, "reserved " + reserved + " bytes, more than the block size");
     w.close();
     assertEquals(data.length, w.bytesAcked());
     complete(path, st, w.block());

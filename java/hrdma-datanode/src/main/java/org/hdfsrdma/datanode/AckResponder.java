@@ -16,7 +16,8 @@ import org.slf4j.LoggerFactory;
  * are in: statuses are this node's, then the downstream's, in pipeline order; acks leave in
  * seqno order. The last packet's ack waits, as stock's, for the replica to be finalized and
  * the NameNode told ({@link #finalizeDue}, {@link #finalized}), which happens only once the
- * downstream has acked it, on the write executor, never on an I/O thread.
+ * downstream has acked it (or failed: this node's replica is whole all the same, as stock),
+ * on the write executor, never on an I/O thread.
  *
  * <p>Thread-safe: called from the write executor and the downstream's I/O thread; never
  * blocks (sends are queued by the transport), and calls nothing that takes another lock.
@@ -35,6 +36,7 @@ final class AckResponder {
     final long end;
     final boolean last;
     List<Status> statuses; // set once the downstream's part is in
+    boolean finalizeTried;
 
     final Status local;
 
@@ -141,8 +143,11 @@ final class AckResponder {
         }
         p.statuses = statuses;
       }
-      if (p.last && allOk(p.statuses)) {
-        finalizeDue = true; // stock: finalize, tell the NameNode, then ack the last packet
+      if (p.last && p.local == Status.SUCCESS && !p.finalizeTried) {
+        // stock: once the downstream's ack is in (whatever it says), finalize this replica,
+        // tell the NameNode, then ack the last packet
+        p.finalizeTried = true;
+        finalizeDue = true;
         return;
       }
       send(p);

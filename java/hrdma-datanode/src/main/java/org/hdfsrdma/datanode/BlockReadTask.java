@@ -191,12 +191,12 @@ final class BlockReadTask implements ReadQueue.Read {
         }
       }
       if (!turn) { // withdrawn before its turn: undone without a word on the wire
-        complete();
+        completeElsewhere();
         return;
       }
       Replies.error(ep, id, Status.ERROR, "DataNode " + dn.datanodeUuid()
           + " is stopping or overloaded; read of " + (block == null ? "the block" : block) + " not served");
-      complete();
+      completeElsewhere();
     }
   }
 
@@ -214,7 +214,7 @@ final class BlockReadTask implements ReadQueue.Read {
     try {
       exec().execute(this::run);
     } catch (RejectedExecutionException e) {
-      complete();
+      completeElsewhere(); // called on an I/O thread: closing may wait for disk reads
     }
   }
 
@@ -588,6 +588,14 @@ final class BlockReadTask implements ReadQueue.Read {
   }
 
   /** Closes the files, gives back the request's buffer, lets the connection go on. Once. */
+  /**
+   * {@link #complete} off the calling thread, which may be a transport I/O thread (a send's
+   * completion, a close): closing the direct reads waits for those in flight on the disk.
+   */
+  private void completeElsewhere() {
+    java.util.concurrent.CompletableFuture.runAsync(this::complete);
+  }
+
   private void complete() {
     synchronized (lock) {
       if (finished) {

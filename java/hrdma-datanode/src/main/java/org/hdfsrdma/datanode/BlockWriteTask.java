@@ -234,7 +234,9 @@ final class BlockWriteTask implements WriteMirror.Listener {
         sendUp(MessageKind.WRITE_RESPONSE, BlockOps.writeResponse(Status.ERROR, "", "DataNode "
             + dn.datanodeUuid() + " is stopping or overloaded; write not served"));
       }
-      cleanup(); // no thread will come: clean up here (nothing else runs on this task)
+      // no executor thread will come: clean up on another thread (closing the replica's files
+      // touches its volume; this may be an I/O thread); nothing else runs on this task
+      java.util.concurrent.CompletableFuture.runAsync(this::cleanup);
     }
   }
 

@@ -21,7 +21,8 @@ record DataNodeLimits(int maxConnections, long idleTimeoutMs, long packetTimeout
   static final long PACKET_TIMEOUT_DEFAULT = 60_000; // stock: the upstream socket's read timeout
   /** The largest request other than a DATA_PACKET (INFO, READ_REQUEST, SHM_*, WRITE_REQUEST...). */
   static final String MAX_REQUEST_BYTES_KEY = "hrdma.datanode.max-request-bytes";
-  static final int MAX_REQUEST_BYTES_DEFAULT = 64 << 10;
+  static final int MAX_REQUEST_BYTES_DEFAULT = org.hdfsrdma.protocol.MessageCodec.FIXED_BYTES
+      + org.hdfsrdma.protocol.MessageCodec.MAX_HEADER_BYTES; // the largest header the codec takes
   /** The most data one DATA_PACKET of a write may carry (stock PacketReceiver: 16 MiB per packet). */
   static final String MAX_PACKET_BYTES_KEY = "hrdma.datanode.write.max-packet-bytes";
   static final int MAX_PACKET_BYTES_DEFAULT = 4 << 20; // the client sends 1 MiB (hrdma.client.write.packet-bytes)

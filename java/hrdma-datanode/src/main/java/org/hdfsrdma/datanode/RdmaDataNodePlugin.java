@@ -34,12 +34,14 @@ import org.slf4j.LoggerFactory;
  * the host of the DataNode's xfer address (or {@value #BIND_HOST_KEY}).
  * Transport settings are the DataNode configuration's {@code hrdma.*} keys.
  *
- * <p>Requests go to a {@link RequestDispatcher}: INFO is answered on the I/O
- * thread, block reads run on a small bounded executor of this plugin
- * ({@value ReadSettings#THREADS_KEY} threads, see {@link BlockReadTask}),
+ * <p>Requests go to a {@link RequestDispatcher}, which admits connections within the
+ * {@link DataNodeLimits} and hands each message to its operation's handler: INFO is
+ * answered on the I/O thread, block reads run on their volume's bounded executor
+ * ({@value ReadSettings#THREADS_KEY} threads per volume, see {@link BlockReadTask}),
  * block writes on another ({@value #WRITE_THREADS_KEY} threads, see
  * {@link BlockWriteTask}); a write forwarded downstream connects to the next
- * DataNode's plugin with an {@link HrdmaConnector} of this plugin.
+ * DataNode's plugin with an {@link HrdmaConnector} of this plugin. A timer thread closes
+ * idle connections and fails writes that stopped receiving packets.
  *
  * <p>Nothing here can stop the DataNode: a failure to start is logged once
  * and the stock data path keeps serving. {@link #stop} is idempotent and

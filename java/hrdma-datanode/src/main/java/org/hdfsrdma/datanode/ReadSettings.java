@@ -5,7 +5,11 @@ import org.apache.hadoop.conf.Configuration;
 /** The read path's settings, from the DataNode configuration. */
 record ReadSettings(int threads, int packetBytes, int packetsInFlight, int maxQueuedPerConnection,
     boolean localReads, boolean prepareAhead, long shmSegmentBytes, long shmMaxBytes, String shmDir) {
-  /** Threads that read blocks from disk and feed the transports (per plugin). */
+  /**
+   * Threads that read blocks from disk and feed the transports, per volume (each volume has
+   * its own, so a hung one holds up only its reads); also the size of the front executor that
+   * finds a read's volume and answers local-path and shared-memory requests.
+   */
   static final String THREADS_KEY = "hrdma.datanode.read.threads";
   static final int THREADS_DEFAULT = 4;
   /** Data bytes per DATA_PACKET (rounded down to whole checksum chunks). */

@@ -31,7 +31,8 @@ import org.slf4j.LoggerFactory;
  *       (see RdmaDataNodePlugin#connectionHandler); a connection reaches {@link #onConnected}
  *       only once it is authenticated, and only then gets its {@link Connection};
  *   <li>per message: the size is checked against its kind's bound before it is decoded
- *       ({@value DataNodeLimits#MAX_REQUEST_BYTES_KEY}; a DATA_PACKET against
+ *       (4 KiB for INFO, READ_STATUS and SHM_*; {@value DataNodeLimits#MAX_REQUEST_BYTES_KEY}
+ *       for READ_REQUEST, WRITE_REQUEST, LOCAL_PATH_REQUEST; a DATA_PACKET against
  *       {@value DataNodeLimits#MAX_PACKET_BYTES_KEY}), then it is decoded and handed to the
  *       {@link OpHandler} of its operation: {@link InfoHandler}, {@link ReadHandler},
  *       {@link WriteHandler}, {@link LocalPathHandler}, {@link ShmHandler}. Handlers get the
@@ -45,6 +46,15 @@ import org.slf4j.LoggerFactory;
  */
 final class RequestDispatcher implements EndpointHandler {
   private static final Logger LOG = LoggerFactory.getLogger(RequestDispatcher.class);
+
+  /**
+   * Kinds whose header is a few fields (no token, no target list): bounded at
+   * {@value #SMALL_BYTES} bytes whatever {@value DataNodeLimits#MAX_REQUEST_BYTES_KEY} says.
+   */
+  private static final java.util.Set<MessageKind> SMALL = java.util.EnumSet.of(MessageKind.INFO_REQUEST,
+      MessageKind.READ_STATUS, MessageKind.SHM_REQUEST, MessageKind.SHM_MAPPED, MessageKind.SHM_DECLINED,
+      MessageKind.SHM_RELEASE);
+  private static final int SMALL_BYTES = 4096;
 
   private final OpContext ctx;
   private final DataNodeLimits limits;
@@ -145,7 +155,8 @@ final class RequestDispatcher implements EndpointHandler {
     c.touch();
     ByteBuffer b = buffer.nio();
     MessageKind k = b.remaining() >= 2 ? MessageKind.of(b.get(b.position() + 1) & 0xff) : null;
-    long bound = k == MessageKind.DATA_PACKET ? limits.maxPacketMessageBytes() : limits.maxRequestBytes();
+    long bound = k == MessageKind.DATA_PACKET ? limits.maxPacketMessageBytes()
+        : SMALL.contains(k) ? Math.min(SMALL_BYTES, limits.maxRequestBytes()) : limits.maxRequestBytes();
     if (b.remaining() > bound) {
       int n = b.remaining();
       buffer.release();

@@ -42,8 +42,14 @@ final class ShmHandler implements OpHandler {
       }
       case SHM_MAPPED, SHM_DECLINED -> {
         m.release();
-        if (!c.isClosed()) { // else its segment went with it
-          c.segmentAnswered(m.requestId(), m.kind() == MessageKind.SHM_MAPPED);
+        try { // removes the segment's file: not on the I/O thread
+          ctx.readExecutor().execute(() -> {
+            if (!c.isClosed()) { // else its segment went with it
+              c.segmentAnswered(m.requestId(), m.kind() == MessageKind.SHM_MAPPED);
+            }
+          });
+        } catch (RejectedExecutionException e) {
+          c.endpoint().close(); // stopping: the segment goes with the connection
         }
       }
       case SHM_RELEASE -> {

@@ -136,6 +136,62 @@ class UcxBadInputTest {
     assertServesGoodClient(name);
   }
 
+  /**
+   * A peer that sends more messages than the credits it was granted (here: 4, none given
+   * back while the handler holds them) is a protocol error decided before a buffer is taken
+   * for the extra message: the connection closes, the server's buffers all come back.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"ucx", "stream"})
+  void messagesBeyondTheCreditsCloseTheConnection(String name) throws Exception {
+    java.util.List<RegisteredBuffer> held = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+    server = transport(name, conf().with(TransportConf.CREDITS_KEY, "4"));
+    listener = server.listen(new InetSocketAddress("127.0.0.1", 0), new EndpointHandler() {
+      @Override
+      public void onMessage(Endpoint ep, RegisteredBuffer m) {
+        held.add(m); // never released while the peer sends: its credits do not come back
+      }
+
+      @Override
+      public void onClosed(Endpoint ep, Throwable cause) {
+        serverClosures.add(cause == null ? new Exception("clean close") : cause);
+      }
+    });
+    try (AbstractUcxTransport bad = transport(name, conf())) {
+      UcxConnection ep = (UcxConnection) bad.connect(listener.localAddress(),
+          (e, m) -> m.release()).get(10, TimeUnit.SECONDS);
+      for (int i = 0; i < 6; i++) { // DATA frames sent raw: past the sender's own credit check
+        bad.loop.execute(() -> ep.sendRawFrame(UcxConnection.DATA, new byte[] {1, 2, 3}));
+      }
+      failureOrClose(ep);
+      Throwable cause = serverClosures.poll(10, TimeUnit.SECONDS);
+      assertNotNull(cause);
+      assertInstanceOf(TransportException.Protocol.class, cause);
+      assertTrue(cause.getMessage().contains("credits"), cause.getMessage());
+      // the ones within the credits may have been delivered (stream) or dropped with the
+      // connection before their data completed (ucx): never more
+      int before = held.size();
+      assertTrue(before <= 4, before + " messages delivered on 4 credits");
+      try (AbstractUcxTransport good = transport(name, conf())) { // another client is still served
+        Endpoint g = good.connect(listener.localAddress(), (e, m) -> m.release()).get(10, TimeUnit.SECONDS);
+        RegisteredBuffer b = good.allocator().allocate(5);
+        b.nio().put("hello".getBytes()).flip();
+        g.send(b).get(10, TimeUnit.SECONDS);
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (held.size() < before + 1 && System.nanoTime() < end) {
+          Thread.sleep(10);
+        }
+        assertEquals(before + 1, held.size());
+        g.close();
+        g.closeFuture().handle((v, t) -> null).get(10, TimeUnit.SECONDS);
+      }
+    } finally {
+      for (RegisteredBuffer m : held) {
+        m.release();
+      }
+    }
+  }
+
   @ParameterizedTest
   @ValueSource(strings = {"ucx", "stream"})
   void oversizedMessageClosesTheConnection(String name) throws Exception {
