@@ -18,6 +18,9 @@ import org.apache.hadoop.crypto.CryptoProtocolVersion;
 import org.apache.hadoop.fs.CreateFlag;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.GlobalStorageStatistics;
+import org.apache.hadoop.fs.StorageStatistics;
+import org.apache.hadoop.hdfs.DFSOpsCountStatistics;
 import org.apache.hadoop.fs.FileAlreadyExistsException;
 import org.apache.hadoop.fs.Options.ChecksumOpt;
 import org.apache.hadoop.fs.ParentNotDirectoryException;
@@ -51,7 +54,8 @@ import org.slf4j.LoggerFactory;
  * is every stream this class does not handle itself (writes, encrypted and
  * erasure-coded files, files whose last block is still being written).
  *
- * <p>{@link #open(Path, int)} returns an {@link RdmaInputStream}. A DataNode
+ * <p>{@link #open(Path, int)} returns an {@link RdmaInputStream} in an
+ * {@code HdfsDataInputStream}, as stock. A DataNode
  * whose plugin cannot be reached, or whose transport fails, is read through
  * the stock data path for {@value #FALLBACK_RETRY_KEY} ms; each such DataNode
  * is logged once and counted in {@link #stockFallbacks()}.
@@ -69,6 +73,8 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
   public static final long LEASE_RENEW_DEFAULT = 30_000;
 
   private boolean enabled;
+  /** What {@link #setVerifyChecksum} last said (our readers verify always; the stock ones it falls back to as told). */
+  private volatile boolean verifyChecksum = true;
   private long fallbackRetryNanos;
   private volatile RdmaBlockClient blockClient;
   private final Object clientLock = new Object();
@@ -224,13 +230,20 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
       // is the DataNodes' to tell): the stock stream does all of that already
       return super.open(f, bufferSize);
     }
+    // as stock: one read op, one OPEN, and the stream wrapped as an HdfsDataInputStream
     statistics.incrementReadOps(1);
-    return new FSDataInputStream(new RdmaInputStream(this, abs, src, bufferSize, located, statistics));
+    StorageStatistics ops = GlobalStorageStatistics.INSTANCE.get(DFSOpsCountStatistics.NAME);
+    if (ops instanceof DFSOpsCountStatistics) {
+      ((DFSOpsCountStatistics) ops).incrementOpCounter(DFSOpsCountStatistics.OpType.OPEN);
+    }
+    return getClient().createWrappedInputStream(new RdmaInputStream(this, src, bufferSize, verifyChecksum,
+        located));
   }
 
-  /** The stock stream for {@code path} (the fallback path). */
-  FSDataInputStream openStock(Path path, int bufferSize) throws IOException {
-    return super.open(path, bufferSize);
+  @Override
+  public void setVerifyChecksum(boolean verifyChecksum) {
+    super.setVerifyChecksum(verifyChecksum);
+    this.verifyChecksum = verifyChecksum;
   }
 
   /** The block client, made on first use (transports start then). */

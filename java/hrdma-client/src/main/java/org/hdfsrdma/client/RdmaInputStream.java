@@ -10,17 +10,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
-import org.apache.hadoop.fs.ByteBufferPositionedReadable;
-import org.apache.hadoop.fs.ByteBufferReadable;
-import org.apache.hadoop.fs.CanUnbuffer;
 import org.apache.hadoop.fs.ChecksumException;
-import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSExceptionMessages;
-import org.apache.hadoop.fs.FSInputStream;
-import org.apache.hadoop.fs.FileSystem;
-import org.apache.hadoop.fs.Path;
-import org.apache.hadoop.fs.StreamCapabilities;
+import org.apache.hadoop.hdfs.DFSInputStream;
+import org.apache.hadoop.hdfs.HrdmaInputStreamBase;
+import org.apache.hadoop.hdfs.ReadStatistics;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
 import org.apache.hadoop.hdfs.security.token.block.InvalidBlockTokenException;
@@ -45,20 +41,25 @@ import org.apache.hadoop.util.StringUtils;
  * counted once) and its blocks come through the stock stream, seeked to the
  * position.
  *
+ * <p>It is a {@link DFSInputStream} (see {@link HrdmaInputStreamBase}), so the
+ * file system hands it out as stock does, in an {@code HdfsDataInputStream},
+ * and it keeps the statistics stock streams keep: the stream's
+ * {@link ReadStatistics} (short-circuit bytes from replica files read here,
+ * local bytes from a DataNode of this host, remote bytes from others) and the
+ * file system's bytes read by network distance. Calls this class does not
+ * override (zero-copy reads, read-ahead and drop-behind settings, the block
+ * list) are the superclass's.
+ *
  * <p>One reading thread at a time (methods are synchronized).
  */
-final class RdmaInputStream extends FSInputStream
-    implements ByteBufferReadable, ByteBufferPositionedReadable, CanUnbuffer, StreamCapabilities {
+final class RdmaInputStream extends HrdmaInputStreamBase {
   /** Sequential bytes from one reader before the next block's reader is opened ahead. */
   private static final long SEQUENTIAL_EVIDENCE = 64 * 1024;
 
   private final RdmaDistributedFileSystem fs;
-  private final Path path;
-  private final String src;
   private final int bufferSize;
   private final long prefetchBytes;
   private final long fileLength;
-  private final FileSystem.Statistics statistics;
   /** Known blocks by start offset. */
   private final TreeMap<Long, LocatedBlock> blocks = new TreeMap<>();
   /** Replicas found bad (checksum) by this stream, by block id: DataNode uuids. */
@@ -66,11 +67,12 @@ final class RdmaInputStream extends FSInputStream
   /** Replicas found bad and not reported yet (reported once another replica served the range). */
   private final Map<Long, List<DatanodeInfo>> unreported = new HashMap<>();
 
-  private long pos;
-  private boolean closed;
   private Source cur;
   private Source next;
-  private FSDataInputStream stock;
+  /** The stock stream for DataNodes read through the stock path (opened on first use). */
+  private DFSInputStream stock;
+  /** {@link #stock}'s read statistics as last added to this stream's. */
+  private ReadStatistics stockCounted = new ReadStatistics();
 
   /** Where one block's bytes come from: an hrdma reader, or (reader null) the stock stream. */
   private static final class Source {
@@ -78,13 +80,16 @@ final class RdmaInputStream extends FSInputStream
     final DatanodeInfo dn;
     final BlockReader reader;
     final long from;   // file offset the reader starts at
+    /** Network distance of the DataNode, as stock block readers give it (0: this host). */
+    final int distance;
     long consumed;
 
-    Source(LocatedBlock block, DatanodeInfo dn, BlockReader reader, long from) {
+    Source(LocatedBlock block, DatanodeInfo dn, BlockReader reader, long from, int distance) {
       this.block = block;
       this.dn = dn;
       this.reader = reader;
       this.from = from;
+      this.distance = distance;
     }
 
     long end() {
@@ -107,15 +112,13 @@ final class RdmaInputStream extends FSInputStream
   private interface Sink {
     int fromReader(BlockReader r, int max) throws IOException;
 
-    int fromStock(FSDataInputStream s, long position, int max) throws IOException;
+    int fromStock(DFSInputStream s, long position, int max) throws IOException;
   }
 
-  RdmaInputStream(RdmaDistributedFileSystem fs, Path path, String src, int bufferSize, LocatedBlocks located,
-      FileSystem.Statistics statistics) {
+  RdmaInputStream(RdmaDistributedFileSystem fs, String src, int bufferSize, boolean verifyChecksum,
+      LocatedBlocks located) throws IOException {
+    super(fs.getClient(), src, verifyChecksum, located);
     this.fs = fs;
-    this.statistics = statistics;
-    this.path = path;
-    this.src = src;
     this.bufferSize = bufferSize;
     this.prefetchBytes = fs.getClient().getConf().getPrefetchSize();
     this.fileLength = located.getFileLength();
@@ -141,8 +144,9 @@ final class RdmaInputStream extends FSInputStream
 
   private void fetch(long offset) throws IOException {
     LocatedBlocks lbs = fs.getClient().getLocatedBlocks(src, offset, prefetchBytes);
-    if (lbs == null) {
-      throw new IOException("the NameNode has no blocks for " + src);
+    if (lbs == null || lbs.locatedBlockCount() == 0) {
+      // as stock: the file is shorter now (truncated) than when it was opened
+      throw new EOFException("could not find target position " + offset + " of " + src);
     }
     for (LocatedBlock lb : lbs.getLocatedBlocks()) {
       blocks.put(lb.getStartOffset(), lb);
@@ -190,7 +194,7 @@ final class RdmaInputStream extends FSInputStream
         if (fs.tryLocal(dn)) {
           try {
             return new Source(lb, dn, fs.blockClient().openLocal(lb, dn, offset - lb.getStartOffset(), len),
-                offset);
+                offset, 0);
           } catch (InvalidBlockTokenException e) {
             tokenProblem = e;
             continue;
@@ -201,8 +205,9 @@ final class RdmaInputStream extends FSInputStream
           }
         }
         try {
+          int distance = fs.getClient().getClientContext().getNetworkDistance(dn);
           RdmaBlockReader r = fs.blockClient().open(lb, dn, offset - lb.getStartOffset(), len);
-          return new Source(lb, dn, r, offset);
+          return new Source(lb, dn, r, offset, distance);
         } catch (InvalidBlockTokenException e) {
           tokenProblem = e;
         } catch (IOException e) {
@@ -228,16 +233,43 @@ final class RdmaInputStream extends FSInputStream
       if (tokenProblem != null) {
         throw tokenProblem;
       }
-      return new Source(lb, null, null, offset); // stock path
+      return new Source(lb, null, null, offset, -1); // stock path
     }
   }
 
-  private void count(Source s, int n) {
+  /**
+   * {@code n} bytes came from {@code s}'s reader in {@code millis}: counted as
+   * stock block readers count theirs (short-circuit, same host, remote).
+   */
+  private void count(Source s, int n, long millis) {
     if (s.reader instanceof LocalBlockReader) {
       fs.countLocalBytes(n);
+      readStatistics.addShortCircuitBytes(n);
     } else {
       fs.countRdmaBytes(n);
+      if (s.distance == 0) {
+        readStatistics.addLocalBytes(n);
+      } else {
+        readStatistics.addRemoteBytes(n);
+      }
     }
+    countFileSystemRead(s.distance, n, millis);
+  }
+
+  /**
+   * Bytes came through the stock stream: its own statistics went to the file
+   * system already; this stream's take what its read statistics gained.
+   */
+  private void countStock(int n) {
+    fs.countStockBytes(n);
+    ReadStatistics now = stock.getReadStatistics();
+    long sc = now.getTotalShortCircuitBytesRead() - stockCounted.getTotalShortCircuitBytesRead();
+    long local = now.getTotalLocalBytesRead() - stockCounted.getTotalLocalBytesRead() - sc;
+    long all = now.getTotalBytesRead() - stockCounted.getTotalBytesRead();
+    readStatistics.addShortCircuitBytes(sc);
+    readStatistics.addLocalBytes(local);
+    readStatistics.addRemoteBytes(all - sc - local);
+    stockCounted = now;
   }
 
   /** {@code s}'s replica failed with {@code e}: skip it from now on. */
@@ -279,9 +311,10 @@ final class RdmaInputStream extends FSInputStream
     }
   }
 
-  private FSDataInputStream stock() throws IOException {
+  private DFSInputStream stock() throws IOException {
     if (stock == null) {
-      stock = fs.openStock(path, bufferSize);
+      stock = fs.getClient().open(src, bufferSize, verifyChecksum); // counts no second open, as stock
+      stockCounted = stock.getReadStatistics();
     }
     return stock;
   }
@@ -293,8 +326,24 @@ final class RdmaInputStream extends FSInputStream
     return cur == null ? null : cur.dn;
   }
 
+  /** As stock: the DataNode the last sequential read came from (the stock stream's on the stock path). */
+  @Override
+  public synchronized DatanodeInfo getCurrentDatanode() {
+    if (cur != null && cur.dn == null && stock != null) {
+      return stock.getCurrentDatanode();
+    }
+    return cur == null ? null : cur.dn;
+  }
+
+  /** As stock: the block the last sequential read came from. */
+  @Override
+  public synchronized ExtendedBlock getCurrentBlock() {
+    return cur == null ? null : cur.block.getBlock();
+  }
+
   private void checkOpen() throws IOException {
-    if (closed) {
+    checkClientOpen();
+    if (closed.get()) {
       throw new IOException(FSExceptionMessages.STREAM_IS_CLOSED + ": " + src);
     }
   }
@@ -302,13 +351,14 @@ final class RdmaInputStream extends FSInputStream
   /** Reads at most {@code max} bytes (from one block) at the position into {@code sink}. */
   private int readSequential(Sink sink, int max) throws IOException {
     checkOpen();
+    if (pos >= fileLength) {
+      return -1; // as stock, even for an empty buffer
+    }
     if (max == 0) {
       return 0;
     }
-    if (pos >= fileLength) {
-      return -1;
-    }
     ChecksumException lastBad = null;
+    boolean tokenRefetched = false;
     while (true) {
       LocatedBlock lb = blockAt(pos);
       if (cur == null || !cur.at(pos) || cur.block.getStartOffset() != lb.getStartOffset()) {
@@ -326,9 +376,10 @@ final class RdmaInputStream extends FSInputStream
       if (cur.reader == null) {
         n = sink.fromStock(stock(), pos, want);
         if (n > 0) {
-          fs.countStockBytes(n);
+          countStock(n);
         }
       } else {
+        long t0 = System.nanoTime();
         try {
           n = sink.fromReader(cur.reader, want);
         } catch (ChecksumException e) {
@@ -336,16 +387,22 @@ final class RdmaInputStream extends FSInputStream
           failed(cur, e);
           cur = null;
           continue;
+        } catch (InvalidBlockTokenException e) {
+          // as stock: once per read, new locations and tokens from the NameNode, and again
+          dropCurrent();
+          if (tokenRefetched) {
+            throw e;
+          }
+          refetch(lb);
+          tokenRefetched = true;
+          continue;
         } catch (IOException e) {
           failed(cur, e);
           cur = null;
           continue;
         }
         if (n > 0) {
-          count(cur, n);
-          if (statistics != null) {
-            statistics.incrementBytesRead(n);
-          }
+          count(cur, n, (System.nanoTime() - t0) / 1_000_000);
           servedFine(cur.block);
           cur.consumed += n;
         }
@@ -423,7 +480,7 @@ final class RdmaInputStream extends FSInputStream
       }
 
       @Override
-      public int fromStock(FSDataInputStream s, long position, int max) throws IOException {
+      public int fromStock(DFSInputStream s, long position, int max) throws IOException {
         if (s.getPos() != position) {
           s.seek(position);
         }
@@ -446,7 +503,7 @@ final class RdmaInputStream extends FSInputStream
       }
 
       @Override
-      public int fromStock(FSDataInputStream s, long position, int max) throws IOException {
+      public int fromStock(DFSInputStream s, long position, int max) throws IOException {
         if (s.getPos() != position) {
           s.seek(position);
         }
@@ -471,18 +528,28 @@ final class RdmaInputStream extends FSInputStream
       LocatedBlock lb = blockAt(at);
       int n = (int) Math.min(len - done, lb.getStartOffset() + lb.getBlockSize() - at);
       ChecksumException lastBad = null;
+      boolean tokenRefetched = false;
       while (true) {
         Source s = open(lb, at, n, lastBad);
         if (s.reader == null) {
           sink.fromStock(stock(), at, done, n);
-          fs.countStockBytes(n);
+          countStock(n);
           break;
         }
+        long t0 = System.nanoTime();
         try {
           sink.fromReader(s.reader, done, n);
         } catch (ChecksumException e) {
           lastBad = e;
           failed(s, e);
+          continue;
+        } catch (InvalidBlockTokenException e) {
+          // as stock: once per block of the read, new locations and tokens, and again
+          if (tokenRefetched) {
+            throw e;
+          }
+          lb = refetch(lb);
+          tokenRefetched = true;
           continue;
         } catch (IOException e) {
           failed(s, e);
@@ -490,10 +557,7 @@ final class RdmaInputStream extends FSInputStream
         } finally {
           s.reader.close();
         }
-        count(s, n);
-        if (statistics != null) {
-          statistics.incrementBytesRead(n);
-        }
+        count(s, n, (System.nanoTime() - t0) / 1_000_000);
         servedFine(lb);
         break;
       }
@@ -505,7 +569,7 @@ final class RdmaInputStream extends FSInputStream
   private interface PositionalSink {
     void fromReader(BlockReader r, int done, int n) throws IOException;
 
-    void fromStock(FSDataInputStream s, long position, int done, int n) throws IOException;
+    void fromStock(DFSInputStream s, long position, int done, int n) throws IOException;
   }
 
   @Override
@@ -526,7 +590,7 @@ final class RdmaInputStream extends FSInputStream
       }
 
       @Override
-      public void fromStock(FSDataInputStream s, long p, int done, int k) throws IOException {
+      public void fromStock(DFSInputStream s, long p, int done, int k) throws IOException {
         s.readFully(p, b, off + done, k);
       }
     });
@@ -573,7 +637,7 @@ final class RdmaInputStream extends FSInputStream
       }
 
       @Override
-      public void fromStock(FSDataInputStream s, long p, int done, int k) throws IOException {
+      public void fromStock(DFSInputStream s, long p, int done, int k) throws IOException {
         byte[] tmp = new byte[k];
         s.readFully(p, tmp, 0, k);
         ByteBuffer d = buf.duplicate();
@@ -680,15 +744,15 @@ final class RdmaInputStream extends FSInputStream
     return next != null;
   }
 
-  /** The length of the file this stream reads (as the NameNode said at open). */
-  long getFileLength() {
-    return fileLength;
-  }
-
   // ---------------------------------------------------------------- resources
 
   @Override
   public synchronized void unbuffer() {
+    releaseOurs();
+    super.unbuffer(); // the superclass's own block reader (zero-copy reads use it)
+  }
+
+  private void releaseOurs() {
     dropCurrent();
     dropNext();
     if (stock != null) {
@@ -701,23 +765,12 @@ final class RdmaInputStream extends FSInputStream
     }
   }
 
+  /** As stock: a second close does nothing; closing after the file system closed throws, after releasing all. */
   @Override
-  public synchronized void close() {
-    if (!closed) {
-      unbuffer();
-      closed = true;
-    }
-  }
-
-  @Override
-  public boolean hasCapability(String capability) {
-    switch (StringUtils.toLowerCase(capability)) {
-      case StreamCapabilities.UNBUFFER:
-      case StreamCapabilities.READBYTEBUFFER:
-      case StreamCapabilities.PREADBYTEBUFFER:
-        return true;
-      default:
-        return false;
+  public synchronized void close() throws IOException {
+    if (!closed.get()) {
+      releaseOurs();
+      super.close();
     }
   }
 

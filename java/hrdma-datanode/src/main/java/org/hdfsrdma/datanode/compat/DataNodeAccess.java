@@ -213,7 +213,7 @@ public final class DataNodeAccess {
    */
   public RbwReplica createRbw(StorageType storageType, String storageId, ExtendedBlock block,
       boolean allowLazyPersist) throws IOException {
-    return newRbwReplica(dataset().createRbw(storageType, storageId, block, allowLazyPersist));
+    return newRbwReplica(dataset().createRbw(storageType, storageId, block, allowLazyPersist), block);
   }
 
   /**
@@ -226,20 +226,28 @@ public final class DataNodeAccess {
    */
   public RbwReplica recoverRbw(ExtendedBlock block, long newGs, long minBytesRcvd, long maxBytesRcvd)
       throws IOException {
-    return newRbwReplica(dataset().recoverRbw(block, newGs, minBytesRcvd, maxBytesRcvd));
+    return newRbwReplica(dataset().recoverRbw(block, newGs, minBytesRcvd, maxBytesRcvd), block);
   }
 
   /**
    * Data may skip the block file's stream unless the DataNode profiles its
    * file I/O or injects faults into it: only the stream reports to those.
    */
-  private RbwReplica newRbwReplica(ReplicaHandler h) {
+  private RbwReplica newRbwReplica(ReplicaHandler h, ExtendedBlock block) throws IOException {
     Configuration c = dn.getConf();
     boolean channelWrites = c.getInt(DFSConfigKeys.DFS_DATANODE_FILEIO_PROFILING_SAMPLING_PERCENTAGE_KEY,
         DFSConfigKeys.DFS_DATANODE_FILEIO_PROFILING_SAMPLING_PERCENTAGE_DEFAULT) <= 0
         && !c.getBoolean(DFSConfigKeys.DFS_DATANODE_ENABLE_FILEIO_FAULT_INJECTION_KEY,
             DFSConfigKeys.DFS_DATANODE_ENABLE_FILEIO_FAULT_INJECTION_DEFAULT);
-    return new RbwReplica(h, channelWrites, dn::checkDiskErrorAsync);
+    // a dataset whose replicas have no local files (SimulatedFSDataset) gives no ReplicaInfo:
+    // the volume is then the one the dataset says holds the block
+    FsVolumeSpi volume = h.getReplica().getReplicaInfo() != null ? h.getReplica().getReplicaInfo().getVolume()
+        : dataset().getVolume(block);
+    if (volume == null) {
+      h.close();
+      throw new IOException("the dataset gives no volume for " + block);
+    }
+    return new RbwReplica(h, volume, channelWrites, dn::checkDiskErrorAsync);
   }
 
   /** A replica finalized by {@link #recoverClose}: what the received-block report needs. */

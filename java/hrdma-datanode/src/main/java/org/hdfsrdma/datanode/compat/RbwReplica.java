@@ -31,6 +31,7 @@ public final class RbwReplica implements AutoCloseable {
   public static final short META_VERSION = 1;
 
   private final ReplicaHandler handler;
+  private final FsVolumeSpi volume;
   private final boolean channelWrites;
   private final Consumer<FsVolumeSpi> onIoFailure;
   private ReplicaOutputStreams streams;
@@ -69,8 +70,9 @@ public final class RbwReplica implements AutoCloseable {
    *     the stream reports)
    * @param onIoFailure what the DataNode does about a volume after a failed write
    */
-  RbwReplica(ReplicaHandler handler, boolean channelWrites, Consumer<FsVolumeSpi> onIoFailure) {
+  RbwReplica(ReplicaHandler handler, FsVolumeSpi volume, boolean channelWrites, Consumer<FsVolumeSpi> onIoFailure) {
     this.handler = handler;
+    this.volume = volume;
     this.channelWrites = channelWrites;
     this.onIoFailure = onIoFailure;
   }
@@ -94,12 +96,16 @@ public final class RbwReplica implements AutoCloseable {
 
   /** The volume the replica is on. */
   public DataNodeAccess.Volume volume() {
-    return DataNodeAccess.volume(replica().getReplicaInfo().getVolume());
+    return DataNodeAccess.volume(volume);
   }
 
-  /** The replica's block file (where the dataset put it; it moves at finalize). */
+  /**
+   * The replica's block file (where the dataset put it; it moves at finalize),
+   * or null when the dataset keeps no local files (SimulatedFSDataset).
+   */
   public java.nio.file.Path blockFile() {
-    return java.nio.file.Paths.get(replica().getReplicaInfo().getBlockURI());
+    org.apache.hadoop.hdfs.server.datanode.ReplicaInfo info = replica().getReplicaInfo();
+    return info == null ? null : java.nio.file.Paths.get(info.getBlockURI());
   }
 
   public boolean onTransientStorage() {
@@ -210,7 +216,7 @@ public final class RbwReplica implements AutoCloseable {
           dataChannel.write(data);
         }
       } catch (IOException e) {
-        onIoFailure.accept(replica().getReplicaInfo().getVolume());
+        onIoFailure.accept(volume);
         throw e;
       }
     } else if (data.hasArray()) {

@@ -142,7 +142,9 @@ public final class DiskIo implements AutoCloseable {
 
   /**
    * Starts writing a new replica's block file: preallocates it to
-   * {@code reserveBytes} (its length stays what it is).
+   * {@code reserveBytes} (its length stays what it is). A replica without a
+   * local file (a simulated dataset) is written through its streams only, on
+   * the volume's scheduler.
    */
   public WriteStream openWrite(RbwReplica replica, long reserveBytes) {
     return openWrite(replica.volume(), replica.blockFile(), reserveBytes);
@@ -177,6 +179,9 @@ public final class DiskIo implements AutoCloseable {
   WriteStream openWrite(Volume v, Path blockFile, long reserveBytes) {
     VolumeScheduler s = scheduler(v);
     NativeDisk.File f = null;
+    if (blockFile == null) {
+      return new WriteStream(v, s, null, null, null);
+    }
     if (nativeOk && (settings.preallocate() || settings.dropBehindWrites())) {
       f = open(v, s, blockFile, NativeDisk.WRITE);
     }
