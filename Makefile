@@ -42,6 +42,12 @@ asan:
 	cmake --build $(ASAN_BUILD) -j 2 > /dev/null
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure
 
+# Regenerates docs/configuration.md from hrdma-default.xml (ConfigurationRegistryTest
+# fails while it is stale).
+docs:
+	mvn -B -q install -DskipTests -pl java/hrdma-cluster -am
+	mvn -B test -pl java/hrdma-cluster -Dtest=ConfigurationRegistryTest -Dhrdma.docs.write=true
+
 bench: build
 	bin/hrdma perf --compare
 

@@ -15,6 +15,7 @@ import org.hdfsrdma.datanode.disk.DiskIo;
 import org.hdfsrdma.datanode.disk.DiskMetrics;
 import org.hdfsrdma.datanode.disk.DiskSettings;
 import org.hdfsrdma.protocol.HadoopTransportConf;
+import org.hdfsrdma.protocol.HrdmaConfiguration;
 import org.hdfsrdma.protocol.RdmaPorts;
 import org.hdfsrdma.transport.Transport;
 import org.hdfsrdma.transport.TransportConf;
@@ -47,19 +48,23 @@ import org.slf4j.LoggerFactory;
 public final class RdmaDataNodePlugin implements ServicePlugin {
   private static final Logger LOG = LoggerFactory.getLogger(RdmaDataNodePlugin.class);
 
+  static {
+    HrdmaConfiguration.init();
+  }
+
   /** How long to wait for the DataNode's dataset and UUID before giving up. */
-  public static final String START_TIMEOUT_KEY = "hrdma.datanode.start-timeout-ms";
-  public static final long START_TIMEOUT_DEFAULT = 120_000;
+  public static final String START_TIMEOUT_KEY = HrdmaDataNodeKeys.START_TIMEOUT_KEY;
+  public static final long START_TIMEOUT_DEFAULT = HrdmaDataNodeKeys.START_TIMEOUT_DEFAULT;
   /** Address to listen on; empty means the host of the DataNode's xfer address. */
-  public static final String BIND_HOST_KEY = "hrdma.datanode.bind-host";
-  public static final String BIND_HOST_DEFAULT = "";
+  public static final String BIND_HOST_KEY = HrdmaDataNodeKeys.BIND_HOST_KEY;
+  public static final String BIND_HOST_DEFAULT = HrdmaDataNodeKeys.BIND_HOST_DEFAULT;
 
   /** Threads that set up pipelines and write received packets to disk (per plugin). */
-  public static final String WRITE_THREADS_KEY = "hrdma.datanode.write.threads";
-  public static final int WRITE_THREADS_DEFAULT = 8;
+  public static final String WRITE_THREADS_KEY = HrdmaDataNodeKeys.WRITE_THREADS_KEY;
+  public static final int WRITE_THREADS_DEFAULT = HrdmaDataNodeKeys.WRITE_THREADS_DEFAULT;
   /** How long a write's setup waits for the downstream DataNode's WRITE_RESPONSE. */
-  public static final String WRITE_SETUP_TIMEOUT_KEY = "hrdma.datanode.write.setup-timeout-ms";
-  public static final long WRITE_SETUP_TIMEOUT_DEFAULT = 30_000;
+  public static final String WRITE_SETUP_TIMEOUT_KEY = HrdmaDataNodeKeys.WRITE_SETUP_TIMEOUT_KEY;
+  public static final long WRITE_SETUP_TIMEOUT_DEFAULT = HrdmaDataNodeKeys.WRITE_SETUP_TIMEOUT_DEFAULT;
 
   private static final long POLL_MS = 50;
   /** Plugins started in this JVM and not yet stopped, for status and tests. */
