@@ -25,6 +25,12 @@ public final class HrdmaClientKeys {
   /** How often the leases of files open for writing through our streams are renewed. */
   public static final String LEASE_RENEW_MS_KEY = "hrdma.client.lease-renew-ms";
   public static final long LEASE_RENEW_MS_DEFAULT = 30_000;
+  /**
+   * Publish this client's counters as a metrics2 source and JMX bean ({@code HrdmaClient-<n>}); in a
+   * JVM without a running metrics system that starts one (prefix HrdmaClient).
+   */
+  public static final String METRICS_ENABLED_KEY = "hrdma.client.metrics.enabled";
+  public static final boolean METRICS_ENABLED_DEFAULT = true;
   /** Connections kept; beyond this the least recently used idle one is closed. */
   public static final String MAX_CONNECTIONS_KEY = "hrdma.client.max-connections";
   public static final int MAX_CONNECTIONS_DEFAULT = 64;

@@ -355,6 +355,27 @@ public final class RdmaBlockClient implements Closeable {
     return (int) cache.values().stream().filter(DataNodeConnection::isOpen).count();
   }
 
+  /** Open connections per transport name (metrics). */
+  java.util.Map<String, Integer> connectionsByTransport() {
+    java.util.Map<String, Integer> m = new java.util.TreeMap<>();
+    for (DataNodeConnection c : cache.values()) {
+      String t = c.isOpen() ? c.transportName() : null;
+      if (t != null) {
+        m.merge(t, 1, Integer::sum);
+      }
+    }
+    return m;
+  }
+
+  /** Registered buffers handed out and not returned, per transport name (metrics). */
+  java.util.Map<String, Long> buffersByTransport() {
+    java.util.Map<String, Long> m = new java.util.TreeMap<>();
+    for (java.util.Map.Entry<String, Transport> e : connector.transports().entrySet()) {
+      m.put(e.getKey(), e.getValue().allocator().buffersOutstanding());
+    }
+    return m;
+  }
+
   /** Registered buffers this client's transports handed out and did not get back (leak checks). */
   public long buffersOutstanding() {
     long n = 0;

@@ -93,12 +93,22 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
   private final AtomicLong pipelineRecoveries = new AtomicLong();
   private final Set<RdmaOutputStream> openStreams = new HashSet<>(); // guarded by itself
   private Thread leaseRenewer; // guarded by openStreams
+  private volatile ClientMetrics metrics;
 
   @Override
   public void initialize(URI uri, Configuration conf) throws IOException {
     super.initialize(uri, conf);
     enabled = conf.getBoolean(ENABLED_KEY, HrdmaClientKeys.ENABLED_DEFAULT);
     fallbackRetryNanos = TimeUnit.MILLISECONDS.toNanos(conf.getLong(FALLBACK_RETRY_KEY, FALLBACK_RETRY_DEFAULT));
+    if (enabled && conf.getBoolean(HrdmaClientKeys.METRICS_ENABLED_KEY, HrdmaClientKeys.METRICS_ENABLED_DEFAULT)) {
+      metrics = ClientMetrics.register(this);
+    }
+  }
+
+  /** The name of this file system's metrics2 source (and JMX bean), null when it has none. */
+  public String metricsName() {
+    ClientMetrics m = metrics;
+    return m == null ? null : m.name();
   }
 
   /**
@@ -407,6 +417,11 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
         out.abort();
         streamClosed(out);
       }
+    }
+    ClientMetrics m = metrics;
+    metrics = null;
+    if (m != null) {
+      m.unregister();
     }
     try {
       super.close();

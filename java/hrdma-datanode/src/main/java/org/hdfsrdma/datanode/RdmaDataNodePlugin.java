@@ -84,6 +84,7 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   private RequestDispatcher dispatcher;    // guarded by lock
   private DiskIo disk;                      // guarded by lock
   private DiskMetrics metrics;              // guarded by lock
+  private PluginMetrics pluginMetrics;      // guarded by lock
   private volatile State state = State.NEW;
   private volatile String failure;
 
@@ -174,6 +175,7 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
       server = s;
       disk = diskIo;
       metrics = DiskMetrics.register("HrdmaDisk-" + dn.xferPort(), diskIo);
+      pluginMetrics = PluginMetrics.register(dn.xferPort(), this);
       readExecutor = executor;
       writeExecutor = wexecutor;
       dispatcher = d;
@@ -248,14 +250,17 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     HrdmaConnector conn;
     DiskIo dio;
     DiskMetrics m;
+    PluginMetrics pm;
     synchronized (lock) {
       if (state == State.STOPPED) {
         return;
       }
       dio = disk;
       m = metrics;
+      pm = pluginMetrics;
       disk = null;
       metrics = null;
+      pluginMetrics = null;
       state = State.STOPPED;
       t = starter;
       s = server;
@@ -302,6 +307,9 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     }
     if (m != null) {
       m.unregister();
+    }
+    if (pm != null) {
+      pm.unregister();
     }
     if (dio != null) {
       dio.close(); // after the executors: nothing waits on a scheduler any more
@@ -401,6 +409,27 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   public int openConnections() {
     synchronized (lock) {
       return dispatcher == null ? 0 : dispatcher.connections();
+    }
+  }
+
+  /** Client connections open now, per transport name (metrics). */
+  java.util.Map<String, Integer> connectionsByTransport() {
+    synchronized (lock) {
+      return dispatcher == null ? java.util.Map.of() : dispatcher.connectionsByTransport();
+    }
+  }
+
+  /** Shared-memory segment requests refused so far (metrics). */
+  public long sharedSegmentsRefused() {
+    synchronized (lock) {
+      return dispatcher == null ? 0 : dispatcher.segmentsRefused();
+    }
+  }
+
+  /** The name of the plugin's metrics2 source (JMX {@code Hadoop:service=DataNode,name=...}), null when not serving. */
+  public String metricsName() {
+    synchronized (lock) {
+      return pluginMetrics == null ? null : pluginMetrics.name();
     }
   }
 

@@ -82,6 +82,20 @@ final class RequestDispatcher implements EndpointHandler {
     return conns.size();
   }
 
+  /** Connections open now per transport name (metrics). */
+  java.util.Map<String, Integer> connectionsByTransport() {
+    java.util.Map<String, Integer> m = new java.util.TreeMap<>();
+    for (Endpoint ep : conns.keySet()) {
+      m.merge(ep.transport().name(), 1, Integer::sum);
+    }
+    return m;
+  }
+
+  /** Shared-memory segment requests refused so far (off, over the cap, not this host or user). */
+  long segmentsRefused() {
+    return shm.refused();
+  }
+
   private Conn conn(Endpoint ep) {
     return conns.computeIfAbsent(ep, e -> new Conn(e, settings.maxQueuedPerConnection()));
   }
