@@ -4,7 +4,7 @@ SHELL := /bin/bash
 NATIVE_BUILD := java/hrdma-native/target/native-build
 ASAN_BUILD := build/native-asan
 
-.PHONY: all setup build test java-test native-test asan bench clean
+.PHONY: all setup build test check-links java-test native-test asan bench clean docs
 
 all: build
 
@@ -14,10 +14,16 @@ setup:
 build: setup
 	mvn -B -q -DskipTests package
 
-# Every Java test (the native CMake build runs inside it), then the native
-# tests of that build, then an AddressSanitizer build of native/ and its tests.
+# The tree check (no tracked symlink leaving the repository), every Java test (the
+# native CMake build runs inside it), then the native tests of that build, then an
+# AddressSanitizer build of native/ and its tests.
 # Prints the surefire and ctest summaries; fails on the first failing step.
-test: setup java-test native-test asan
+test: setup check-links java-test native-test asan
+
+check-links:
+	@echo "== tracked symlinks"
+	bin/check-symlinks-test
+	bin/check-symlinks
 
 java-test:
 	@rc=0; mkdir -p build; mvn -B verify > build/mvn-verify.log 2>&1 || rc=$$?; \
@@ -35,6 +41,12 @@ asan:
 	cmake -S native -B $(ASAN_BUILD) -DHRDMA_ASAN=ON > /dev/null
 	cmake --build $(ASAN_BUILD) -j 2 > /dev/null
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure
+
+# Regenerates docs/configuration.md from hrdma-default.xml (ConfigurationRegistryTest
+# fails while it is stale).
+docs:
+	mvn -B -q install -DskipTests -pl java/hrdma-cluster -am
+	mvn -B test -pl java/hrdma-cluster -Dtest=ConfigurationRegistryTest -Dhrdma.docs.write=true
 
 bench: build
 	bin/hrdma perf --compare

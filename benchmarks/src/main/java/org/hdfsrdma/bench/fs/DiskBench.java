@@ -328,7 +328,8 @@ public final class DiskBench {
     DiskSettings s = DiskSettings.of(c);
     org.hdfsrdma.datanode.compat.DataNodeAccess.Volume v = new org.hdfsrdma.datanode.compat.DataNodeAccess.Volume(
         "bench-disk-stage", org.apache.hadoop.fs.StorageType.SSD, blocks.get(0).getParent().toString());
-    int packet = c.getInt("hrdma.datanode.read.packet-bytes", 1 << 20);
+    int packet = c.getInt(org.hdfsrdma.datanode.HrdmaDataNodeKeys.READ_PACKET_BYTES_KEY,
+        org.hdfsrdma.datanode.HrdmaDataNodeKeys.READ_PACKET_BYTES_DEFAULT);
     try (org.hdfsrdma.datanode.disk.DiskIo io = new org.hdfsrdma.datanode.disk.DiskIo(s, List.of(v))) {
       double mbps = DiskStage.run(io, v, blocks, alloc, packet, minNanos, b -> {});
       return new Stage(mbps, io.schedulers().get(v.storageId()).stats().snapshot());

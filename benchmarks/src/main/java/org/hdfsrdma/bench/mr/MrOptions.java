@@ -344,7 +344,7 @@ public record MrOptions(String command, String job, int files, long fileBytes, l
   public Map<String, String> clusterConf() {
     Map<String, String> m = new LinkedHashMap<>(conf);
     if (transport != null) {
-      m.put("hrdma.transport.order", transport);
+      m.put(org.hdfsrdma.transport.HrdmaTransportKeys.TRANSPORT_ORDER_KEY, transport);
     }
     return m;
   }

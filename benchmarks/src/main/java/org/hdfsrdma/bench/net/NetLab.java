@@ -202,7 +202,7 @@ public final class NetLab implements AutoCloseable {
 
   /** UCX over the namespace's link only: tcp (shared memory would bypass the shaped link). */
   public static Map<String, String> ucxConf() {
-    return Map.of("hrdma.ucx.config", "TLS=tcp;NET_DEVICES=" + IFACE);
+    return Map.of(org.hdfsrdma.transport.HrdmaTransportKeys.UCX_CONFIG_KEY, "TLS=tcp;NET_DEVICES=" + IFACE);
   }
 
   @Override

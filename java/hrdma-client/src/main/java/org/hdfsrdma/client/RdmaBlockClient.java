@@ -47,15 +47,15 @@ public final class RdmaBlockClient implements Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(RdmaBlockClient.class);
 
   /** Bytes asked for by one READ_REQUEST; a reader splits its range into such requests. */
-  public static final String REQUEST_BYTES_KEY = "hrdma.client.read.request-bytes";
-  public static final long REQUEST_BYTES_DEFAULT = 4L << 20;
+  public static final String REQUEST_BYTES_KEY = HrdmaClientKeys.READ_REQUEST_BYTES_KEY;
+  public static final long REQUEST_BYTES_DEFAULT = HrdmaClientKeys.READ_REQUEST_BYTES_DEFAULT;
   /**
    * The largest READ_REQUEST: a reader's requests start at {@value #REQUEST_BYTES_KEY} and
    * double, up to this, while it reads on (a long sequential read asks in large requests, so
    * the DataNode's disk read-ahead runs on, instead of starting again every few MB).
    */
-  public static final String MAX_REQUEST_BYTES_KEY = "hrdma.client.read.max-request-bytes";
-  public static final long MAX_REQUEST_BYTES_DEFAULT = 64L << 20;
+  public static final String MAX_REQUEST_BYTES_KEY = HrdmaClientKeys.READ_MAX_REQUEST_BYTES_KEY;
+  public static final long MAX_REQUEST_BYTES_DEFAULT = HrdmaClientKeys.READ_MAX_REQUEST_BYTES_DEFAULT;
   /**
    * The storage types whose replicas are read in growing requests: those the DataNode reads
    * with O_DIRECT and its own deep read-ahead (ssd/adaptive volumes, RAM_DISK). A replica on
@@ -64,24 +64,24 @@ public final class RdmaBlockClient implements Closeable {
    * disk: cold reads of a DISK volume at about 1000 MB/s with 4 MB requests, 700 growing,
    * in four of six interleaved pairs).
    */
-  public static final String RAMP_STORAGE_TYPES_KEY = "hrdma.client.read.ramp-storage-types";
-  public static final String RAMP_STORAGE_TYPES_DEFAULT = "SSD,RAM_DISK";
+  public static final String RAMP_STORAGE_TYPES_KEY = HrdmaClientKeys.READ_RAMP_STORAGE_TYPES_KEY;
+  public static final String RAMP_STORAGE_TYPES_DEFAULT = HrdmaClientKeys.READ_RAMP_STORAGE_TYPES_DEFAULT;
   /** READ_REQUESTs a reader keeps in flight (the one being read, plus read-ahead). */
-  public static final String REQUESTS_IN_FLIGHT_KEY = "hrdma.client.read.requests-in-flight";
-  public static final int REQUESTS_IN_FLIGHT_DEFAULT = 2;
+  public static final String REQUESTS_IN_FLIGHT_KEY = HrdmaClientKeys.READ_REQUESTS_IN_FLIGHT_KEY;
+  public static final int REQUESTS_IN_FLIGHT_DEFAULT = HrdmaClientKeys.READ_REQUESTS_IN_FLIGHT_DEFAULT;
   /** How long a reader waits for the next message of a request. */
-  public static final String TIMEOUT_KEY = "hrdma.client.read.timeout-ms";
-  public static final long TIMEOUT_DEFAULT = 60_000;
+  public static final String TIMEOUT_KEY = HrdmaClientKeys.READ_TIMEOUT_MS_KEY;
+  public static final long TIMEOUT_DEFAULT = HrdmaClientKeys.READ_TIMEOUT_MS_DEFAULT;
   /** Connections kept; beyond this the least recently used idle one is closed. */
-  public static final String MAX_CONNECTIONS_KEY = "hrdma.client.max-connections";
-  public static final int MAX_CONNECTIONS_DEFAULT = 64;
+  public static final String MAX_CONNECTIONS_KEY = HrdmaClientKeys.MAX_CONNECTIONS_KEY;
+  public static final int MAX_CONNECTIONS_DEFAULT = HrdmaClientKeys.MAX_CONNECTIONS_DEFAULT;
   /**
    * Short-circuit reads: a finalized replica on this host is read from its
    * files (paths from the DataNode's plugin after the token check) instead of
    * over a connection. Needs read permission on the DataNode's block files.
    */
-  public static final String LOCAL_READS_KEY = "hrdma.client.read.local";
-  public static final boolean LOCAL_READS_DEFAULT = false;
+  public static final String LOCAL_READS_KEY = HrdmaClientKeys.READ_LOCAL_KEY;
+  public static final boolean LOCAL_READS_DEFAULT = HrdmaClientKeys.READ_LOCAL_DEFAULT;
   /**
    * Same-host reads by reference: a connection to a DataNode on this host asks for a
    * shared-memory segment, and the DataNode reads the packets into it (O_DIRECT on ssd
@@ -90,21 +90,21 @@ public final class RdmaBlockClient implements Closeable {
    * (through its volume's scheduler) and checks the token of every read; the client needs
    * to run as the DataNode's user to map the segment (else it reads by value).
    */
-  public static final String SHM_READS_KEY = "hrdma.client.read.shm";
-  public static final boolean SHM_READS_DEFAULT = true;
+  public static final String SHM_READS_KEY = HrdmaClientKeys.READ_SHM_KEY;
+  public static final boolean SHM_READS_DEFAULT = HrdmaClientKeys.READ_SHM_DEFAULT;
   /** Bytes a short-circuit reader verifies (and at most hands out) at a time. */
-  public static final String LOCAL_WINDOW_BYTES_KEY = "hrdma.client.read.local.window-bytes";
-  public static final int LOCAL_WINDOW_BYTES_DEFAULT = 512 * 1024;
+  public static final String LOCAL_WINDOW_BYTES_KEY = HrdmaClientKeys.READ_LOCAL_WINDOW_BYTES_KEY;
+  public static final int LOCAL_WINDOW_BYTES_DEFAULT = HrdmaClientKeys.READ_LOCAL_WINDOW_BYTES_DEFAULT;
   /**
    * Threads of the client's verifier, shared by its short-circuit readers:
    * they verify the windows ahead of the one being read. 0: every reader
    * verifies its windows itself.
    */
-  public static final String LOCAL_VERIFY_THREADS_KEY = "hrdma.client.read.local.verify-threads";
-  public static final int LOCAL_VERIFY_THREADS_DEFAULT = 1;
+  public static final String LOCAL_VERIFY_THREADS_KEY = HrdmaClientKeys.READ_LOCAL_VERIFY_THREADS_KEY;
+  public static final int LOCAL_VERIFY_THREADS_DEFAULT = HrdmaClientKeys.READ_LOCAL_VERIFY_THREADS_DEFAULT;
   /** Windows a short-circuit reader hands to the verifier beyond the one being read. */
-  public static final String LOCAL_VERIFY_AHEAD_KEY = "hrdma.client.read.local.verify-ahead";
-  public static final int LOCAL_VERIFY_AHEAD_DEFAULT = 2;
+  public static final String LOCAL_VERIFY_AHEAD_KEY = HrdmaClientKeys.READ_LOCAL_VERIFY_AHEAD_KEY;
+  public static final int LOCAL_VERIFY_AHEAD_DEFAULT = HrdmaClientKeys.READ_LOCAL_VERIFY_AHEAD_DEFAULT;
   /** Windows waiting for the verifier, over all readers, per verifier thread; beyond, readers verify their own. */
   private static final int VERIFY_QUEUE_PER_THREAD = 64;
   /** An idle verifier thread ends after this long. */
@@ -353,6 +353,27 @@ public final class RdmaBlockClient implements Closeable {
   /** Connections in the cache that are open. */
   public int openConnections() {
     return (int) cache.values().stream().filter(DataNodeConnection::isOpen).count();
+  }
+
+  /** Open connections per transport name (metrics). */
+  java.util.Map<String, Integer> connectionsByTransport() {
+    java.util.Map<String, Integer> m = new java.util.TreeMap<>();
+    for (DataNodeConnection c : cache.values()) {
+      String t = c.isOpen() ? c.transportName() : null;
+      if (t != null) {
+        m.merge(t, 1, Integer::sum);
+      }
+    }
+    return m;
+  }
+
+  /** Registered buffers handed out and not returned, per transport name (metrics). */
+  java.util.Map<String, Long> buffersByTransport() {
+    java.util.Map<String, Long> m = new java.util.TreeMap<>();
+    for (java.util.Map.Entry<String, Transport> e : connector.transports().entrySet()) {
+      m.put(e.getKey(), e.getValue().allocator().buffersOutstanding());
+    }
+    return m;
   }
 
   /** Registered buffers this client's transports handed out and did not get back (leak checks). */

@@ -81,14 +81,14 @@ public final class RdmaBlockWriter implements Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(RdmaBlockWriter.class);
 
   /** Data bytes per packet (rounded down to whole chunks). */
-  public static final String PACKET_BYTES_KEY = "hrdma.client.write.packet-bytes";
-  public static final int PACKET_BYTES_DEFAULT = 1 << 20;
+  public static final String PACKET_BYTES_KEY = HrdmaClientKeys.WRITE_PACKET_BYTES_KEY;
+  public static final int PACKET_BYTES_DEFAULT = HrdmaClientKeys.WRITE_PACKET_BYTES_DEFAULT;
   /** Bytes of packets sent and not acknowledged yet (seed 000's 5 MB FIFO). */
-  public static final String WINDOW_BYTES_KEY = "hrdma.client.write.window-bytes";
-  public static final long WINDOW_BYTES_DEFAULT = 5L << 20;
+  public static final String WINDOW_BYTES_KEY = HrdmaClientKeys.WRITE_WINDOW_BYTES_KEY;
+  public static final long WINDOW_BYTES_DEFAULT = HrdmaClientKeys.WRITE_WINDOW_BYTES_DEFAULT;
   /** Pipeline recoveries of one block before the write gives up (stock: 5 per packet). */
-  public static final String MAX_RECOVERIES_KEY = "hrdma.client.write.max-pipeline-recoveries";
-  public static final int MAX_RECOVERIES_DEFAULT = 5;
+  public static final String MAX_RECOVERIES_KEY = HrdmaClientKeys.WRITE_MAX_PIPELINE_RECOVERIES_KEY;
+  public static final int MAX_RECOVERIES_DEFAULT = HrdmaClientKeys.WRITE_MAX_PIPELINE_RECOVERIES_DEFAULT;
 
   /**
    * What a writer needs to recover its pipeline: the client (NameNode proxy,

@@ -44,6 +44,7 @@ import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
 import org.apache.hadoop.net.NetUtils;
+import org.hdfsrdma.protocol.HrdmaConfiguration;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -63,14 +64,18 @@ import org.slf4j.LoggerFactory;
 public class RdmaDistributedFileSystem extends DistributedFileSystem {
   private static final Logger LOG = LoggerFactory.getLogger(RdmaDistributedFileSystem.class);
 
+  static {
+    HrdmaConfiguration.init();
+  }
+
   /** false: every read takes the stock path (this class is then a plain DistributedFileSystem). */
-  public static final String ENABLED_KEY = "hrdma.client.enabled";
+  public static final String ENABLED_KEY = HrdmaClientKeys.ENABLED_KEY;
   /** How long a DataNode that failed over hrdma is read through the stock path before it is tried again. */
-  public static final String FALLBACK_RETRY_KEY = "hrdma.client.fallback.retry-ms";
-  public static final long FALLBACK_RETRY_DEFAULT = 600_000;
+  public static final String FALLBACK_RETRY_KEY = HrdmaClientKeys.FALLBACK_RETRY_MS_KEY;
+  public static final long FALLBACK_RETRY_DEFAULT = HrdmaClientKeys.FALLBACK_RETRY_MS_DEFAULT;
   /** How often the leases of files open for writing through our streams are renewed. */
-  public static final String LEASE_RENEW_KEY = "hrdma.client.lease-renew-ms";
-  public static final long LEASE_RENEW_DEFAULT = 30_000;
+  public static final String LEASE_RENEW_KEY = HrdmaClientKeys.LEASE_RENEW_MS_KEY;
+  public static final long LEASE_RENEW_DEFAULT = HrdmaClientKeys.LEASE_RENEW_MS_DEFAULT;
 
   private boolean enabled;
   /** What {@link #setVerifyChecksum} last said (our readers verify always; the stock ones it falls back to as told). */
@@ -94,12 +99,22 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
   private final AtomicLong pipelineRecoveries = new AtomicLong();
   private final Set<RdmaOutputStream> openStreams = new HashSet<>(); // guarded by itself
   private Thread leaseRenewer; // guarded by openStreams
+  private volatile ClientMetrics metrics;
 
   @Override
   public void initialize(URI uri, Configuration conf) throws IOException {
     super.initialize(uri, conf);
-    enabled = conf.getBoolean(ENABLED_KEY, true);
+    enabled = conf.getBoolean(ENABLED_KEY, HrdmaClientKeys.ENABLED_DEFAULT);
     fallbackRetryNanos = TimeUnit.MILLISECONDS.toNanos(conf.getLong(FALLBACK_RETRY_KEY, FALLBACK_RETRY_DEFAULT));
+    if (enabled && conf.getBoolean(HrdmaClientKeys.METRICS_ENABLED_KEY, HrdmaClientKeys.METRICS_ENABLED_DEFAULT)) {
+      metrics = ClientMetrics.register(this);
+    }
+  }
+
+  /** The name of this file system's metrics2 source (and JMX bean), null when it has none. */
+  public String metricsName() {
+    ClientMetrics m = metrics;
+    return m == null ? null : m.name();
   }
 
   /**
@@ -415,6 +430,11 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
         out.abort();
         streamClosed(out);
       }
+    }
+    ClientMetrics m = metrics;
+    metrics = null;
+    if (m != null) {
+      m.unregister();
     }
     try {
       super.close();

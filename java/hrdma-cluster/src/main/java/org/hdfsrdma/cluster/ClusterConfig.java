@@ -6,6 +6,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import org.hdfsrdma.protocol.HrdmaProtocolKeys;
+import org.hdfsrdma.transport.HrdmaTransportKeys;
 
 /**
  * Generates each daemon's core-site.xml / hdfs-site.xml / log4j.properties and the
@@ -20,16 +22,16 @@ import java.util.Map;
 public final class ClusterConfig {
   public static final String HOST = "127.0.0.1";
   public static final String PLUGIN_CLASS = "org.hdfsrdma.datanode.RdmaDataNodePlugin";
-  /** Same names as org.hdfsrdma.datanode.RdmaPorts and TransportConf (not linked to keep this module loose). */
-  public static final String PORT_OFFSET_KEY = "hrdma.datanode.port-offset";
-  public static final int PORT_OFFSET_DEFAULT = 1000;
-  public static final String TRANSPORT_ORDER_KEY = "hrdma.transport.order";
+  /** The plugin's port offset and the transport order, as the daemons read them. */
+  public static final String PORT_OFFSET_KEY = HrdmaProtocolKeys.DATANODE_PORT_OFFSET_KEY;
+  public static final int PORT_OFFSET_DEFAULT = HrdmaProtocolKeys.DATANODE_PORT_OFFSET_DEFAULT;
+  public static final String TRANSPORT_ORDER_KEY = HrdmaTransportKeys.TRANSPORT_ORDER_KEY;
   /**
    * The storage types of each DataNode's volumes, comma-separated (e.g. SSD,DISK): one
    * directory per entry under DIR/dnI/data, tagged [SSD]/[DISK] in dfs.datanode.data.dir.
    * Unset: one untagged (DISK) volume.
    */
-  public static final String STORAGE_TYPES_KEY = "hrdma.cluster.storage-types";
+  public static final String STORAGE_TYPES_KEY = HrdmaClusterKeys.STORAGE_TYPES_KEY;
   public static final java.util.List<String> STORAGE_TYPES = java.util.List.of("DISK", "SSD", "ARCHIVE",
       "RAM_DISK", "NVDIMM");
 

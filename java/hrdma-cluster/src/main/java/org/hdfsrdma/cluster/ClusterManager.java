@@ -26,6 +26,7 @@ import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.hdfsrdma.datanode.PluginStatus;
 import org.hdfsrdma.datanode.disk.DiskStatus;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.HdfsConstants.DatanodeReportType;
@@ -507,14 +508,17 @@ public final class ClusterManager {
         String view = StatusReport.UP.equals(nnView) ? dnViews.getOrDefault(d.xferPort(), StatusReport.UNREGISTERED)
             : StatusReport.UNKNOWN;
         List<DiskStatus.Volume> volumes = List.of();
+        PluginStatus.Figures plugin = null;
         if (a) {
           try {
             volumes = DiskStatus.fetch(st.host(d.name()), d.httpPort(), d.xferPort(), 2000);
+            plugin = PluginStatus.fetch(st.host(d.name()), d.httpPort(), d.xferPort(), 2000);
           } catch (IOException e) {
             // no figures: the status line above says what is wrong
           }
         }
-        rows.add(new StatusReport.DaemonStatus(d, a, view, canConnect(st.host(d.name()), d.pluginPort(), 1000), volumes));
+        rows.add(new StatusReport.DaemonStatus(d, a, view, canConnect(st.host(d.name()), d.pluginPort(), 1000), volumes,
+            plugin));
       }
     }
     return new StatusReport(layout.dir().toString(), st.phase(), st.fsDefaultFs(), safeMode, rows);

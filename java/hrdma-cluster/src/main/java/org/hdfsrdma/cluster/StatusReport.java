@@ -1,6 +1,7 @@
 package org.hdfsrdma.cluster;
 
 import java.util.List;
+import org.hdfsrdma.datanode.PluginStatus;
 import org.hdfsrdma.datanode.disk.DiskStatus;
 
 /**
@@ -20,12 +21,18 @@ public record StatusReport(String dir, String phase, String fsDefaultFs, String 
 
   /**
    * One daemon's line. {@code pluginReachable} is null for the NameNode; {@code volumes}: a
-   * DataNode's per-volume disk scheduler figures (from its JMX), empty when unknown.
+   * DataNode's per-volume disk scheduler figures (from its JMX), empty when unknown;
+   * {@code plugin}: its plugin's counters (from its JMX), null when unknown.
    */
   public record DaemonStatus(DaemonState daemon, boolean alive, String nameNodeView, Boolean pluginReachable,
-      List<DiskStatus.Volume> volumes) {
+      List<DiskStatus.Volume> volumes, PluginStatus.Figures plugin) {
     public DaemonStatus {
       volumes = List.copyOf(volumes);
+    }
+
+    public DaemonStatus(DaemonState daemon, boolean alive, String nameNodeView, Boolean pluginReachable,
+        List<DiskStatus.Volume> volumes) {
+      this(daemon, alive, nameNodeView, pluginReachable, volumes, null);
     }
 
     public DaemonStatus(DaemonState daemon, boolean alive, String nameNodeView, Boolean pluginReachable) {
@@ -63,6 +70,16 @@ public record StatusReport(String dir, String phase, String fsDefaultFs, String 
           s.alive() ? "yes" : "no", s.nameNodeView(),
           s.pluginReachable() == null ? "-" : s.pluginReachable() ? "yes" : "no",
           s.healthy() ? "ok" : "BAD", d.describePorts()));
+    }
+    boolean pluginHeader = false;
+    for (DaemonStatus s : daemons) {
+      if (s.plugin() != null) {
+        if (!pluginHeader) {
+          b.append("plugins:\n");
+          pluginHeader = true;
+        }
+        b.append(s.daemon().name()).append('\n').append(PluginStatus.format(s.plugin())).append('\n');
+      }
     }
     boolean header = false;
     for (DaemonStatus s : daemons) {

@@ -156,6 +156,10 @@ class ClusterEndToEndTest {
     assertTrue(status.out().trim().endsWith("healthy") && !status.out().contains("NOT healthy"), status.out());
     assertEquals(2, status.out().lines().filter(l -> l.matches("dn\\d\\s+\\d+\\s+yes\\s+live\\s+yes\\s+ok.*")).count(),
         status.out());
+    // each plugin's metrics2 bean, read over the DataNode's /jmx
+    assertTrue(status.out().contains("plugins:"), status.out());
+    assertEquals(2, status.out().lines().filter(l -> l.matches("\\s+connections \\d+.*segments \\d+ granted.*")).count(),
+        status.out());
 
     Result again = cli("start", "--dir", dir);
     assertEquals(1, again.rc());

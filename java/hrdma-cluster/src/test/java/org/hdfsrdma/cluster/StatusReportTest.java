@@ -67,6 +67,20 @@ class StatusReportTest {
   }
 
   @Test
+  void formatsThePluginsCounters() {
+    org.hdfsrdma.datanode.PluginStatus.Figures f = new org.hdfsrdma.datanode.PluginStatus.Figures(3, 1, 40, 5, 1024,
+        2, 1, 64_000_000, java.util.Map.of("ucx", 2L, "tcp", 1L));
+    String text = report(new DaemonStatus(NN, true, StatusReport.UP, null),
+        new DaemonStatus(DN1, true, StatusReport.LIVE, true, List.of(), f)).format();
+    String[] lines = text.split("\n");
+    assertEquals("plugins:", lines[4], text);
+    assertEquals("dn1", lines[5]);
+    assertEquals("  connections 3 (tcp 1, ucx 2), writes 1, buffers out 40, packets by reference 1024, prepared ahead 5,"
+        + " segments 2 granted / 1 refused, 64.0 MB mapped", lines[6]);
+    assertEquals("healthy", lines[7]);
+  }
+
+  @Test
   void statusOfAStoppedClusterFromItsFile(@TempDir Path dir) throws Exception {
     ClusterManager m = new ClusterManager(dir, new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
     ClusterException e = assertThrows(ClusterException.class, m::status);

@@ -16,6 +16,7 @@ import org.hdfsrdma.datanode.disk.DiskIo;
 import org.hdfsrdma.datanode.disk.DiskMetrics;
 import org.hdfsrdma.datanode.disk.DiskSettings;
 import org.hdfsrdma.protocol.HadoopTransportConf;
+import org.hdfsrdma.protocol.HrdmaConfiguration;
 import org.hdfsrdma.protocol.RdmaPorts;
 import org.hdfsrdma.transport.Transport;
 import org.hdfsrdma.transport.TransportConf;
@@ -50,19 +51,23 @@ import org.slf4j.LoggerFactory;
 public final class RdmaDataNodePlugin implements ServicePlugin {
   private static final Logger LOG = LoggerFactory.getLogger(RdmaDataNodePlugin.class);
 
+  static {
+    HrdmaConfiguration.init();
+  }
+
   /** How long to wait for the DataNode's dataset and UUID before giving up. */
-  public static final String START_TIMEOUT_KEY = "hrdma.datanode.start-timeout-ms";
-  public static final long START_TIMEOUT_DEFAULT = 120_000;
+  public static final String START_TIMEOUT_KEY = HrdmaDataNodeKeys.START_TIMEOUT_KEY;
+  public static final long START_TIMEOUT_DEFAULT = HrdmaDataNodeKeys.START_TIMEOUT_DEFAULT;
   /** Address to listen on; empty means the host of the DataNode's xfer address. */
-  public static final String BIND_HOST_KEY = "hrdma.datanode.bind-host";
-  public static final String BIND_HOST_DEFAULT = "";
+  public static final String BIND_HOST_KEY = HrdmaDataNodeKeys.BIND_HOST_KEY;
+  public static final String BIND_HOST_DEFAULT = HrdmaDataNodeKeys.BIND_HOST_DEFAULT;
 
   /** Threads that set up pipelines and write received packets to disk (per plugin). */
-  public static final String WRITE_THREADS_KEY = "hrdma.datanode.write.threads";
-  public static final int WRITE_THREADS_DEFAULT = 8;
+  public static final String WRITE_THREADS_KEY = HrdmaDataNodeKeys.WRITE_THREADS_KEY;
+  public static final int WRITE_THREADS_DEFAULT = HrdmaDataNodeKeys.WRITE_THREADS_DEFAULT;
   /** How long a write's setup waits for the downstream DataNode's WRITE_RESPONSE. */
-  public static final String WRITE_SETUP_TIMEOUT_KEY = "hrdma.datanode.write.setup-timeout-ms";
-  public static final long WRITE_SETUP_TIMEOUT_DEFAULT = 30_000;
+  public static final String WRITE_SETUP_TIMEOUT_KEY = HrdmaDataNodeKeys.WRITE_SETUP_TIMEOUT_KEY;
+  public static final long WRITE_SETUP_TIMEOUT_DEFAULT = HrdmaDataNodeKeys.WRITE_SETUP_TIMEOUT_DEFAULT;
 
   private static final long POLL_MS = 50;
   /** Plugins started in this JVM and not yet stopped, for status and tests. */
@@ -84,6 +89,7 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   private RequestDispatcher dispatcher;    // guarded by lock
   private DiskIo disk;                      // guarded by lock
   private DiskMetrics metrics;              // guarded by lock
+  private PluginMetrics pluginMetrics;      // guarded by lock
   private volatile State state = State.NEW;
   private volatile String failure;
 
@@ -190,6 +196,7 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
       server = s;
       disk = diskIo;
       metrics = DiskMetrics.register("HrdmaDisk-" + dn.xferPort(), diskIo);
+      pluginMetrics = PluginMetrics.register(dn.xferPort(), this);
       readExecutor = executor;
       writeExecutor = wexecutor;
       this.timer = timer;
@@ -289,14 +296,17 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     HrdmaConnector conn;
     DiskIo dio;
     DiskMetrics m;
+    PluginMetrics pm;
     synchronized (lock) {
       if (state == State.STOPPED) {
         return;
       }
       dio = disk;
       m = metrics;
+      pm = pluginMetrics;
       disk = null;
       metrics = null;
+      pluginMetrics = null;
       state = State.STOPPED;
       t = starter;
       s = server;
@@ -357,6 +367,9 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     }
     if (m != null) {
       m.unregister();
+    }
+    if (pm != null) {
+      pm.unregister();
     }
     if (dio != null) {
       dio.close(); // after the executors: nothing waits on a scheduler any more
@@ -477,6 +490,27 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   public int openConnections() {
     synchronized (lock) {
       return dispatcher == null ? 0 : dispatcher.connections();
+    }
+  }
+
+  /** Client connections open now, per transport name (metrics). */
+  java.util.Map<String, Integer> connectionsByTransport() {
+    synchronized (lock) {
+      return dispatcher == null ? java.util.Map.of() : dispatcher.connectionsByTransport();
+    }
+  }
+
+  /** Shared-memory segment requests refused so far (metrics). */
+  public long sharedSegmentsRefused() {
+    synchronized (lock) {
+      return dispatcher == null ? 0 : dispatcher.segmentsRefused();
+    }
+  }
+
+  /** The name of the plugin's metrics2 source (JMX {@code Hadoop:service=DataNode,name=...}), null when not serving. */
+  public String metricsName() {
+    synchronized (lock) {
+      return pluginMetrics == null ? null : pluginMetrics.name();
     }
   }
 

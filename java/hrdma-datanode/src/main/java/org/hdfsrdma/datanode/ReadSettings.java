@@ -10,45 +10,45 @@ record ReadSettings(int threads, int packetBytes, int packetsInFlight, int maxQu
    * its own, so a hung one holds up only its reads); also the size of the front executor that
    * finds a read's volume and answers local-path and shared-memory requests.
    */
-  static final String THREADS_KEY = "hrdma.datanode.read.threads";
-  static final int THREADS_DEFAULT = 4;
+  static final String THREADS_KEY = HrdmaDataNodeKeys.READ_THREADS_KEY;
+  static final int THREADS_DEFAULT = HrdmaDataNodeKeys.READ_THREADS_DEFAULT;
   /** Data bytes per DATA_PACKET (rounded down to whole checksum chunks). */
-  static final String PACKET_BYTES_KEY = "hrdma.datanode.read.packet-bytes";
-  static final int PACKET_BYTES_DEFAULT = 1 << 20;
+  static final String PACKET_BYTES_KEY = HrdmaDataNodeKeys.READ_PACKET_BYTES_KEY;
+  static final int PACKET_BYTES_DEFAULT = HrdmaDataNodeKeys.READ_PACKET_BYTES_DEFAULT;
   /** DATA_PACKETs of one request sent and not yet completed by the transport. */
-  static final String PACKETS_IN_FLIGHT_KEY = "hrdma.datanode.read.packets-in-flight";
-  static final int PACKETS_IN_FLIGHT_DEFAULT = 4;
+  static final String PACKETS_IN_FLIGHT_KEY = HrdmaDataNodeKeys.READ_PACKETS_IN_FLIGHT_KEY;
+  static final int PACKETS_IN_FLIGHT_DEFAULT = HrdmaDataNodeKeys.READ_PACKETS_IN_FLIGHT_DEFAULT;
   /** Read requests a connection may have waiting behind the one being served. */
-  static final String MAX_QUEUED_KEY = "hrdma.datanode.read.max-queued-requests";
-  static final int MAX_QUEUED_DEFAULT = 16;
+  static final String MAX_QUEUED_KEY = HrdmaDataNodeKeys.READ_MAX_QUEUED_KEY;
+  static final int MAX_QUEUED_DEFAULT = HrdmaDataNodeKeys.READ_MAX_QUEUED_DEFAULT;
   /**
    * Answer LOCAL_PATH_REQUESTs from clients on this host: the paths of a
    * finalized replica's files, which the client then reads itself (it needs
    * read permission on them, as the stock legacy short-circuit reader).
    */
-  static final String LOCAL_READS_KEY = "hrdma.datanode.local-reads";
-  static final boolean LOCAL_READS_DEFAULT = true;
+  static final String LOCAL_READS_KEY = HrdmaDataNodeKeys.LOCAL_READS_KEY;
+  static final boolean LOCAL_READS_DEFAULT = HrdmaDataNodeKeys.LOCAL_READS_DEFAULT;
   /**
    * A read whose O_DIRECT reads are all issued lets the connection's next queued read open
    * its files and start its own disk reads (it sends nothing before its turn), so the
    * device's queue does not drain between one request and the next.
    */
-  static final String PREPARE_AHEAD_KEY = "hrdma.datanode.read.prepare-ahead";
-  static final boolean PREPARE_AHEAD_DEFAULT = true;
+  static final String PREPARE_AHEAD_KEY = HrdmaDataNodeKeys.READ_PREPARE_AHEAD_KEY;
+  static final boolean PREPARE_AHEAD_DEFAULT = HrdmaDataNodeKeys.READ_PREPARE_AHEAD_DEFAULT;
   /**
    * Same-host reads by reference: a client on this host (same boot, same network namespace)
    * gets a shared-memory segment of this many bytes per connection; the read packets are
    * read into it and the client is told where they are, instead of receiving them over the
    * transport. 0: off.
    */
-  static final String SHM_SEGMENT_BYTES_KEY = "hrdma.datanode.read.shm.segment-bytes";
-  static final long SHM_SEGMENT_BYTES_DEFAULT = 32L << 20;
+  static final String SHM_SEGMENT_BYTES_KEY = HrdmaDataNodeKeys.READ_SHM_SEGMENT_BYTES_KEY;
+  static final long SHM_SEGMENT_BYTES_DEFAULT = HrdmaDataNodeKeys.READ_SHM_SEGMENT_BYTES_DEFAULT;
   /** All segments of the plugin together; a connection beyond it reads by value. */
-  static final String SHM_MAX_BYTES_KEY = "hrdma.datanode.read.shm.max-bytes";
-  static final long SHM_MAX_BYTES_DEFAULT = 1L << 30;
+  static final String SHM_MAX_BYTES_KEY = HrdmaDataNodeKeys.READ_SHM_MAX_BYTES_KEY;
+  static final long SHM_MAX_BYTES_DEFAULT = HrdmaDataNodeKeys.READ_SHM_MAX_BYTES_DEFAULT;
   /** Where segment files are made (a tmpfs; each is removed once its client has mapped it). */
-  static final String SHM_DIR_KEY = "hrdma.datanode.read.shm.dir";
-  static final String SHM_DIR_DEFAULT = "/dev/shm";
+  static final String SHM_DIR_KEY = HrdmaDataNodeKeys.READ_SHM_DIR_KEY;
+  static final String SHM_DIR_DEFAULT = HrdmaDataNodeKeys.READ_SHM_DIR_DEFAULT;
   /** Largest packet: the transport's messages must hold it. */
   static final int MAX_PACKET_BYTES = 8 << 20;
 

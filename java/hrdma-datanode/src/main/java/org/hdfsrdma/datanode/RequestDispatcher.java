@@ -131,6 +131,20 @@ final class RequestDispatcher implements EndpointHandler {
     }
   }
 
+  /** Connections open now per transport name (metrics). */
+  java.util.Map<String, Integer> connectionsByTransport() {
+    java.util.Map<String, Integer> m = new java.util.TreeMap<>();
+    for (Endpoint ep : conns.keySet()) {
+      m.merge(ep.transport().name(), 1, Integer::sum);
+    }
+    return m;
+  }
+
+  /** Shared-memory segment requests refused so far (off, over the cap, not this host or user). */
+  long segmentsRefused() {
+    return ctx.shm().refused();
+  }
+
   @Override
   public void onConnected(Endpoint endpoint) {
     conns.computeIfAbsent(endpoint, e -> new Connection(e, ctx.settings().maxQueuedPerConnection()));

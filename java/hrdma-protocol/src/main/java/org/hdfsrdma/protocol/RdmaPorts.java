@@ -11,11 +11,11 @@ import org.apache.hadoop.hdfs.protocol.DatanodeID;
  */
 public final class RdmaPorts {
   /** The plugin's tcp service port; 0 derives it from the xfer port. */
-  public static final String PORT_KEY = "hrdma.datanode.port";
-  public static final int PORT_DEFAULT = 0;
+  public static final String PORT_KEY = HrdmaProtocolKeys.DATANODE_PORT_KEY;
+  public static final int PORT_DEFAULT = HrdmaProtocolKeys.DATANODE_PORT_DEFAULT;
   /** Added to the DataNode's xfer port when {@value #PORT_KEY} is 0. */
-  public static final String PORT_OFFSET_KEY = "hrdma.datanode.port-offset";
-  public static final int PORT_OFFSET_DEFAULT = 1000;
+  public static final String PORT_OFFSET_KEY = HrdmaProtocolKeys.DATANODE_PORT_OFFSET_KEY;
+  public static final int PORT_OFFSET_DEFAULT = HrdmaProtocolKeys.DATANODE_PORT_OFFSET_DEFAULT;
 
   private RdmaPorts() {}
 

@@ -14,25 +14,25 @@ import java.util.TreeMap;
  */
 public final class TransportConf {
   /** Ordered preference, e.g. "ucx,tcp": the first one both sides can use wins. */
-  public static final String ORDER_KEY = "hrdma.transport.order";
-  public static final String ORDER_DEFAULT = "ucx,stream,tcp";
+  public static final String ORDER_KEY = HrdmaTransportKeys.TRANSPORT_ORDER_KEY;
+  public static final String ORDER_DEFAULT = HrdmaTransportKeys.TRANSPORT_ORDER_DEFAULT;
   /** Messages a receiver can hold unreleased per endpoint (its credit window). */
-  public static final String CREDITS_KEY = "hrdma.transport.credits";
-  public static final int CREDITS_DEFAULT = 64;
+  public static final String CREDITS_KEY = HrdmaTransportKeys.TRANSPORT_CREDITS_KEY;
+  public static final int CREDITS_DEFAULT = HrdmaTransportKeys.TRANSPORT_CREDITS_DEFAULT;
   /** Largest message accepted from a peer; larger frames close the connection. */
-  public static final String MAX_MESSAGE_KEY = "hrdma.transport.max-message-bytes";
-  public static final int MAX_MESSAGE_DEFAULT = 16 << 20;
-  public static final String CONNECT_TIMEOUT_KEY = "hrdma.transport.connect-timeout-ms";
-  public static final int CONNECT_TIMEOUT_DEFAULT = 5000;
+  public static final String MAX_MESSAGE_KEY = HrdmaTransportKeys.TRANSPORT_MAX_MESSAGE_KEY;
+  public static final int MAX_MESSAGE_DEFAULT = HrdmaTransportKeys.TRANSPORT_MAX_MESSAGE_DEFAULT;
+  public static final String CONNECT_TIMEOUT_KEY = HrdmaTransportKeys.TRANSPORT_CONNECT_TIMEOUT_KEY;
+  public static final int CONNECT_TIMEOUT_DEFAULT = HrdmaTransportKeys.TRANSPORT_CONNECT_TIMEOUT_DEFAULT;
   /**
    * A peer that has sent part of a message (a frame header, some of its bytes) and then
    * nothing for this long is closed: its partial message holds the receiver's memory.
    */
-  public static final String READ_TIMEOUT_KEY = "hrdma.transport.read-timeout-ms";
-  public static final int READ_TIMEOUT_DEFAULT = 60_000; // as dfs.client.socket-timeout
+  public static final String READ_TIMEOUT_KEY = HrdmaTransportKeys.TRANSPORT_READ_TIMEOUT_KEY;
+  public static final int READ_TIMEOUT_DEFAULT = HrdmaTransportKeys.TRANSPORT_READ_TIMEOUT_DEFAULT;
   /** UCX settings without the UCX_ prefix, "TLS=tcp;NET_DEVICES=lo". */
-  public static final String UCX_CONFIG_KEY = "hrdma.ucx.config";
-  public static final String UCX_CONFIG_DEFAULT = "";
+  public static final String UCX_CONFIG_KEY = HrdmaTransportKeys.UCX_CONFIG_KEY;
+  public static final String UCX_CONFIG_DEFAULT = HrdmaTransportKeys.UCX_CONFIG_DEFAULT;
   /**
    * Busy-poll iterations of an idle UCX I/O thread before it sleeps on the
    * worker's fd. 0 (the default) sleeps at once: a DataNode or client shares
@@ -40,12 +40,12 @@ public final class TransportConf {
    * cluster (hrdma demo: writes 18.6 -> 51.7 MB/s, CPU a third, at 0). The
    * micro-benchmarks spin, as ucx_perftest does, for the lowest latency.
    */
-  public static final String UCX_SPIN_KEY = "hrdma.ucx.spin-count";
-  public static final int UCX_SPIN_DEFAULT = 0;
-  public static final String SLAB_SIZE_KEY = "hrdma.buffer.slab-bytes";
-  public static final int SLAB_SIZE_DEFAULT = 8 << 20;
-  public static final String MAX_REGISTERED_KEY = "hrdma.buffer.max-registered-bytes";
-  public static final long MAX_REGISTERED_DEFAULT = 2L << 30;
+  public static final String UCX_SPIN_KEY = HrdmaTransportKeys.UCX_SPIN_KEY;
+  public static final int UCX_SPIN_DEFAULT = HrdmaTransportKeys.UCX_SPIN_DEFAULT;
+  public static final String SLAB_SIZE_KEY = HrdmaTransportKeys.BUFFER_SLAB_BYTES_KEY;
+  public static final int SLAB_SIZE_DEFAULT = HrdmaTransportKeys.BUFFER_SLAB_BYTES_DEFAULT;
+  public static final String MAX_REGISTERED_KEY = HrdmaTransportKeys.BUFFER_MAX_REGISTERED_BYTES_KEY;
+  public static final long MAX_REGISTERED_DEFAULT = HrdmaTransportKeys.BUFFER_MAX_REGISTERED_BYTES_DEFAULT;
 
   private final Map<String, String> values;
 

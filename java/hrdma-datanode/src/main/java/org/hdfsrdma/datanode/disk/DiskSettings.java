@@ -6,6 +6,7 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.StorageType;
+import org.hdfsrdma.datanode.HrdmaDataNodeKeys;
 
 /**
  * The disk settings of the plugin, from the DataNode configuration
@@ -20,76 +21,76 @@ public record DiskSettings(boolean schedulerEnabled, Map<StorageType, String> po
     boolean dropBehindWrites, boolean dropBehindReads, long dropBytes, boolean directReads, int readAheadBytes,
     boolean directWrites) {
 
-  public static final String PREFIX = "hrdma.datanode.disk.";
+  public static final String PREFIX = HrdmaDataNodeKeys.DISK_PREFIX;
   /** false: every volume's I/O runs on the caller's thread, unscheduled (for comparisons). */
-  public static final String SCHEDULER_KEY = PREFIX + "scheduler.enabled";
-  public static final boolean SCHEDULER_DEFAULT = true;
+  public static final String SCHEDULER_KEY = HrdmaDataNodeKeys.DISK_SCHEDULER_KEY;
+  public static final boolean SCHEDULER_DEFAULT = HrdmaDataNodeKeys.DISK_SCHEDULER_DEFAULT;
   /** Policy per storage type: {@code hrdma.datanode.disk.policy.ssd = adaptive} etc. */
-  public static final String POLICY_KEY_PREFIX = PREFIX + "policy.";
+  public static final String POLICY_KEY_PREFIX = HrdmaDataNodeKeys.DISK_POLICY_KEY_PREFIX;
   /** Per-volume overrides: comma-separated {@code <volume dir>=<policy>}. */
-  public static final String POLICY_OVERRIDES_KEY = PREFIX + "policy.overrides";
-  public static final String SLICE_BYTES_KEY = PREFIX + "rotational.slice-bytes";
-  public static final long SLICE_BYTES_DEFAULT = 32L << 20;
-  public static final String LINGER_MS_KEY = PREFIX + "rotational.linger-ms";
-  public static final long LINGER_MS_DEFAULT = 5;
-  public static final String SSD_DEPTH_KEY = PREFIX + "ssd.queue-depth";
-  public static final int SSD_DEPTH_DEFAULT = 4;
-  public static final String SSD_REQUEST_BYTES_KEY = PREFIX + "ssd.request-bytes";
-  public static final int SSD_REQUEST_BYTES_DEFAULT = 1 << 20;
-  public static final String ADAPTIVE_MIN_DEPTH_KEY = PREFIX + "adaptive.min-queue-depth";
-  public static final int ADAPTIVE_MIN_DEPTH_DEFAULT = 2;
-  public static final String ADAPTIVE_MAX_DEPTH_KEY = PREFIX + "adaptive.max-queue-depth";
-  public static final int ADAPTIVE_MAX_DEPTH_DEFAULT = 32;
-  public static final String ADAPTIVE_MIN_BYTES_KEY = PREFIX + "adaptive.min-request-bytes";
-  public static final int ADAPTIVE_MIN_BYTES_DEFAULT = 256 << 10;
-  public static final String ADAPTIVE_MAX_BYTES_KEY = PREFIX + "adaptive.max-request-bytes";
-  public static final int ADAPTIVE_MAX_BYTES_DEFAULT = 8 << 20;
-  public static final String ADAPTIVE_WINDOW_KEY = PREFIX + "adaptive.window-requests";
-  public static final int ADAPTIVE_WINDOW_DEFAULT = 64;
-  public static final String ADAPTIVE_DROP_KEY = PREFIX + "adaptive.drop-percent";
-  public static final int ADAPTIVE_DROP_DEFAULT = 10;
-  public static final String ADAPTIVE_GAIN_KEY = PREFIX + "adaptive.gain-percent";
-  public static final int ADAPTIVE_GAIN_DEFAULT = 5;
-  public static final String ADAPTIVE_CALM_KEY = PREFIX + "adaptive.calm-windows";
-  public static final int ADAPTIVE_CALM_DEFAULT = 8;
-  public static final String FIFO_DEPTH_KEY = PREFIX + "fifo.queue-depth";
-  public static final int FIFO_DEPTH_DEFAULT = 8;
-  public static final String MAX_QUEUED_KEY = PREFIX + "max-queued-requests";
-  public static final int MAX_QUEUED_DEFAULT = 1024;
-  public static final String MAX_QUEUED_PER_STREAM_KEY = PREFIX + "max-queued-per-stream";
-  public static final int MAX_QUEUED_PER_STREAM_DEFAULT = 64;
+  public static final String POLICY_OVERRIDES_KEY = HrdmaDataNodeKeys.DISK_POLICY_OVERRIDES_KEY;
+  public static final String SLICE_BYTES_KEY = HrdmaDataNodeKeys.DISK_ROTATIONAL_SLICE_BYTES_KEY;
+  public static final long SLICE_BYTES_DEFAULT = HrdmaDataNodeKeys.DISK_ROTATIONAL_SLICE_BYTES_DEFAULT;
+  public static final String LINGER_MS_KEY = HrdmaDataNodeKeys.DISK_ROTATIONAL_LINGER_MS_KEY;
+  public static final long LINGER_MS_DEFAULT = HrdmaDataNodeKeys.DISK_ROTATIONAL_LINGER_MS_DEFAULT;
+  public static final String SSD_DEPTH_KEY = HrdmaDataNodeKeys.DISK_SSD_QUEUE_DEPTH_KEY;
+  public static final int SSD_DEPTH_DEFAULT = HrdmaDataNodeKeys.DISK_SSD_QUEUE_DEPTH_DEFAULT;
+  public static final String SSD_REQUEST_BYTES_KEY = HrdmaDataNodeKeys.DISK_SSD_REQUEST_BYTES_KEY;
+  public static final int SSD_REQUEST_BYTES_DEFAULT = HrdmaDataNodeKeys.DISK_SSD_REQUEST_BYTES_DEFAULT;
+  public static final String ADAPTIVE_MIN_DEPTH_KEY = HrdmaDataNodeKeys.DISK_ADAPTIVE_MIN_QUEUE_DEPTH_KEY;
+  public static final int ADAPTIVE_MIN_DEPTH_DEFAULT = HrdmaDataNodeKeys.DISK_ADAPTIVE_MIN_QUEUE_DEPTH_DEFAULT;
+  public static final String ADAPTIVE_MAX_DEPTH_KEY = HrdmaDataNodeKeys.DISK_ADAPTIVE_MAX_QUEUE_DEPTH_KEY;
+  public static final int ADAPTIVE_MAX_DEPTH_DEFAULT = HrdmaDataNodeKeys.DISK_ADAPTIVE_MAX_QUEUE_DEPTH_DEFAULT;
+  public static final String ADAPTIVE_MIN_BYTES_KEY = HrdmaDataNodeKeys.DISK_ADAPTIVE_MIN_REQUEST_BYTES_KEY;
+  public static final int ADAPTIVE_MIN_BYTES_DEFAULT = HrdmaDataNodeKeys.DISK_ADAPTIVE_MIN_REQUEST_BYTES_DEFAULT;
+  public static final String ADAPTIVE_MAX_BYTES_KEY = HrdmaDataNodeKeys.DISK_ADAPTIVE_MAX_REQUEST_BYTES_KEY;
+  public static final int ADAPTIVE_MAX_BYTES_DEFAULT = HrdmaDataNodeKeys.DISK_ADAPTIVE_MAX_REQUEST_BYTES_DEFAULT;
+  public static final String ADAPTIVE_WINDOW_KEY = HrdmaDataNodeKeys.DISK_ADAPTIVE_WINDOW_REQUESTS_KEY;
+  public static final int ADAPTIVE_WINDOW_DEFAULT = HrdmaDataNodeKeys.DISK_ADAPTIVE_WINDOW_REQUESTS_DEFAULT;
+  public static final String ADAPTIVE_DROP_KEY = HrdmaDataNodeKeys.DISK_ADAPTIVE_DROP_PERCENT_KEY;
+  public static final int ADAPTIVE_DROP_DEFAULT = HrdmaDataNodeKeys.DISK_ADAPTIVE_DROP_PERCENT_DEFAULT;
+  public static final String ADAPTIVE_GAIN_KEY = HrdmaDataNodeKeys.DISK_ADAPTIVE_GAIN_PERCENT_KEY;
+  public static final int ADAPTIVE_GAIN_DEFAULT = HrdmaDataNodeKeys.DISK_ADAPTIVE_GAIN_PERCENT_DEFAULT;
+  public static final String ADAPTIVE_CALM_KEY = HrdmaDataNodeKeys.DISK_ADAPTIVE_CALM_WINDOWS_KEY;
+  public static final int ADAPTIVE_CALM_DEFAULT = HrdmaDataNodeKeys.DISK_ADAPTIVE_CALM_WINDOWS_DEFAULT;
+  public static final String FIFO_DEPTH_KEY = HrdmaDataNodeKeys.DISK_FIFO_QUEUE_DEPTH_KEY;
+  public static final int FIFO_DEPTH_DEFAULT = HrdmaDataNodeKeys.DISK_FIFO_QUEUE_DEPTH_DEFAULT;
+  public static final String MAX_QUEUED_KEY = HrdmaDataNodeKeys.DISK_MAX_QUEUED_KEY;
+  public static final int MAX_QUEUED_DEFAULT = HrdmaDataNodeKeys.DISK_MAX_QUEUED_DEFAULT;
+  public static final String MAX_QUEUED_PER_STREAM_KEY = HrdmaDataNodeKeys.DISK_MAX_QUEUED_PER_STREAM_KEY;
+  public static final int MAX_QUEUED_PER_STREAM_DEFAULT = HrdmaDataNodeKeys.DISK_MAX_QUEUED_PER_STREAM_DEFAULT;
   /** A request that waited this long is served next, whatever the policy prefers. */
-  public static final String MAX_WAIT_MS_KEY = PREFIX + "max-wait-ms";
-  public static final long MAX_WAIT_MS_DEFAULT = 500;
+  public static final String MAX_WAIT_MS_KEY = HrdmaDataNodeKeys.DISK_MAX_WAIT_MS_KEY;
+  public static final long MAX_WAIT_MS_DEFAULT = HrdmaDataNodeKeys.DISK_MAX_WAIT_MS_DEFAULT;
   /** How long a caller waits for room in a full queue before its request fails. */
-  public static final String QUEUE_TIMEOUT_MS_KEY = PREFIX + "queue-timeout-ms";
-  public static final long QUEUE_TIMEOUT_MS_DEFAULT = 60_000;
-  public static final String PREALLOCATE_KEY = PREFIX + "preallocate";
-  public static final boolean PREALLOCATE_DEFAULT = true;
-  public static final String DROP_BEHIND_WRITES_KEY = PREFIX + "drop-cache-behind-writes";
-  public static final boolean DROP_BEHIND_WRITES_DEFAULT = true;
-  public static final String DROP_BEHIND_READS_KEY = PREFIX + "drop-cache-behind-reads";
-  public static final boolean DROP_BEHIND_READS_DEFAULT = false;
+  public static final String QUEUE_TIMEOUT_MS_KEY = HrdmaDataNodeKeys.DISK_QUEUE_TIMEOUT_MS_KEY;
+  public static final long QUEUE_TIMEOUT_MS_DEFAULT = HrdmaDataNodeKeys.DISK_QUEUE_TIMEOUT_MS_DEFAULT;
+  public static final String PREALLOCATE_KEY = HrdmaDataNodeKeys.DISK_PREALLOCATE_KEY;
+  public static final boolean PREALLOCATE_DEFAULT = HrdmaDataNodeKeys.DISK_PREALLOCATE_DEFAULT;
+  public static final String DROP_BEHIND_WRITES_KEY = HrdmaDataNodeKeys.DISK_DROP_BEHIND_WRITES_KEY;
+  public static final boolean DROP_BEHIND_WRITES_DEFAULT = HrdmaDataNodeKeys.DISK_DROP_BEHIND_WRITES_DEFAULT;
+  public static final String DROP_BEHIND_READS_KEY = HrdmaDataNodeKeys.DISK_DROP_BEHIND_READS_KEY;
+  public static final boolean DROP_BEHIND_READS_DEFAULT = HrdmaDataNodeKeys.DISK_DROP_BEHIND_READS_DEFAULT;
   /** Granularity of write-back and page-cache dropping behind a stream. */
-  public static final String DROP_BYTES_KEY = PREFIX + "drop-cache-bytes";
-  public static final long DROP_BYTES_DEFAULT = 8L << 20;
+  public static final String DROP_BYTES_KEY = HrdmaDataNodeKeys.DISK_DROP_BYTES_KEY;
+  public static final long DROP_BYTES_DEFAULT = HrdmaDataNodeKeys.DISK_DROP_BYTES_DEFAULT;
 
   /**
    * Reads on volumes with the ssd or adaptive policy: O_DIRECT through an io_uring, several
    * requests in flight per refill of a read-ahead window.
    */
-  public static final String DIRECT_READS_KEY = PREFIX + "direct-reads";
-  public static final boolean DIRECT_READS_DEFAULT = true;
+  public static final String DIRECT_READS_KEY = HrdmaDataNodeKeys.DISK_DIRECT_READS_KEY;
+  public static final boolean DIRECT_READS_DEFAULT = HrdmaDataNodeKeys.DISK_DIRECT_READS_DEFAULT;
   /**
    * Block data written with O_DIRECT from an aligned buffer (the page cache is
    * neither filled nor copied into); a packet's unaligned tail and volumes
    * whose filesystem refuses O_DIRECT are written through the page cache.
    */
-  public static final String DIRECT_WRITES_KEY = PREFIX + "direct-writes";
-  public static final boolean DIRECT_WRITES_DEFAULT = true;
+  public static final String DIRECT_WRITES_KEY = HrdmaDataNodeKeys.DISK_DIRECT_WRITES_KEY;
+  public static final boolean DIRECT_WRITES_DEFAULT = HrdmaDataNodeKeys.DISK_DIRECT_WRITES_DEFAULT;
   /** The read-ahead window of one direct read stream (depth x request size is capped by it). */
-  public static final String READ_AHEAD_BYTES_KEY = PREFIX + "read-ahead-bytes";
-  public static final int READ_AHEAD_BYTES_DEFAULT = 8 << 20;
+  public static final String READ_AHEAD_BYTES_KEY = HrdmaDataNodeKeys.DISK_READ_AHEAD_BYTES_KEY;
+  public static final int READ_AHEAD_BYTES_DEFAULT = HrdmaDataNodeKeys.DISK_READ_AHEAD_BYTES_DEFAULT;
 
   /** The policy names {@link #policyFor} knows. */
   public static final java.util.List<String> POLICIES = java.util.List.of("rotational", "ssd", "adaptive",

@@ -42,6 +42,7 @@ import org.hdfsrdma.transport.BufferPool;
 import org.hdfsrdma.transport.Capability;
 import org.hdfsrdma.transport.Endpoint;
 import org.hdfsrdma.transport.EndpointHandler;
+import org.hdfsrdma.transport.HrdmaTransportKeys;
 import org.hdfsrdma.transport.Listener;
 import org.hdfsrdma.transport.RegisteredBuffer;
 import org.hdfsrdma.transport.SlabAllocator;
@@ -64,8 +65,8 @@ public final class TcpTransport implements Transport {
   private static final Logger LOG = LoggerFactory.getLogger(TcpTransport.class);
 
   /** I/O threads per tcp transport. */
-  public static final String IO_THREADS_KEY = "hrdma.tcp.io-threads";
-  public static final int IO_THREADS_DEFAULT = Math.min(2, Runtime.getRuntime().availableProcessors());
+  public static final String IO_THREADS_KEY = HrdmaTransportKeys.TCP_IO_THREADS_KEY;
+  public static final int IO_THREADS_DEFAULT = HrdmaTransportKeys.TCP_IO_THREADS_DEFAULT;
 
   /** Outbound bytes queued in Netty above which the endpoint reports not writable. */
   private static final WriteBufferWaterMark WATER_MARK = new WriteBufferWaterMark(256 << 10, 1 << 20);

@@ -1,0 +1,88 @@
+package org.hdfsrdma.client;
+
+/**
+ * The configuration keys of the client (hrdma.client.*),
+ * each {@code _KEY} beside its {@code _DEFAULT}. Every key is also in hrdma-default.xml
+ * (hrdma-protocol's jar) with its default and a description, and docs/configuration.md is
+ * generated from that file; ConfigurationRegistryTest fails when the three disagree or when
+ * code uses an {@code "hrdma.*"} name not listed here. Adding a key: one constant pair here,
+ * one {@code <property>} in hrdma-default.xml, then {@code make docs}.
+ *
+ * <p>Constants only; thread-safe.
+ */
+public final class HrdmaClientKeys {
+  private HrdmaClientKeys() {}
+
+  /**
+   * false: every read and write takes the stock path (RdmaDistributedFileSystem is then a plain
+   * DistributedFileSystem).
+   */
+  public static final String ENABLED_KEY = "hrdma.client.enabled";
+  public static final boolean ENABLED_DEFAULT = true;
+  /** How long a DataNode that failed over hrdma is used through the stock path before it is tried again. */
+  public static final String FALLBACK_RETRY_MS_KEY = "hrdma.client.fallback.retry-ms";
+  public static final long FALLBACK_RETRY_MS_DEFAULT = 600_000;
+  /** How often the leases of files open for writing through our streams are renewed. */
+  public static final String LEASE_RENEW_MS_KEY = "hrdma.client.lease-renew-ms";
+  public static final long LEASE_RENEW_MS_DEFAULT = 30_000;
+  /**
+   * Publish this client's counters as a metrics2 source and JMX bean ({@code HrdmaClient-<n>}); in a
+   * JVM without a running metrics system that starts one (prefix HrdmaClient).
+   */
+  public static final String METRICS_ENABLED_KEY = "hrdma.client.metrics.enabled";
+  public static final boolean METRICS_ENABLED_DEFAULT = true;
+  /** Connections kept; beyond this the least recently used idle one is closed. */
+  public static final String MAX_CONNECTIONS_KEY = "hrdma.client.max-connections";
+  public static final int MAX_CONNECTIONS_DEFAULT = 64;
+  /** Data bytes per write packet (rounded down to whole checksum chunks). */
+  public static final String WRITE_PACKET_BYTES_KEY = "hrdma.client.write.packet-bytes";
+  public static final int WRITE_PACKET_BYTES_DEFAULT = 1 << 20;
+  /** Bytes of packets sent and not acknowledged yet, per block write. */
+  public static final String WRITE_WINDOW_BYTES_KEY = "hrdma.client.write.window-bytes";
+  public static final long WRITE_WINDOW_BYTES_DEFAULT = 5L << 20;
+  /** Pipeline recoveries of one block before the write gives up. */
+  public static final String WRITE_MAX_PIPELINE_RECOVERIES_KEY = "hrdma.client.write.max-pipeline-recoveries";
+  public static final int WRITE_MAX_PIPELINE_RECOVERIES_DEFAULT = 5;
+  /** Bytes asked for by one read request; a reader splits its range into such requests. */
+  public static final String READ_REQUEST_BYTES_KEY = "hrdma.client.read.request-bytes";
+  public static final long READ_REQUEST_BYTES_DEFAULT = 4L << 20;
+  /**
+   * On storage types in hrdma.client.read.ramp-storage-types, requests double up to this while a reader
+   * reads on sequentially.
+   */
+  public static final String READ_MAX_REQUEST_BYTES_KEY = "hrdma.client.read.max-request-bytes";
+  public static final long READ_MAX_REQUEST_BYTES_DEFAULT = 64L << 20;
+  /** Storage types whose sequential reads grow their requests up to hrdma.client.read.max-request-bytes. */
+  public static final String READ_RAMP_STORAGE_TYPES_KEY = "hrdma.client.read.ramp-storage-types";
+  public static final String READ_RAMP_STORAGE_TYPES_DEFAULT = "SSD,RAM_DISK";
+  /** Read requests a reader keeps in flight (the one being read, plus read-ahead). */
+  public static final String READ_REQUESTS_IN_FLIGHT_KEY = "hrdma.client.read.requests-in-flight";
+  public static final int READ_REQUESTS_IN_FLIGHT_DEFAULT = 2;
+  /** How long a reader waits for the next message of a request. */
+  public static final String READ_TIMEOUT_MS_KEY = "hrdma.client.read.timeout-ms";
+  public static final long READ_TIMEOUT_MS_DEFAULT = 60_000;
+  /**
+   * Same-host replicas read from the block files directly (paths from the plugin after the token check);
+   * needs read permission on the DataNode's block files.
+   */
+  public static final String READ_LOCAL_KEY = "hrdma.client.read.local";
+  public static final boolean READ_LOCAL_DEFAULT = false;
+  /**
+   * Same-host reads by reference: the client maps the DataNode's shared-memory segment read-only (it
+   * must run as the DataNode's user, else it reads by value).
+   */
+  public static final String READ_SHM_KEY = "hrdma.client.read.shm";
+  public static final boolean READ_SHM_DEFAULT = true;
+  /** Bytes a short-circuit reader verifies (and at most hands out) at a time. */
+  public static final String READ_LOCAL_WINDOW_BYTES_KEY = "hrdma.client.read.local.window-bytes";
+  public static final int READ_LOCAL_WINDOW_BYTES_DEFAULT = 512 * 1024;
+  /**
+   * Threads verifying short-circuit windows ahead of the one being read; 0: every reader verifies its
+   * own.
+   */
+  public static final String READ_LOCAL_VERIFY_THREADS_KEY = "hrdma.client.read.local.verify-threads";
+  public static final int READ_LOCAL_VERIFY_THREADS_DEFAULT = 1;
+  /** Windows a short-circuit reader hands to the verifier beyond the one being read. */
+  public static final String READ_LOCAL_VERIFY_AHEAD_KEY = "hrdma.client.read.local.verify-ahead";
+  public static final int READ_LOCAL_VERIFY_AHEAD_DEFAULT = 2;
+}

@@ -1,0 +1,128 @@
+package org.hdfsrdma.client;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.management.ManagementFactory;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.hdfsrdma.datanode.RdmaDataNodePlugin;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The plugin's and the client's counters are metrics2 sources visible over JMX: after a
+ * write and a read through {@link RdmaDistributedFileSystem}, the beans' attributes equal
+ * the Java counters, per transport records name the transport used, and a closed file
+ * system's bean is gone.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(180)
+class MetricsTest {
+  private static final MBeanServer JMX = ManagementFactory.getPlatformMBeanServer();
+  private MiniDFSCluster cluster;
+  private Configuration clientConf;
+
+  @BeforeAll
+  void start() throws Exception {
+    Configuration conf = PluginCluster.baseConf();
+    conf.setBoolean(HrdmaClientKeys.READ_SHM_KEY, false); // reads over the transport: its bytes are counted
+    cluster = PluginCluster.start(conf, getClass(), 1);
+    clientConf = new Configuration(conf);
+    clientConf.set("fs.hdfs.impl", RdmaDistributedFileSystem.class.getName());
+    clientConf.setBoolean("fs.hdfs.impl.disable.cache", true);
+  }
+
+  @AfterAll
+  void stop() {
+    if (cluster != null) {
+      cluster.shutdown();
+    }
+  }
+
+  /** The attributes of the one bean named {@code name} under any metrics prefix. */
+  private static Map<String, Object> bean(String name) throws Exception {
+    Set<ObjectName> names = JMX.queryNames(new ObjectName("Hadoop:name=" + name + ",*"), null);
+    assertEquals(1, names.size(), "beans named " + name + ": " + names);
+    ObjectName on = names.iterator().next();
+    Map<String, Object> m = new HashMap<>();
+    for (javax.management.MBeanAttributeInfo a : JMX.getMBeanInfo(on).getAttributes()) {
+      m.put(a.getName(), JMX.getAttribute(on, a.getName()));
+    }
+    return m;
+  }
+
+  private static long num(Map<String, Object> bean, String attr) {
+    Object v = bean.get(attr);
+    assertNotNull(v, attr + " in " + bean.keySet());
+    return ((Number) v).longValue();
+  }
+
+  /** The sum of the transport records' Connections (records 1..n, each tagged with a known transport). */
+  private static long connectionsPerTransport(Map<String, Object> bean) {
+    long sum = 0;
+    int n = 1;
+    for (; bean.containsKey("tag.Transport." + n); n++) {
+      assertTrue(Set.of("ucx", "stream", "tcp").contains(bean.get("tag.Transport." + n)), bean.toString());
+      sum += num(bean, "Connections." + n);
+    }
+    assertTrue(n > 1, "no transport record: " + bean);
+    return sum;
+  }
+
+  @Test
+  void countersOfThePluginAndTheClientAreJmxBeans() throws Exception {
+    byte[] data = new byte[3 * PluginCluster.BLOCK + 1000];
+    new Random(7).nextBytes(data);
+    Path file = new Path("/metrics/a.bin");
+    String clientBean;
+    try (RdmaDistributedFileSystem fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), clientConf)) {
+      clientBean = fs.metricsName();
+      assertNotNull(clientBean, "the client registered no metrics source");
+      try (FSDataOutputStream out = fs.create(file)) {
+        out.write(data);
+      }
+      byte[] back = new byte[data.length];
+      try (FSDataInputStream in = fs.open(file)) {
+        in.readFully(back);
+      }
+      assertArrayEquals(data, back);
+      assertTrue(fs.rdmaBytesRead() >= data.length && fs.rdmaBytesWritten() >= data.length,
+          fs.rdmaBytesRead() + " read, " + fs.rdmaBytesWritten() + " written over hrdma");
+
+      Map<String, Object> c = bean(clientBean);
+      assertEquals(fs.rdmaBytesRead(), num(c, "RdmaBytesRead"));
+      assertEquals(fs.rdmaBytesWritten(), num(c, "RdmaBytesWritten"));
+      assertEquals(0, num(c, "StockBytesRead"));
+      assertEquals(0, num(c, "StockFallbacks"));
+      assertEquals(fs.blockClientIfStarted().openConnections(), num(c, "OpenConnections"));
+      assertTrue(num(c, "OpenConnections") >= 1, c.toString());
+      assertEquals(num(c, "OpenConnections"), connectionsPerTransport(c), "connections per transport add up: " + c);
+
+      RdmaDataNodePlugin plugin = RdmaDataNodePlugin.running().get(0);
+      Map<String, Object> p = bean(plugin.metricsName());
+      assertEquals(plugin.openConnections(), num(p, "OpenConnections"));
+      assertTrue(num(p, "OpenConnections") >= 1, p.toString());
+      assertEquals(plugin.sharedSegmentsGranted(), num(p, "SharedSegmentsGranted"));
+      assertEquals(0, num(p, "SharedSegmentBytes"));
+      assertEquals(num(p, "OpenConnections"), connectionsPerTransport(p), "connections per transport add up: " + p);
+    }
+    assertTrue(JMX.queryNames(new ObjectName("Hadoop:name=" + clientBean + ",*"), null).isEmpty(),
+        "a closed file system's bean is unregistered");
+  }
+}

@@ -1,0 +1,100 @@
+package org.hdfsrdma.datanode;
+
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.hadoop.metrics2.MetricsCollector;
+import org.apache.hadoop.metrics2.MetricsException;
+import org.apache.hadoop.metrics2.MetricsInfo;
+import org.apache.hadoop.metrics2.MetricsRecordBuilder;
+import org.apache.hadoop.metrics2.MetricsSource;
+import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
+import org.apache.hadoop.metrics2.lib.Interns;
+import org.hdfsrdma.transport.select.HrdmaServer;
+import org.hdfsrdma.transport.Transport;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The plugin's counters as a Hadoop metrics2 source, and so as the JMX bean
+ * {@code Hadoop:service=DataNode,name=HrdmaDataNode-<xfer port>}: one {@code HrdmaDataNode}
+ * record (connections, open writes, shared memory, reads prepared ahead, buffers) and one
+ * {@code HrdmaTransport} record per transport the plugin serves (tag {@code Transport}:
+ * connections and registered buffers outstanding). The per-volume figures are
+ * {@link org.hdfsrdma.datanode.disk.DiskMetrics}'. Values are read from the plugin when
+ * metrics are collected; thread-safe.
+ */
+final class PluginMetrics implements MetricsSource {
+  private static final Logger LOG = LoggerFactory.getLogger(PluginMetrics.class);
+  static final String PREFIX = "HrdmaDataNode-";
+  static final MetricsInfo TRANSPORT = Interns.info("Transport", "the transport's name");
+
+  private final String name;
+  private final RdmaDataNodePlugin plugin;
+  private volatile boolean registered;
+
+  private PluginMetrics(String name, RdmaDataNodePlugin plugin) {
+    this.name = name;
+    this.plugin = plugin;
+  }
+
+  /** Registers the source of the plugin of the DataNode with this xfer port (a failure is logged, never thrown). */
+  static PluginMetrics register(int xferPort, RdmaDataNodePlugin plugin) {
+    PluginMetrics m = new PluginMetrics(PREFIX + xferPort, plugin);
+    try {
+      DefaultMetricsSystem.instance().register(m.name, "hrdma DataNode plugin", m);
+      m.registered = true;
+    } catch (MetricsException e) {
+      LOG.warn("hrdma datanode plugin: cannot register metrics source {}: {}", m.name, e.toString());
+    }
+    return m;
+  }
+
+  String name() {
+    return name;
+  }
+
+  void unregister() {
+    if (registered) {
+      registered = false;
+      DefaultMetricsSystem.instance().unregisterSource(name);
+    }
+  }
+
+  private static MetricsInfo info(String n, String d) {
+    return Interns.info(n, d);
+  }
+
+  @Override
+  public void getMetrics(MetricsCollector collector, boolean all) {
+    collector.addRecord("HrdmaDataNode").setContext("dfs")
+        .addGauge(info("OpenConnections", "client and upstream DataNode connections open"), plugin.openConnections())
+        .addGauge(info("OpenWrites", "block writes open"), plugin.openWrites())
+        .addGauge(info("BuffersOutstanding", "registered buffers handed out and not returned"),
+            plugin.buffersOutstanding())
+        .addCounter(info("ReadsPreparedAhead", "reads whose disk reads started before their turn"),
+            plugin.readsPreparedAhead())
+        .addCounter(info("ReadPacketsByReference", "read packets sent in shared memory to same-host clients"),
+            plugin.readPacketsByReference())
+        .addCounter(info("SharedSegmentsGranted", "shared-memory segments granted"), plugin.sharedSegmentsGranted())
+        .addCounter(info("SharedSegmentsRefused", "shared-memory segment requests refused"),
+            plugin.sharedSegmentsRefused())
+        .addGauge(info("SharedSegmentBytes", "bytes of shared-memory segments mapped"), plugin.sharedSegmentBytes());
+    Map<String, Integer> conns = plugin.connectionsByTransport();
+    Map<String, Long> buffers = new TreeMap<>();
+    HrdmaServer s = plugin.server();
+    if (s != null) {
+      for (Map.Entry<String, Transport> e : s.transports().entrySet()) {
+        buffers.put(e.getKey(), e.getValue().allocator().buffersOutstanding());
+      }
+    }
+    TreeMap<String, Boolean> names = new TreeMap<>();
+    conns.keySet().forEach(n -> names.put(n, true));
+    buffers.keySet().forEach(n -> names.put(n, true));
+    for (String t : names.keySet()) {
+      MetricsRecordBuilder rb = collector.addRecord("HrdmaTransport").setContext("dfs").tag(TRANSPORT, t);
+      rb.addGauge(info("Connections", "connections open over this transport"), conns.getOrDefault(t, 0))
+          .addGauge(info("BuffersOutstanding", "this transport's registered buffers handed out and not returned"),
+              buffers.getOrDefault(t, 0L));
+    }
+  }
+}
