@@ -4,7 +4,7 @@ SHELL := /bin/bash
 NATIVE_BUILD := java/hrdma-native/target/native-build
 ASAN_BUILD := build/native-asan
 
-.PHONY: all setup build test java-test native-test asan bench clean
+.PHONY: all setup build test java-test native-test asan bench fuzz clean
 
 all: build
 
@@ -38,6 +38,11 @@ asan:
 
 bench: build
 	bin/hrdma perf --compare
+
+# Coverage-guided fuzzing of the decoders of peer bytes (docs/fuzzing.md), a target at a time.
+FUZZ_SECONDS ?= 120
+fuzz:
+	bin/hrdma fuzz --seconds $(FUZZ_SECONDS)
 
 clean:
 	mvn -B -q clean
