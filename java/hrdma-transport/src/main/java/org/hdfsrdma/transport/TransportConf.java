@@ -36,6 +36,17 @@ public final class TransportConf {
    */
   public static final String UCX_SPIN_KEY = "hrdma.ucx.spin-count";
   public static final int UCX_SPIN_DEFAULT = 0;
+  /**
+   * What a peer's remote access (the memory keys UCX sends with a rendezvous active message)
+   * may cover. "operation" (the default): no pool registration is passed with an active
+   * message, and UCX's registration cache is off (RCACHE_ENABLE=n, IB_REG_METHODS=direct),
+   * so UCX registers each rendezvous buffer for its operation alone and deregisters it when
+   * the operation completes. "pool": the pool's slab registration is passed, whose key covers
+   * the whole slab (other connections' buffers too) for the transport's life. See
+   * docs/transport.md, "Remote access scope".
+   */
+  public static final String UCX_REMOTE_ACCESS_KEY = "hrdma.ucx.remote-access";
+  public static final String UCX_REMOTE_ACCESS_DEFAULT = "operation";
   public static final String SLAB_SIZE_KEY = "hrdma.buffer.slab-bytes";
   public static final int SLAB_SIZE_DEFAULT = 8 << 20;
   public static final String MAX_REGISTERED_KEY = "hrdma.buffer.max-registered-bytes";
