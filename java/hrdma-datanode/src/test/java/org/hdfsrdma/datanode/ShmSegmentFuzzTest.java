@@ -123,7 +123,7 @@ class ShmSegmentFuzzTest {
           refs.add(m.shmRef().getOffset());
         }
       } catch (java.net.ProtocolException e) {
-        // a packet sent by value (no slot): the test leaves its bytes unwritten
+        // a packet sent by value (no slot): its bytes are zeros
       } finally {
         message.release();
       }
@@ -161,6 +161,11 @@ class ShmSegmentFuzzTest {
           int size = data.consumeInt(MessageCodec.FIXED_BYTES, 2 * slotBytes);
           RegisteredBuffer p = seg.allocate(size);
           p.nio().limit(size);
+          // zeros: a packet that goes by value (from the pool, whose memory is reused) must
+          // not read as a DATA_REF on the wire
+          for (int k = 0; k < size; k++) {
+            p.nio().put(k, (byte) 0);
+          }
           int before = ep.refs.size();
           CompletableFuture<Void> f = ShmSegment.send(ep, i, p);
           sends.add(f);
