@@ -4,7 +4,7 @@ SHELL := /bin/bash
 NATIVE_BUILD := java/hrdma-native/target/native-build
 ASAN_BUILD := build/native-asan
 
-.PHONY: all setup build test check-links java-test native-test asan bench clean docs
+.PHONY: all setup build test check-links java-test native-test asan bench fuzz clean docs
 
 all: build
 
@@ -50,6 +50,11 @@ docs:
 
 bench: build
 	bin/hrdma perf --compare
+
+# Coverage-guided fuzzing of the decoders of peer bytes (docs/fuzzing.md), a target at a time.
+FUZZ_SECONDS ?= 120
+fuzz:
+	bin/hrdma fuzz --seconds $(FUZZ_SECONDS)
 
 clean:
 	mvn -B -q clean

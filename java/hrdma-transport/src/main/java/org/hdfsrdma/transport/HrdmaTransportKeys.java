@@ -29,6 +29,12 @@ public final class HrdmaTransportKeys {
   public static final String TRANSPORT_READ_TIMEOUT_KEY = "hrdma.transport.read-timeout-ms";
   public static final int TRANSPORT_READ_TIMEOUT_DEFAULT = 60_000;
   /**
+   * What a peer's remote access (UCX rendezvous memory keys) may cover: "operation" (each
+   * rendezvous buffer registered for its operation alone) or "pool" (the whole slab).
+   */
+  public static final String UCX_REMOTE_ACCESS_KEY = "hrdma.ucx.remote-access";
+  public static final String UCX_REMOTE_ACCESS_DEFAULT = "operation";
+  /**
    * UCX settings without the UCX_ prefix, ';'-separated, e.g. TLS=sm,tcp;MM_ERROR_HANDLING=y here or
    * TLS=rc,ud,sm,self on InfiniBand/RoCE. Empty: UCX's own defaults.
    */

@@ -46,6 +46,17 @@ public final class TransportConf {
   public static final int SLAB_SIZE_DEFAULT = HrdmaTransportKeys.BUFFER_SLAB_BYTES_DEFAULT;
   public static final String MAX_REGISTERED_KEY = HrdmaTransportKeys.BUFFER_MAX_REGISTERED_BYTES_KEY;
   public static final long MAX_REGISTERED_DEFAULT = HrdmaTransportKeys.BUFFER_MAX_REGISTERED_BYTES_DEFAULT;
+  /**
+   * What a peer's remote access (the memory keys UCX sends with a rendezvous active message)
+   * may cover. "operation" (the default): no pool registration is passed with an active
+   * message, and UCX's registration cache is off (RCACHE_ENABLE=n, IB_REG_METHODS=direct),
+   * so UCX registers each rendezvous buffer for its operation alone and deregisters it when
+   * the operation completes. "pool": the pool's slab registration is passed, whose key covers
+   * the whole slab (other connections' buffers too) for the transport's life. See
+   * docs/transport.md, "Remote access scope".
+   */
+  public static final String UCX_REMOTE_ACCESS_KEY = HrdmaTransportKeys.UCX_REMOTE_ACCESS_KEY;
+  public static final String UCX_REMOTE_ACCESS_DEFAULT = HrdmaTransportKeys.UCX_REMOTE_ACCESS_DEFAULT;
 
   private final Map<String, String> values;
 

@@ -24,6 +24,7 @@ import org.hdfsrdma.transport.Capability;
 import org.hdfsrdma.transport.Endpoint;
 import org.hdfsrdma.transport.EndpointHandler;
 import org.hdfsrdma.transport.Listener;
+import org.hdfsrdma.transport.RegisteredBuffer;
 import org.hdfsrdma.transport.Transport;
 import org.hdfsrdma.transport.TransportConf;
 import org.hdfsrdma.transport.TransportException;
@@ -48,6 +49,10 @@ abstract class AbstractUcxTransport implements Transport {
   private final BufferPool pool;
   private final int connectTimeoutMs;
   private final String ucxConfig;
+  /** Active messages pass no pool registration (hrdma.ucx.remote-access=operation). */
+  final boolean operationScoped;
+  /** Active-message sends and receives that passed a pool (slab) registration to UCX. */
+  private final java.util.concurrent.atomic.AtomicLong slabKeyed = new java.util.concurrent.atomic.AtomicLong();
   private final ScheduledExecutorService timer;
   private final Set<UcxConnection> connections = new LinkedHashSet<>(); // loop thread
   private final List<UcxListener> listeners = new ArrayList<>();         // loop thread
@@ -60,7 +65,14 @@ abstract class AbstractUcxTransport implements Transport {
     this.credits = conf.getPositiveInt(TransportConf.CREDITS_KEY, TransportConf.CREDITS_DEFAULT);
     this.connectTimeoutMs = conf.getPositiveInt(TransportConf.CONNECT_TIMEOUT_KEY,
         TransportConf.CONNECT_TIMEOUT_DEFAULT);
-    this.ucxConfig = conf.get(TransportConf.UCX_CONFIG_KEY, TransportConf.UCX_CONFIG_DEFAULT);
+    String access = conf.get(TransportConf.UCX_REMOTE_ACCESS_KEY, TransportConf.UCX_REMOTE_ACCESS_DEFAULT);
+    if (!access.equals("operation") && !access.equals("pool")) {
+      throw new TransportException(TransportConf.UCX_REMOTE_ACCESS_KEY + " is 'operation' or 'pool', not '"
+          + access + "'");
+    }
+    this.operationScoped = access.equals("operation");
+    String userConfig = conf.get(TransportConf.UCX_CONFIG_KEY, TransportConf.UCX_CONFIG_DEFAULT);
+    this.ucxConfig = operationScoped ? scopedConfig(userConfig) : userConfig;
     int spin = conf.getInt(TransportConf.UCX_SPIN_KEY, TransportConf.UCX_SPIN_DEFAULT);
     try {
       this.ctx = Jni.ctxCreate0(ucxConfig);
@@ -82,6 +94,45 @@ abstract class AbstractUcxTransport implements Transport {
       t.setDaemon(true);
       return t;
     });
+  }
+
+  /**
+   * The UCX settings under which a buffer passed without a registration is registered for
+   * its operation alone: without UCP's registration cache (which would hand back the
+   * registration of the whole slab the buffer lies in, and keep it) and, on InfiniBand,
+   * without the IB memory domain's own cache (same, one level down). Settings the user gave
+   * win.
+   */
+  static String scopedConfig(String user) {
+    StringBuilder b = new StringBuilder(user == null ? "" : user.trim());
+    for (String kv : new String[] {"RCACHE_ENABLE=n", "IB_REG_METHODS=direct"}) {
+      String name = kv.substring(0, kv.indexOf('=') + 1);
+      if (!(";" + b).contains(";" + name)) {
+        if (b.length() > 0 && b.charAt(b.length() - 1) != ';') {
+          b.append(';');
+        }
+        b.append(kv);
+      }
+    }
+    return b.toString();
+  }
+
+  /**
+   * The registration to pass with an active message's buffer: the pool's (its slab's) only
+   * when remote access is pool-scoped, else none (0), so that UCX registers the buffer for
+   * that operation alone.
+   */
+  long amMemoryHandle(RegisteredBuffer b) {
+    if (operationScoped) {
+      return 0;
+    }
+    slabKeyed.incrementAndGet();
+    return b.memoryHandle();
+  }
+
+  /** Active-message operations so far that passed a slab's registration (tests). */
+  public long slabKeyedOperations() {
+    return slabKeyed.get();
   }
 
   /** A new connection object of this transport's wire. */

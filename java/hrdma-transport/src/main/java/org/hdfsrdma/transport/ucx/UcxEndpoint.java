@@ -72,7 +72,7 @@ final class UcxEndpoint extends UcxConnection {
     long cookie = loop.newCookie();
     long len = payload.readableBytes();
     int st = Jni.amSend0(ep, kind, payload.address() + payload.nio().position(), len,
-        payload.memoryHandle(), cookie);
+        transport.amMemoryHandle(payload), cookie);
     if (st == Jni.INPROGRESS) {
       loop.track(cookie, (s, l) -> {
         payload.release();
@@ -125,7 +125,7 @@ final class UcxEndpoint extends UcxConnection {
       deliverArrived();
     });
     out[0] = b.address();
-    out[1] = b.memoryHandle();
+    out[1] = transport.amMemoryHandle(b);
     out[2] = cookie;
     return 0;
   }
