@@ -16,6 +16,9 @@ import org.hdfsrdma.datanode.disk.DiskMetrics;
 import org.hdfsrdma.datanode.disk.DiskSettings;
 import org.hdfsrdma.protocol.HadoopTransportConf;
 import org.hdfsrdma.protocol.RdmaPorts;
+import org.hdfsrdma.protocol.wire.ServerGate;
+import org.hdfsrdma.protocol.wire.WireProtection;
+import org.hdfsrdma.transport.EndpointHandler;
 import org.hdfsrdma.transport.Transport;
 import org.hdfsrdma.transport.TransportConf;
 import org.hdfsrdma.transport.select.HrdmaConnector;
@@ -77,6 +80,7 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   private HrdmaConnector connector;         // guarded by lock; created on the first forwarded write
   private TransportConf tconf;              // set before SERVING
   private RequestDispatcher dispatcher;    // guarded by lock
+  private ServerGate gate;                  // guarded by lock; null without data transfer protection
   private DiskIo disk;                      // guarded by lock
   private DiskMetrics metrics;              // guarded by lock
   private volatile State state = State.NEW;
@@ -134,6 +138,19 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
       fail("hrdma datanode plugin: bad configuration, not serving: " + e.getMessage(), null);
       return;
     }
+    WireProtection wire;
+    try {
+      wire = WireProtection.forDataNode(conf, port);
+    } catch (IllegalArgumentException e) {
+      fail("hrdma datanode plugin: bad configuration, not serving: " + e.getMessage(), null);
+      return;
+    }
+    if (wire.refusal() != null) {
+      fail("hrdma datanode plugin: not serving: " + wire.refusal() + ". Make the plugin port privileged"
+          + " (" + RdmaPorts.class.getSimpleName() + ", as stock's dfs.datanode.address) or set"
+          + " dfs.data.transfer.protection; the stock data path is unaffected", null);
+      return;
+    }
     int writeThreads = conf.getInt(WRITE_THREADS_KEY, WRITE_THREADS_DEFAULT);
     long setupTimeoutMs = conf.getLong(WRITE_SETUP_TIMEOUT_KEY, WRITE_SETUP_TIMEOUT_DEFAULT);
     if (writeThreads < 1 || setupTimeoutMs < 1) {
@@ -147,9 +164,10 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     DiskIo diskIo = new DiskIo(diskSettings, dn.volumes());
     RequestDispatcher d = new RequestDispatcher(dn, settings, executor, wexecutor, this::connector,
         setupTimeoutMs, diskIo);
+    EndpointHandler handler = ServerGate.wrap(d, wire, dn.wireSecrets(), dn.datanodeUuid());
     HrdmaServer s;
     try {
-      s = HrdmaServer.start(tconf, d, bindHost, port);
+      s = HrdmaServer.start(tconf, handler, bindHost, port);
     } catch (Exception | LinkageError e) {
       executor.shutdownNow();
       wexecutor.shutdownNow();
@@ -172,11 +190,12 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
       readExecutor = executor;
       writeExecutor = wexecutor;
       dispatcher = d;
+      gate = handler instanceof ServerGate g ? g : null;
       state = State.SERVING;
     }
-    LOG.info("hrdma datanode plugin: serving DataNode {} (xfer port {}) on {} with {}",
+    LOG.info("hrdma datanode plugin: serving DataNode {} (xfer port {}) on {} with {}, data transfer protection {}",
         dn.datanodeUuid(), dn.xferPort(), s.serviceAddress(), s.offers().stream()
-            .map(a -> a.getTransport() + ":" + a.getPort()).toList());
+            .map(a -> a.getTransport() + ":" + a.getPort()).toList(), wire);
   }
 
   private String bindHost(Configuration conf) {
@@ -389,6 +408,34 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   public long sharedSegmentBytes() {
     synchronized (lock) {
       return dispatcher == null ? 0 : dispatcher.segmentBytesMapped();
+    }
+  }
+
+  /** Connections that completed the data transfer protection handshake (0 when not required). */
+  public long wireHandshakes() {
+    synchronized (lock) {
+      return gate == null ? 0 : gate.handshakesCompleted();
+    }
+  }
+
+  /** Connections refused for an op before the handshake, or for not finishing it in time. */
+  public long wireUnprotectedRefused() {
+    synchronized (lock) {
+      return gate == null ? 0 : gate.unprotectedRefused();
+    }
+  }
+
+  /** Handshakes refused: wrong key, expired or unknown block token, bad message. */
+  public long wireHandshakesFailed() {
+    synchronized (lock) {
+      return gate == null ? 0 : gate.handshakesFailed();
+    }
+  }
+
+  /** Connections closed on a message that failed its authentication tag. */
+  public long wireBadTags() {
+    synchronized (lock) {
+      return gate == null ? 0 : gate.badTags();
     }
   }
 

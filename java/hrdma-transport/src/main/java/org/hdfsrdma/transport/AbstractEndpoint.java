@@ -95,6 +95,7 @@ public abstract class AbstractEndpoint implements Endpoint {
 
   @Override
   public final CompletableFuture<Void> send(RegisteredBuffer message) {
+    FrameTap.sent(message);
     CompletableFuture<Void> done = new CompletableFuture<>();
     if (inIoThread()) {
       sendOnIo(message, done);
@@ -147,6 +148,7 @@ public abstract class AbstractEndpoint implements Endpoint {
   /** Hands a received message to the handler (I/O thread). */
   protected final void deliver(RegisteredBuffer message) {
     message.onRelease(this::messageReleased);
+    FrameTap.received(message);
     try {
       handler.onMessage(this, message);
     } catch (RuntimeException e) {
