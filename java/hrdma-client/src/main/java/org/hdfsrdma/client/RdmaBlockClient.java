@@ -288,6 +288,9 @@ public final class RdmaBlockClient implements Closeable {
   public interface EncryptionKeys {
     /** The current key, or null when the NameNode does not ask for dfs.encrypt.data.transfer. */
     DataEncryptionKey get() throws IOException;
+
+    /** A DataNode no longer knows the current key (its block keys rolled): fetch a new one next time. */
+    default void invalidate() {}
   }
 
   /**
@@ -363,6 +366,10 @@ public final class RdmaBlockClient implements Closeable {
         ep = gate.handshake(conn.endpoint(), wire, new ClientGate.Credentials(dek[0], token), timeoutMs);
       } catch (ClientGate.ProtectionException e) {
         protectionFallback(e.getMessage());
+        EncryptionKeys k = keys;
+        if (k != null && String.valueOf(e.getMessage()).contains("ERROR_UNKNOWN_KEY")) {
+          k.invalidate(); // as stock's client: the next connection asks the NameNode for a new key
+        }
         throw e;
       }
       c.connected(ep, conn.transport(), gate);

@@ -242,7 +242,17 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
         c = blockClient;
         if (c == null) {
           c = new RdmaBlockClient(getConf(), getClient().getClientName());
-          c.encryptionKeys(() -> StockKeys.dataEncryptionKey(getClient()));
+          c.encryptionKeys(new RdmaBlockClient.EncryptionKeys() {
+            @Override
+            public org.apache.hadoop.hdfs.security.token.block.DataEncryptionKey get() throws IOException {
+              return StockKeys.dataEncryptionKey(getClient());
+            }
+
+            @Override
+            public void invalidate() {
+              StockKeys.clear(getClient());
+            }
+          });
           blockClient = c;
         }
       }

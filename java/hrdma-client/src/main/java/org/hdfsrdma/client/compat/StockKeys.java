@@ -16,4 +16,9 @@ public final class StockKeys {
   public static DataEncryptionKey dataEncryptionKey(DFSClient client) throws IOException {
     return client.newDataEncryptionKey();
   }
+
+  /** Drops the DFSClient's cached key (a DataNode did not know it): the next one comes from the NameNode. */
+  public static void clear(DFSClient client) {
+    client.clearDataEncryptionKey();
+  }
 }
