@@ -30,8 +30,8 @@ import org.junit.jupiter.api.Timeout;
  * Data transfer protection with Kerberos and dfs.data.transfer.protection (Hadoop's
  * SaslDataTransferTestCase: a MiniKdc, keytabs, HTTPS): our client authenticates each
  * connection with the block token (SASL DIGEST-MD5, the QOP stock's resolver gives) and, at
- * integrity and privacy, no plaintext crosses our transports; a forged token password is
- * refused and counted, and the file is still read.
+ * integrity and privacy, no plaintext crosses our transports; a forged token password and an
+ * expired token are refused with a clear error and counted, and the file is still read.
  */
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
 class KerberosWireTest extends SaslDataTransferTestCase {
@@ -89,7 +89,7 @@ class KerberosWireTest extends SaslDataTransferTestCase {
   }
 
   @Test
-  void forgedTokenPasswordIsRefusedAndCounted() throws Exception {
+  void forgedOrExpiredTokenIsRefusedAndCounted() throws Exception {
     try (RdmaDistributedFileSystem fs = start("privacy")) {
       Path p = new Path("/kerberos/forged");
       WireProtectionTest.writeAndRead(fs, p);
@@ -105,6 +105,18 @@ class KerberosWireTest extends SaslDataTransferTestCase {
         assertEquals(1, client.protectionFallbacks());
       }
       assertEquals(failed + 1,
+          RdmaDataNodePlugin.running().stream().mapToLong(RdmaDataNodePlugin::wireHandshakesFailed).sum());
+      // an expired token: the DataNode's secret manager refuses it by name
+      BlockTokenIdentifier id = t.decodeIdentifier();
+      id.setExpiryDate(System.currentTimeMillis() - 60_000);
+      b.setBlockToken(new Token<>(id.getBytes(), t.getPassword(), t.getKind(), t.getService()));
+      try (RdmaBlockClient client = new RdmaBlockClient(c)) {
+        ClientGate.ProtectionException e = assertThrows(ClientGate.ProtectionException.class,
+            () -> client.open(b, b.getLocations()[0], 0, 4096));
+        assertTrue(e.getMessage().contains("expired"), e.getMessage());
+        assertEquals(1, client.protectionFallbacks());
+      }
+      assertEquals(failed + 2,
           RdmaDataNodePlugin.running().stream().mapToLong(RdmaDataNodePlugin::wireHandshakesFailed).sum());
       byte[] back = new byte[WireProtectionTest.markedData().length];
       try (FSDataInputStream in = fs.open(p)) {

@@ -144,8 +144,13 @@ class WireProtectionTest {
     MarkerTap tap = new MarkerTap();
     FrameTap.set(tap);
     long handshakes = handshakes();
+    long inPlace = ProtectedEndpoint.sealedInPlace();
+    long copied = ProtectedEndpoint.sealedByCopy();
     writeAndRead(fs, new Path("/wire/encrypted"));
     FrameTap.set(null);
+    inPlace = ProtectedEndpoint.sealedInPlace() - inPlace;
+    copied = ProtectedEndpoint.sealedByCopy() - copied;
+    System.out.println("sealed in place " + inPlace + ", by copy " + copied);
     assertTrue(fs.rdmaBytesWritten() >= SIZE, "written over hrdma: " + fs.rdmaBytesWritten());
     assertTrue(fs.rdmaBytesRead() >= SIZE, "read over hrdma: " + fs.rdmaBytesRead());
     assertEquals(0, fs.protectionFallbacks());

@@ -28,6 +28,8 @@ import org.hdfsrdma.transport.TransportException;
  * write) would move bytes past the seal: refused.
  */
 public final class ProtectedEndpoint implements Endpoint {
+  private static final java.util.concurrent.atomic.LongAdder IN_PLACE = new java.util.concurrent.atomic.LongAdder();
+  private static final java.util.concurrent.atomic.LongAdder COPIED = new java.util.concurrent.atomic.LongAdder();
   private final Endpoint raw;
   private final Sealer out;
   private final Sealer in; // I/O thread only
@@ -44,6 +46,16 @@ public final class ProtectedEndpoint implements Endpoint {
     c.addAll(raw.capabilities());
     c.remove(Capability.ONE_SIDED);
     this.capabilities = java.util.Collections.unmodifiableSet(c);
+  }
+
+  /** Messages sealed in place, over every protected endpoint of this process (tests, status). */
+  public static long sealedInPlace() {
+    return IN_PLACE.sum();
+  }
+
+  /** Messages sealed into a new buffer (held by someone else, or no room for the tag), process-wide. */
+  public static long sealedByCopy() {
+    return COPIED.sum();
   }
 
   /** The transport's endpoint under this one. */
@@ -93,6 +105,7 @@ public final class ProtectedEndpoint implements Endpoint {
       dst.limit(end + Sealer.TAG_BYTES).position(start);
       out.seal(b.duplicate(), dst);
       b.limit(end + Sealer.TAG_BYTES).position(start);
+      IN_PLACE.increment();
       return m;
     }
     RegisteredBuffer c = raw.transport().allocator().allocate(end - start + Sealer.TAG_BYTES);
@@ -106,6 +119,7 @@ public final class ProtectedEndpoint implements Endpoint {
       throw e;
     }
     m.release();
+    COPIED.increment();
     return c;
   }
 
