@@ -122,7 +122,7 @@ final class Measure {
         return new Counters(false, 0, 0, 0, 0);
       }
       return new Counters(true, r.rdmaBytesRead(), r.stockBytesRead(), r.rdmaBytesWritten(),
-          r.stockFallbacks() + r.stockWriteFallbacks());
+          r.stockFallbacks() + r.stockWriteFallbacks() + r.protectionFallbacks());
     }
 
     /** {ours, stock} bytes of a read of {@code total} bytes. */

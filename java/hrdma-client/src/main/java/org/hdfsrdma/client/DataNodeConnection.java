@@ -42,6 +42,7 @@ final class DataNodeConnection implements EndpointHandler {
   private volatile IOException closedCause;
   private volatile long lastUsed = System.nanoTime();
   private volatile ClientSegment segment; // same-host reads by reference, once mapped
+  private volatile org.hdfsrdma.protocol.wire.ClientGate gate;
 
   DataNodeConnection(String name, InetSocketAddress address, RdmaBlockClient client) {
     this.name = name;
@@ -49,9 +50,15 @@ final class DataNodeConnection implements EndpointHandler {
     this.client = client;
   }
 
-  void connected(Endpoint ep, String transportName) {
+  void connected(Endpoint ep, String transportName, org.hdfsrdma.protocol.wire.ClientGate gate) {
     this.endpoint = ep;
     this.transport = transportName;
+    this.gate = gate;
+  }
+
+  /** The protection gate this connection's messages pass (the DataNode's refusal, if any). */
+  org.hdfsrdma.protocol.wire.ClientGate gate() {
+    return gate;
   }
 
   void touch() {

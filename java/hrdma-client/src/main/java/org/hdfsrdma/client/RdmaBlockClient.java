@@ -19,13 +19,19 @@ import org.apache.hadoop.hdfs.protocol.proto.ClientDatanodeProtocolProtos.GetBlo
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
 import org.apache.hadoop.hdfs.protocolPB.PBHelperClient;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
+import org.apache.hadoop.hdfs.security.token.block.DataEncryptionKey;
 import org.apache.hadoop.hdfs.security.token.block.InvalidBlockTokenException;
+import org.apache.hadoop.security.token.Token;
 import org.hdfsrdma.protocol.BlockOps;
 import org.hdfsrdma.protocol.HadoopTransportConf;
 import org.hdfsrdma.protocol.Message;
 import org.hdfsrdma.protocol.MessageCodec;
 import org.hdfsrdma.protocol.MessageKind;
 import org.hdfsrdma.protocol.RdmaPorts;
+import org.hdfsrdma.protocol.wire.ClientGate;
+import org.hdfsrdma.protocol.wire.WireProtection;
+import org.hdfsrdma.transport.Endpoint;
 import org.hdfsrdma.transport.Transport;
 import org.hdfsrdma.transport.select.HrdmaConnector;
 import org.hdfsrdma.transport.select.HrdmaConnector.Connection;
@@ -129,6 +135,9 @@ public final class RdmaBlockClient implements Closeable {
   /** By DataNode (uuid and plugin address). */
   private final ConcurrentHashMap<String, DataNodeConnection> cache = new ConcurrentHashMap<>();
   private final Object connectLock = new Object();
+  private final java.util.concurrent.atomic.AtomicLong protectionFallbacks = new java.util.concurrent.atomic.AtomicLong();
+  private final java.util.concurrent.atomic.AtomicBoolean loggedProtection = new java.util.concurrent.atomic.AtomicBoolean();
+  private volatile EncryptionKeys keys;
   private volatile boolean closed;
 
   public RdmaBlockClient(Configuration conf) {
@@ -196,7 +205,7 @@ public final class RdmaBlockClient implements Closeable {
       throw new IOException("range [" + offsetInBlock + ", " + (offsetInBlock + length) + ") is not in "
           + block.getBlock() + " of " + block.getBlockSize() + " bytes");
     }
-    DataNodeConnection c = connection(datanode);
+    DataNodeConnection c = connection(datanode, block.getBlockToken());
     return new RdmaBlockReader(this, c, block.getBlock(), block.getBlockToken(), datanode, offsetInBlock,
         length, ramps(block, datanode) ? maxRequestBytes : requestBytes);
   }
@@ -233,7 +242,7 @@ public final class RdmaBlockClient implements Closeable {
    */
   BlockReader openLocal(LocatedBlock block, DatanodeInfo datanode, long offsetInBlock, long length)
       throws IOException {
-    DataNodeConnection c = connection(datanode);
+    DataNodeConnection c = connection(datanode, block.getBlockToken());
     PendingRead p = c.register();
     GetBlockLocalPathInfoResponseProto reply;
     try {
@@ -275,7 +284,58 @@ public final class RdmaBlockClient implements Closeable {
     return dn.getDatanodeUuid() + "@" + a;
   }
 
-  DataNodeConnection connection(DatanodeInfo dn) throws IOException {
+  /** Where the NameNode's data encryption keys come from (the file system's DFSClient). */
+  public interface EncryptionKeys {
+    /** The current key, or null when the NameNode does not ask for dfs.encrypt.data.transfer. */
+    DataEncryptionKey get() throws IOException;
+
+    /** A DataNode no longer knows the current key (its block keys rolled): fetch a new one next time. */
+    default void invalidate() {}
+  }
+
+  /**
+   * Sets where data encryption keys come from; without it, dfs.encrypt.data.transfer in this
+   * client's configuration alone says whether to encrypt, and with no key at hand such
+   * connections are refused (the stock path serves them).
+   */
+  public void encryptionKeys(EncryptionKeys keys) {
+    this.keys = keys;
+  }
+
+  /**
+   * Connections that could not be made at the protection the cluster asks for: this client
+   * cannot meet it, the handshake failed, or the DataNode refused an unprotected connection.
+   * Each made the caller take the stock path, which does its own SASL.
+   */
+  public long protectionFallbacks() {
+    return protectionFallbacks.get();
+  }
+
+  /** Counts a connection that could not be protected as configured; logs why once. */
+  void protectionFallback(String why) {
+    protectionFallbacks.incrementAndGet();
+    if (loggedProtection.compareAndSet(false, true)) {
+      LOG.warn("hrdma client: the stock data path serves what this client cannot protect as the cluster asks"
+          + " (logged once): {}", why);
+    } else {
+      LOG.debug("hrdma client: stock data path: {}", why);
+    }
+  }
+
+  /** This client's protection toward a plugin on {@code port}. */
+  private WireProtection wire(int port, DataEncryptionKey[] key) throws IOException {
+    EncryptionKeys k = keys;
+    boolean encrypt;
+    if (k != null) {
+      key[0] = k.get();
+      encrypt = key[0] != null;
+    } else {
+      encrypt = conf.getBoolean("dfs.encrypt.data.transfer", false);
+    }
+    return WireProtection.forClient(conf, encrypt, port);
+  }
+
+  DataNodeConnection connection(DatanodeInfo dn, Token<BlockTokenIdentifier> token) throws IOException {
     InetSocketAddress address = new InetSocketAddress(dn.getIpAddr(), RdmaPorts.pluginPort(dn, conf));
     String key = key(dn, address);
     DataNodeConnection c = cache.get(key);
@@ -293,8 +353,26 @@ public final class RdmaBlockClient implements Closeable {
         return c;
       }
       c = new DataNodeConnection(dn.getXferAddr() + " (" + dn.getDatanodeUuid() + ")", address, this);
-      Connection conn = connector.connect(address, c);
-      c.connected(conn.endpoint(), conn.transport());
+      DataEncryptionKey[] dek = new DataEncryptionKey[1];
+      WireProtection wire = wire(address.getPort(), dek);
+      if (wire.refusal() != null) {
+        protectionFallback(wire.refusal());
+        throw new ClientGate.ProtectionException(wire.refusal());
+      }
+      ClientGate gate = new ClientGate(c);
+      Connection conn = connector.connect(address, gate);
+      Endpoint ep;
+      try {
+        ep = gate.handshake(conn.endpoint(), wire, new ClientGate.Credentials(dek[0], token), timeoutMs);
+      } catch (ClientGate.ProtectionException e) {
+        protectionFallback(e.getMessage());
+        EncryptionKeys k = keys;
+        if (k != null && String.valueOf(e.getMessage()).contains("ERROR_UNKNOWN_KEY")) {
+          k.invalidate(); // as stock's client: the next connection asks the NameNode for a new key
+        }
+        throw e;
+      }
+      c.connected(ep, conn.transport(), gate);
       if (shmReads && org.hdfsrdma.protocol.SameHost.isLocal(address)) {
         c.mapSegment(timeoutMs);
       }
@@ -332,6 +410,10 @@ public final class RdmaBlockClient implements Closeable {
   /** A connection closed: drop it from the cache. Never blocks (I/O threads call it). */
   void forget(DataNodeConnection c) {
     cache.values().remove(c);
+    ClientGate g = c.gate();
+    if (g != null && g.refusedUnprotected() != null) {
+      protectionFallback(g.refusedUnprotected());
+    }
   }
 
   String clientName() {

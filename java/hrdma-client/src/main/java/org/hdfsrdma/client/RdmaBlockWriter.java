@@ -229,7 +229,7 @@ public final class RdmaBlockWriter implements Closeable {
   private void openPipeline(OpWriteBlockProto op) throws IOException {
     DataNodeConnection c;
     try {
-      c = client.connection(nodes[0]);
+      c = client.connection(nodes[0], BlockOps.token(op));
     } catch (IOException e) {
       throw new PipelineSetupException("cannot connect to " + nodes[0] + " for " + block + ": " + e.getMessage(),
           nodes[0].getXferAddr(), e);

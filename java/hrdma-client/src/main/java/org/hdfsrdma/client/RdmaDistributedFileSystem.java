@@ -44,6 +44,7 @@ import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
 import org.apache.hadoop.net.NetUtils;
+import org.hdfsrdma.client.compat.StockKeys;
 import org.hdfsrdma.protocol.HrdmaConfiguration;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -269,6 +270,17 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
         c = blockClient;
         if (c == null) {
           c = new RdmaBlockClient(getConf(), getClient().getClientName());
+          c.encryptionKeys(new RdmaBlockClient.EncryptionKeys() {
+            @Override
+            public org.apache.hadoop.hdfs.security.token.block.DataEncryptionKey get() throws IOException {
+              return StockKeys.dataEncryptionKey(getClient());
+            }
+
+            @Override
+            public void invalidate() {
+              StockKeys.clear(getClient());
+            }
+          });
           blockClient = c;
         }
       }
@@ -352,6 +364,16 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
 
   void countBadReplicaReported() {
     badReplicasReported.incrementAndGet();
+  }
+
+  /**
+   * Connections to DataNodes that could not be made at the data transfer protection the
+   * cluster asks for (this client cannot meet it, the handshake failed, or the DataNode refused
+   * an unprotected connection); what they were for went through the stock path.
+   */
+  public long protectionFallbacks() {
+    RdmaBlockClient c = blockClient;
+    return c == null ? 0 : c.protectionFallbacks();
   }
 
   /** DataNodes that fell back to the stock data path (each counted once per fallback period). */

@@ -23,6 +23,8 @@ import org.hdfsrdma.protocol.Message;
 import org.hdfsrdma.protocol.MessageCodec;
 import org.hdfsrdma.protocol.MessageKind;
 import org.hdfsrdma.protocol.RdmaPorts;
+import org.hdfsrdma.protocol.wire.ClientGate;
+import org.hdfsrdma.protocol.wire.WireProtection;
 import org.hdfsrdma.transport.Endpoint;
 import org.hdfsrdma.transport.select.HrdmaConnector;
 import org.slf4j.Logger;
@@ -140,10 +142,17 @@ final class PipelineSetup {
       try {
         HrdmaConnector connector = ctx.connector();
         InetSocketAddress a = new InetSocketAddress(next.getIpAddr(), RdmaPorts.pluginPort(next, dn.conf()));
-        HrdmaConnector.Connection c = connector.connect(a, d);
-        d.ep = c.endpoint();
+        ClientGate gate = new ClientGate(d);
+        HrdmaConnector.Connection c = connector.connect(a, gate);
+        // downstream, this DataNode proves itself as stock's does: its own encryption key, the write's token
+        WireProtection wire = WireProtection.forClient(dn.conf(), dn.conf().getBoolean(
+            "dfs.encrypt.data.transfer", false), a.getPort());
+        Endpoint e = gate.handshake(c.endpoint(), wire, new ClientGate.Credentials(
+            wire.mode() == WireProtection.Mode.ENCRYPT ? dn.dataEncryptionKey(block) : null, BlockOps.token(op)),
+            ctx.setupTimeoutMs());
+        d.ep = e;
         mirror = d;
-        c.endpoint().send(MessageCodec.encode(c.endpoint().transport().allocator(), MessageKind.WRITE_REQUEST,
+        e.send(MessageCodec.encode(e.transport().allocator(), MessageKind.WRITE_REQUEST,
             id, BlockOps.forwardWriteBlock(op), null));
         resp = d.response.get(ctx.setupTimeoutMs(), TimeUnit.MILLISECONDS);
       } catch (IOException | ExecutionException | TimeoutException | RuntimeException e) {

@@ -18,6 +18,9 @@ import org.hdfsrdma.datanode.disk.DiskSettings;
 import org.hdfsrdma.protocol.HadoopTransportConf;
 import org.hdfsrdma.protocol.HrdmaConfiguration;
 import org.hdfsrdma.protocol.RdmaPorts;
+import org.hdfsrdma.protocol.wire.ServerGate;
+import org.hdfsrdma.protocol.wire.WireProtection;
+import org.hdfsrdma.transport.EndpointHandler;
 import org.hdfsrdma.transport.Transport;
 import org.hdfsrdma.transport.TransportConf;
 import org.hdfsrdma.transport.select.HrdmaConnector;
@@ -87,6 +90,7 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   private HrdmaConnector connector;         // guarded by lock; created on the first forwarded write
   private TransportConf tconf;              // set before SERVING
   private RequestDispatcher dispatcher;    // guarded by lock
+  private ServerGate gate;                  // guarded by lock; null without data transfer protection
   private DiskIo disk;                      // guarded by lock
   private DiskMetrics metrics;              // guarded by lock
   private PluginMetrics pluginMetrics;      // guarded by lock
@@ -147,6 +151,19 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
       fail("hrdma datanode plugin: bad configuration, not serving: " + e.getMessage(), null);
       return;
     }
+    WireProtection wire;
+    try {
+      wire = WireProtection.forDataNode(conf, port);
+    } catch (IllegalArgumentException e) {
+      fail("hrdma datanode plugin: bad configuration, not serving: " + e.getMessage(), null);
+      return;
+    }
+    if (wire.refusal() != null) {
+      fail("hrdma datanode plugin: not serving: " + wire.refusal() + ". Make the plugin port privileged"
+          + " (" + RdmaPorts.class.getSimpleName() + ", as stock's dfs.datanode.address) or set"
+          + " dfs.data.transfer.protection; the stock data path is unaffected", null);
+      return;
+    }
     int writeThreads = conf.getInt(WRITE_THREADS_KEY, WRITE_THREADS_DEFAULT);
     long setupTimeoutMs = conf.getLong(WRITE_SETUP_TIMEOUT_KEY, WRITE_SETUP_TIMEOUT_DEFAULT);
     if (writeThreads < 1 || setupTimeoutMs < 1) {
@@ -170,9 +187,10 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
         LOG.warn("hrdma datanode plugin: the timeout sweep failed", e);
       }
     }, sweepMs, sweepMs, TimeUnit.MILLISECONDS);
+    EndpointHandler handler = connectionHandler(d, wire, dn);
     HrdmaServer s;
     try {
-      s = HrdmaServer.start(tconf, connectionHandler(d), bindHost, port);
+      s = HrdmaServer.start(tconf, handler, bindHost, port);
     } catch (Exception | LinkageError e) {
       timer.shutdownNow();
       vexecutors.close();
@@ -202,11 +220,12 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
       this.timer = timer;
       volumeExecutors = vexecutors;
       dispatcher = d;
+      gate = handler instanceof ServerGate g ? g : null;
       state = State.SERVING;
     }
-    LOG.info("hrdma datanode plugin: serving DataNode {} (xfer port {}) on {} with {}",
+    LOG.info("hrdma datanode plugin: serving DataNode {} (xfer port {}) on {} with {}, data transfer protection {}",
         dn.datanodeUuid(), dn.xferPort(), s.serviceAddress(), s.offers().stream()
-            .map(a -> a.getTransport() + ":" + a.getPort()).toList());
+            .map(a -> a.getTransport() + ":" + a.getPort()).toList(), wire);
   }
 
   /**
@@ -216,8 +235,8 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
    * dispatcher's {@code onConnected} only once the connection is authenticated: the dispatcher
    * runs no operation handler for a connection it was not told of.
    */
-  private static org.hdfsrdma.transport.EndpointHandler connectionHandler(RequestDispatcher d) {
-    return d;
+  private static EndpointHandler connectionHandler(RequestDispatcher d, WireProtection wire, DataNodeAccess dn) {
+    return ServerGate.wrap(d, wire, dn.wireSecrets(), dn.datanodeUuid());
   }
 
   private static ScheduledThreadPoolExecutor newTimer(String name) {
@@ -483,6 +502,34 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   public long oversizedMessages() {
     synchronized (lock) {
       return dispatcher == null ? 0 : dispatcher.oversizedMessages();
+    }
+  }
+
+  /** Connections that completed the data transfer protection handshake (0 when not required). */
+  public long wireHandshakes() {
+    synchronized (lock) {
+      return gate == null ? 0 : gate.handshakesCompleted();
+    }
+  }
+
+  /** Connections refused for an op before the handshake, or for not finishing it in time. */
+  public long wireUnprotectedRefused() {
+    synchronized (lock) {
+      return gate == null ? 0 : gate.unprotectedRefused();
+    }
+  }
+
+  /** Handshakes refused: wrong key, expired or unknown block token, bad message. */
+  public long wireHandshakesFailed() {
+    synchronized (lock) {
+      return gate == null ? 0 : gate.handshakesFailed();
+    }
+  }
+
+  /** Connections closed on a message that failed its authentication tag. */
+  public long wireBadTags() {
+    synchronized (lock) {
+      return gate == null ? 0 : gate.badTags();
     }
   }
 

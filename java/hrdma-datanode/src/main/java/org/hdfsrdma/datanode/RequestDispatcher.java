@@ -146,6 +146,11 @@ final class RequestDispatcher implements EndpointHandler {
   }
 
   @Override
+  public void onAbandoned(InetSocketAddress remote) {
+    admitted.decrementAndGet();
+  }
+
+  @Override
   public void onConnected(Endpoint endpoint) {
     conns.computeIfAbsent(endpoint, e -> new Connection(e, ctx.settings().maxQueuedPerConnection()));
   }

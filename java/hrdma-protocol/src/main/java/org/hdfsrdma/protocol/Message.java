@@ -5,6 +5,7 @@ import java.nio.ByteBuffer;
 import org.apache.hadoop.hdfs.protocol.proto.ClientDatanodeProtocolProtos.GetBlockLocalPathInfoResponseProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ClientReadStatusProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.DataTransferEncryptorMessageProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpReadBlockProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpWriteBlockProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PacketHeaderProto;
@@ -117,6 +118,10 @@ public final class Message {
 
   public HrdmaProtos.ShmRelease shmRelease() throws ProtocolException {
     return header(MessageKind.SHM_RELEASE, HrdmaProtos.ShmRelease.class);
+  }
+
+  public DataTransferEncryptorMessageProto saslHandshake() throws ProtocolException {
+    return header(MessageKind.SASL_HANDSHAKE, DataTransferEncryptorMessageProto.class);
   }
 
   public BlockOpResponseProto error() throws ProtocolException {

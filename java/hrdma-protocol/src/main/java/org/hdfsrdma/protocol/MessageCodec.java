@@ -7,6 +7,7 @@ import java.nio.ByteOrder;
 import org.apache.hadoop.hdfs.protocol.proto.ClientDatanodeProtocolProtos.GetBlockLocalPathInfoResponseProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ClientReadStatusProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.DataTransferEncryptorMessageProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpReadBlockProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpWriteBlockProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PacketHeaderProto;
@@ -350,6 +351,7 @@ public final class MessageCodec {
       case PIPELINE_ACK -> parse(kind, PipelineAckProto.parser(), header);
       case DATA_PACKET -> parse(kind, PacketHeaderProto.parser(), header);
       case READ_STATUS -> parse(kind, ClientReadStatusProto.parser(), header);
+      case SASL_HANDSHAKE -> parse(kind, DataTransferEncryptorMessageProto.parser(), header);
       default -> throw new ProtocolException(kind + " has no decoder");
     };
   }

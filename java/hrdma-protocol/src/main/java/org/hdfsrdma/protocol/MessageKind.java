@@ -47,6 +47,13 @@ public enum MessageKind {
    * gave up waiting for it: the DataNode frees it now, not when the connection ends. Header: empty.
    */
   SHM_DECLINED(0x1b, true),
+  /**
+   * The data transfer protection handshake (docs/security.md), both ways, before any other
+   * message on a connection whose DataNode asks for protection. Header:
+   * {@code DataTransferEncryptorMessageProto} (the SASL bytes, or a status and message);
+   * payload: empty, or a sasl-wrapped {@code hrdma.v1.WireKeys}.
+   */
+  SASL_HANDSHAKE(0x30, true),
   /** Header: {@code BlockOpResponseProto}, status not SUCCESS, with a message. */
   ERROR(0x7f, true),
   /**

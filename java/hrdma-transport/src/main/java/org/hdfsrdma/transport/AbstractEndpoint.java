@@ -108,6 +108,7 @@ public abstract class AbstractEndpoint implements Endpoint {
 
   @Override
   public final CompletableFuture<Void> send(RegisteredBuffer message) {
+    FrameTap.sent(message);
     CompletableFuture<Void> done = new CompletableFuture<>();
     if (inIoThread()) {
       sendOnIo(message, done);
@@ -206,6 +207,7 @@ public abstract class AbstractEndpoint implements Endpoint {
       return;
     }
     message.onRelease(this::messageReleased);
+    FrameTap.received(message);
     try {
       handler.onMessage(this, message);
     } catch (RuntimeException e) {

@@ -18,6 +18,14 @@ public interface EndpointHandler {
     return null;
   }
 
+  /**
+   * An admitted connection ended before this handler was handed it with {@link #onConnected}:
+   * a wrapping handler (an authentication step) refused it, or it closed during that step.
+   * Gives back what {@link #admit} took. A handler that wraps another must pass this on for
+   * every admitted connection it never hands on.
+   */
+  default void onAbandoned(java.net.InetSocketAddress remote) {}
+
   /** A connection finished its hello exchange (server side: a new endpoint). */
   default void onConnected(Endpoint endpoint) {}
 

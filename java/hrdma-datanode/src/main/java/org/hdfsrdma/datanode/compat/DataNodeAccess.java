@@ -100,6 +100,35 @@ public final class DataNodeAccess {
   }
 
   /**
+   * The DataNode's secrets for the data transfer protection handshake, from its
+   * BlockPoolTokenSecretManager as stock's SaslDataTransferServer takes them: a data
+   * encryption key by id, block pool and nonce; a block token's password, which refuses an
+   * expired token or an unknown key (InvalidToken).
+   */
+  public org.hdfsrdma.protocol.wire.ServerGate.Secrets wireSecrets() {
+    return new org.hdfsrdma.protocol.wire.ServerGate.Secrets() {
+      @Override
+      public byte[] encryptionKey(int keyId, String blockPoolId, byte[] nonce) throws IOException {
+        return dn.getBlockPoolTokenSecretManager().retrieveDataEncryptionKey(keyId, blockPoolId, nonce);
+      }
+
+      @Override
+      public byte[] tokenPassword(BlockTokenIdentifier id) throws IOException {
+        return dn.getBlockPoolTokenSecretManager().retrievePassword(id);
+      }
+    };
+  }
+
+  /**
+   * A data encryption key for forwarding {@code block} to the next DataNode, made by this
+   * DataNode as stock's DataNode makes one for its own transfers; null when encryption is off.
+   */
+  public org.apache.hadoop.hdfs.security.token.block.DataEncryptionKey dataEncryptionKey(ExtendedBlock block)
+      throws IOException {
+    return dn.getDataEncryptionKeyFactoryForBlock(block).newDataEncryptionKey();
+  }
+
+  /**
    * Whether block access tokens are checked for this block pool. As in the
    * stock DataNode this is the NameNode's decision, carried in the
    * registration's exported keys, not the DataNode's own configuration.

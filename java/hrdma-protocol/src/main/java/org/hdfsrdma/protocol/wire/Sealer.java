@@ -1,0 +1,73 @@
+package org.hdfsrdma.protocol.wire;
+
+import java.nio.ByteBuffer;
+import java.security.GeneralSecurityException;
+import java.security.spec.AlgorithmParameterSpec;
+import javax.crypto.AEADBadTagException;
+import javax.crypto.Cipher;
+import javax.crypto.spec.GCMParameterSpec;
+import javax.crypto.spec.IvParameterSpec;
+import javax.crypto.spec.SecretKeySpec;
+
+/**
+ * One direction of a protected connection: an AEAD cipher (AES-GCM or ChaCha20-Poly1305, the
+ * JDK's) whose nonce is the message's number in that direction (4 zero bytes, then a 64-bit
+ * counter), so no nonce travels and a message dropped, replayed or reordered fails its tag.
+ * Each key seals one direction of one connection only, so a counter nonce is never reused.
+ *
+ * <p>Not thread-safe: a {@link ProtectedEndpoint} serializes sealing under its send lock and
+ * opens on the transport's I/O thread, one message at a time, in arrival order.
+ */
+final class Sealer {
+  /** Bytes of authentication tag after each sealed message. */
+  static final int TAG_BYTES = 16;
+
+  private final Cipher cipher;
+  private final SecretKeySpec key;
+  private final boolean gcm;
+  private final int mode;
+  private final byte[] iv = new byte[12];
+  private long counter;
+
+  Sealer(String algorithm, byte[] keyBytes, boolean encrypt) throws GeneralSecurityException {
+    this.gcm = algorithm.startsWith("AES/GCM");
+    this.cipher = Cipher.getInstance(algorithm);
+    this.key = new SecretKeySpec(keyBytes, gcm ? "AES" : "ChaCha20");
+    this.mode = encrypt ? Cipher.ENCRYPT_MODE : Cipher.DECRYPT_MODE;
+  }
+
+  private AlgorithmParameterSpec next() {
+    long c = counter++;
+    if (counter == 0) {
+      throw new IllegalStateException("2^64 messages on one connection");
+    }
+    for (int i = 0; i < 8; i++) {
+      iv[4 + i] = (byte) (c >>> (56 - 8 * i));
+    }
+    return gcm ? new GCMParameterSpec(TAG_BYTES * 8, iv) : new IvParameterSpec(iv);
+  }
+
+  /**
+   * Seals {@code src} (position to limit) into {@code dst} from its position: the ciphertext,
+   * then the tag ({@code src.remaining() + TAG_BYTES} bytes). {@code dst} may be the same
+   * memory as {@code src} (in place). Moves both positions.
+   */
+  void seal(ByteBuffer src, ByteBuffer dst) throws GeneralSecurityException {
+    cipher.init(mode, key, next());
+    cipher.doFinal(src, dst);
+  }
+
+  /**
+   * Opens {@code buf} (position to limit: ciphertext and tag) in place and returns the
+   * plaintext's length; the plaintext starts at the position. Moves nothing.
+   *
+   * @throws AEADBadTagException the message was altered, replayed, reordered or sealed with another key
+   */
+  int open(ByteBuffer buf) throws GeneralSecurityException {
+    if (buf.remaining() < TAG_BYTES) {
+      throw new AEADBadTagException("message of " + buf.remaining() + " bytes is shorter than its tag");
+    }
+    cipher.init(mode, key, next());
+    return cipher.doFinal(buf.duplicate(), buf.duplicate());
+  }
+}
