@@ -183,6 +183,14 @@ class WireProtectionTest {
     return RdmaDataNodePlugin.running().stream().mapToLong(RdmaDataNodePlugin::wireHandshakes).sum();
   }
 
+  private void awaitAdmitted(long expected) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (sum(RdmaDataNodePlugin::admittedConnections) != expected && System.nanoTime() < deadline) {
+      Thread.sleep(20);
+    }
+    assertEquals(expected, sum(RdmaDataNodePlugin::admittedConnections), "connections holding a place in the cap");
+  }
+
   private long sum(java.util.function.ToLongFunction<RdmaDataNodePlugin> f) {
     return RdmaDataNodePlugin.running().stream().mapToLong(f).sum();
   }
@@ -201,6 +209,7 @@ class WireProtectionTest {
     long refused = sum(RdmaDataNodePlugin::wireUnprotectedRefused);
     Path p = new Path("/wire/skip");
     writeAndRead(fs, p);
+    long admitted = sum(RdmaDataNodePlugin::admittedConnections);
     LocatedBlock b = firstBlock(p);
     java.util.concurrent.LinkedBlockingQueue<Message> got = new java.util.concurrent.LinkedBlockingQueue<>();
     java.util.concurrent.CompletableFuture<Void> closed = new java.util.concurrent.CompletableFuture<>();
@@ -220,6 +229,9 @@ class WireProtectionTest {
           closed.complete(null);
         }
       }).endpoint();
+      // a connection in (or refused at) the handshake holds a place in the connection cap (the
+      // connector's bootstrap connection, if another transport was chosen, goes away meanwhile)
+      awaitAdmitted(admitted + 1);
       ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.INFO_REQUEST, 7, null));
       Message m = got.poll(10, TimeUnit.SECONDS);
       try {
@@ -233,6 +245,7 @@ class WireProtectionTest {
       closed.get(10, TimeUnit.SECONDS);
     }
     assertEquals(refused + 1, sum(RdmaDataNodePlugin::wireUnprotectedRefused));
+    awaitAdmitted(admitted); // ... and gives it back once refused (the DataNode sees the close asynchronously)
     writeAndRead(fs, new Path("/wire/skip-after")); // others still served
   }
 

@@ -540,6 +540,16 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     }
   }
 
+  /**
+   * Connections holding a place in the connection cap now ({@code hrdma.datanode.max-connections}):
+   * those still in the data transfer protection handshake as well as those served.
+   */
+  public int admittedConnections() {
+    synchronized (lock) {
+      return dispatcher == null ? 0 : dispatcher.admittedConnections();
+    }
+  }
+
   /** Client connections open now, per transport name (metrics). */
   java.util.Map<String, Integer> connectionsByTransport() {
     synchronized (lock) {

@@ -90,6 +90,11 @@ final class RequestDispatcher implements EndpointHandler {
   }
 
   /** Connections open now. */
+  int admittedConnections() {
+    return admitted.get();
+  }
+
+  /** Connections served now (past any handshake). */
   int connections() {
     return conns.size();
   }
