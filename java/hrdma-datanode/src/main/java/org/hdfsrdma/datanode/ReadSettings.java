@@ -18,9 +18,9 @@ record ReadSettings(int threads, int packetBytes, int packetsInFlight, int maxQu
   static final String MAX_QUEUED_KEY = "hrdma.datanode.read.max-queued-requests";
   static final int MAX_QUEUED_DEFAULT = 16;
   /**
-   * Answer LOCAL_PATH_REQUESTs from clients on this host: the paths of a
-   * finalized replica's files, which the client then reads itself (it needs
-   * read permission on them, as the stock legacy short-circuit reader).
+   * Short-circuit reads: listen on a Unix domain socket
+   * ({@code ShortCircuitSocket#PATH_KEY}) where a client on this host with a
+   * block's token gets its finalized replica's files as open descriptors.
    */
   static final String LOCAL_READS_KEY = "hrdma.datanode.local-reads";
   static final boolean LOCAL_READS_DEFAULT = true;

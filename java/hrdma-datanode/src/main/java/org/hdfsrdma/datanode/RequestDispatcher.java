@@ -9,10 +9,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
-import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpReadBlockProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
-import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier.AccessMode;
-import org.apache.hadoop.security.token.SecretManager.InvalidToken;
 import org.hdfsrdma.datanode.compat.DataNodeAccess;
 import org.hdfsrdma.datanode.disk.DiskIo;
 import org.hdfsrdma.protocol.BlockOps;
@@ -128,14 +125,6 @@ final class RequestDispatcher implements EndpointHandler {
         }
       }
       case READ_REQUEST -> conn(ep).submit(new BlockReadTask(this, ep, m));
-      case LOCAL_PATH_REQUEST -> {
-        try {
-          executor.execute(() -> answerLocalPath(ep, m));
-        } catch (RejectedExecutionException e) {
-          m.release();
-          sendError(ep, m.requestId(), Status.ERROR, "DataNode " + dn.datanodeUuid() + " is stopping");
-        }
-      }
       case WRITE_REQUEST -> conn(ep).startWrite(new BlockWriteTask(this, ep, m));
       case DATA_PACKET -> {
         BlockWriteTask w = conn(ep).write(m.requestId());
@@ -192,46 +181,6 @@ final class RequestDispatcher implements EndpointHandler {
         sendError(ep, m.requestId(), Status.ERROR_UNSUPPORTED, "DataNode " + dn.datanodeUuid()
             + " does not accept " + m.kind() + " messages");
       }
-    }
-  }
-
-  /**
-   * LOCAL_PATH_REQUEST (read executor): the files of a finalized replica, for
-   * a client on this host with a valid READ token; else an ERROR saying why,
-   * after which the client reads the block over the connection.
-   */
-  private void answerLocalPath(Endpoint ep, Message m) {
-    long id = m.requestId();
-    try {
-      OpReadBlockProto op = m.localPathRequest();
-      ExtendedBlock block = BlockOps.block(op);
-      if (!settings.localReads()) {
-        sendError(ep, id, Status.ERROR_UNSUPPORTED, "local reads are off on DataNode " + dn.datanodeUuid()
-            + " (" + ReadSettings.LOCAL_READS_KEY + ")");
-        return;
-      }
-      if (!SameHost.isLocal(ep.remoteAddress())) {
-        sendError(ep, id, Status.ERROR_UNSUPPORTED, "local reads are for clients on DataNode " + dn.datanodeUuid()
-            + "'s host, not " + ep.remoteAddress());
-        return;
-      }
-      try {
-        dn.checkBlockToken(BlockOps.token(op), block, AccessMode.READ);
-      } catch (InvalidToken e) {
-        sendError(ep, id, Status.ERROR_ACCESS_TOKEN, "Block token verification failed: op=LOCAL_PATH, remoteAddress="
-            + ep.remoteAddress() + ", message=" + e.getMessage());
-        return;
-      }
-      DataNodeAccess.LocalPaths p = dn.localPaths(block);
-      ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.LOCAL_PATH_REPLY, id,
-          BlockOps.localPathReply(p.block(), p.data(), p.meta()), null));
-    } catch (IOException e) {
-      sendError(ep, id, Status.ERROR, "DataNode " + dn.datanodeUuid() + ": " + e.getMessage());
-    } catch (RuntimeException e) {
-      LOG.warn("hrdma datanode: local path request from {} failed", ep.remoteAddress(), e);
-      sendError(ep, id, Status.ERROR, "DataNode " + dn.datanodeUuid() + ": " + e);
-    } finally {
-      m.release();
     }
   }
 
