@@ -194,7 +194,7 @@ public final class RdmaBlockClient implements Closeable {
       throw new IOException("range [" + offsetInBlock + ", " + (offsetInBlock + length) + ") is not in "
           + block.getBlock() + " of " + block.getBlockSize() + " bytes");
     }
-    DataNodeConnection c = connection(datanode);
+    DataNodeConnection c = connection(datanode, block);
     return new RdmaBlockReader(this, c, block.getBlock(), block.getBlockToken(), datanode, offsetInBlock,
         length, ramps(block, datanode) ? maxRequestBytes : requestBytes);
   }
@@ -252,6 +252,14 @@ public final class RdmaBlockClient implements Closeable {
   }
 
   DataNodeConnection connection(DatanodeInfo dn) throws IOException {
+    return connection(dn, null);
+  }
+
+  /**
+   * The cached connection to {@code dn}, or a new one; a new connection to a DataNode on this
+   * host asks for a shared-memory segment with {@code forShm}'s block and token (none without).
+   */
+  DataNodeConnection connection(DatanodeInfo dn, LocatedBlock forShm) throws IOException {
     InetSocketAddress address = new InetSocketAddress(dn.getIpAddr(), RdmaPorts.pluginPort(dn, conf));
     String key = key(dn, address);
     DataNodeConnection c = cache.get(key);
@@ -271,8 +279,8 @@ public final class RdmaBlockClient implements Closeable {
       c = new DataNodeConnection(dn.getXferAddr() + " (" + dn.getDatanodeUuid() + ")", address, this);
       Connection conn = connector.connect(address, c);
       c.connected(conn.endpoint(), conn.transport());
-      if (shmReads && org.hdfsrdma.protocol.SameHost.isLocal(address)) {
-        c.mapSegment(timeoutMs);
+      if (shmReads && forShm != null && org.hdfsrdma.protocol.SameHost.isLocal(address)) {
+        c.mapSegment(timeoutMs, forShm.getBlock(), forShm.getBlockToken());
       }
       LOG.debug("hrdma client: connected to {}", c);
       cache.put(key, c);

@@ -417,6 +417,20 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     }
   }
 
+  /** Shared-memory segment requests refused so far: token, budgets, another host (tests, status). */
+  public long sharedSegmentsRefused() {
+    synchronized (lock) {
+      return dispatcher == null ? 0 : dispatcher.segmentsRefused();
+    }
+  }
+
+  /** Granted shared-memory segments freed because the client did not map them in time (tests, status). */
+  public long sharedSegmentMapTimeouts() {
+    synchronized (lock) {
+      return dispatcher == null ? 0 : dispatcher.segmentMapTimeouts();
+    }
+  }
+
   /** Bytes of shared-memory segments mapped now (leak checks: 0 once no client is connected). */
   public long sharedSegmentBytes() {
     synchronized (lock) {

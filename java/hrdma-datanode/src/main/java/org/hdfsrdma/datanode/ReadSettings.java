@@ -4,7 +4,8 @@ import org.apache.hadoop.conf.Configuration;
 
 /** The read path's settings, from the DataNode configuration. */
 record ReadSettings(int threads, int packetBytes, int packetsInFlight, int maxQueuedPerConnection,
-    boolean localReads, boolean prepareAhead, long shmSegmentBytes, long shmMaxBytes, String shmDir) {
+    boolean localReads, boolean prepareAhead, long shmSegmentBytes, long shmMaxBytes, String shmDir,
+    long shmMaxBytesPerClient, long shmMapTimeoutMs) {
   /** Threads that read blocks from disk and feed the transports (per plugin). */
   static final String THREADS_KEY = "hrdma.datanode.read.threads";
   static final int THREADS_DEFAULT = 4;
@@ -42,6 +43,15 @@ record ReadSettings(int threads, int packetBytes, int packetsInFlight, int maxQu
   /** All segments of the plugin together; a connection beyond it reads by value. */
   static final String SHM_MAX_BYTES_KEY = "hrdma.datanode.read.shm.max-bytes";
   static final long SHM_MAX_BYTES_DEFAULT = 1L << 30;
+  /**
+   * Segments of one client together (the block token's user; without tokens, the client's
+   * address); beyond, its connections read by value.
+   */
+  static final String SHM_MAX_BYTES_PER_CLIENT_KEY = "hrdma.datanode.read.shm.max-bytes-per-client";
+  static final long SHM_MAX_BYTES_PER_CLIENT_DEFAULT = 256L << 20;
+  /** A granted segment the client has not mapped (no SHM_MAPPED) within this long is freed. */
+  static final String SHM_MAP_TIMEOUT_KEY = "hrdma.datanode.read.shm.map-timeout-ms";
+  static final long SHM_MAP_TIMEOUT_DEFAULT = 10_000;
   /** Where segment files are made (a tmpfs; each is removed once its client has mapped it). */
   static final String SHM_DIR_KEY = "hrdma.datanode.read.shm.dir";
   static final String SHM_DIR_DEFAULT = "/dev/shm";
@@ -51,11 +61,12 @@ record ReadSettings(int threads, int packetBytes, int packetsInFlight, int maxQu
   ReadSettings {
     if (threads < 1 || packetBytes < 1 || packetBytes > MAX_PACKET_BYTES || packetsInFlight < 1
         || maxQueuedPerConnection < 1 || shmSegmentBytes < 0 || shmMaxBytes < 0 || shmDir == null
-        || shmDir.isEmpty()) {
+        || shmDir.isEmpty() || shmMaxBytesPerClient < 0 || shmMapTimeoutMs < 1) {
       throw new IllegalArgumentException("bad read settings: " + threads + " threads, " + packetBytes
           + " bytes per packet (max " + MAX_PACKET_BYTES + "), " + packetsInFlight + " packets in flight, "
           + maxQueuedPerConnection + " queued requests, shared-memory segments of " + shmSegmentBytes
-          + " bytes (" + shmMaxBytes + " in all) in '" + shmDir + "'; check hrdma.datanode.read.*");
+          + " bytes (" + shmMaxBytes + " in all, " + shmMaxBytesPerClient + " per client, mapped within "
+          + shmMapTimeoutMs + " ms) in '" + shmDir + "'; check hrdma.datanode.read.*");
     }
   }
 
@@ -69,6 +80,8 @@ record ReadSettings(int threads, int packetBytes, int packetsInFlight, int maxQu
         conf.getBoolean(PREPARE_AHEAD_KEY, PREPARE_AHEAD_DEFAULT),
         conf.getLongBytes(SHM_SEGMENT_BYTES_KEY, SHM_SEGMENT_BYTES_DEFAULT),
         conf.getLongBytes(SHM_MAX_BYTES_KEY, SHM_MAX_BYTES_DEFAULT),
-        conf.getTrimmed(SHM_DIR_KEY, SHM_DIR_DEFAULT));
+        conf.getTrimmed(SHM_DIR_KEY, SHM_DIR_DEFAULT),
+        conf.getLongBytes(SHM_MAX_BYTES_PER_CLIENT_KEY, SHM_MAX_BYTES_PER_CLIENT_DEFAULT),
+        conf.getLong(SHM_MAP_TIMEOUT_KEY, SHM_MAP_TIMEOUT_DEFAULT));
   }
 }

@@ -192,7 +192,7 @@ final class RequestDispatcher implements EndpointHandler {
   private void grantSegment(Endpoint ep, Message m) {
     long id = m.requestId();
     try {
-      String host = m.shmRequest().getHost();
+      HrdmaProtos.ShmRequest req = m.shmRequest();
       Conn c = conns.get(ep);
       if (c == null) {
         return; // closed while the request waited: nothing to answer
@@ -204,8 +204,9 @@ final class RequestDispatcher implements EndpointHandler {
       if (!SameHost.isLocal(ep.remoteAddress())) {
         throw new ShmGrants.Refused("the client " + ep.remoteAddress() + " is not on this DataNode's host");
       }
+      String client = shm.authorize(dn, req, ep.remoteAddress());
       BufferAllocator alloc = ep.transport().allocator();
-      ShmSegment s = shm.grant(host, alloc, (int) alloc.footprint(settings.packetBytes()));
+      ShmSegment s = shm.grant(req.getHost(), client, alloc, (int) alloc.footprint(settings.packetBytes()));
       if (!c.segment(s)) { // the connection closed meanwhile, or a second request raced this one
         s.close();
         sendError(ep, id, Status.ERROR_INVALID, "this connection already has a shared-memory segment, or closed");
@@ -214,7 +215,7 @@ final class RequestDispatcher implements EndpointHandler {
       ep.send(MessageCodec.encode(alloc, MessageKind.SHM_GRANT, id, HrdmaProtos.ShmGrant.newBuilder()
           .setPath(s.path().toString()).setBytes(s.bytes()).build()));
     } catch (ShmGrants.Refused e) {
-      sendError(ep, id, Status.ERROR_UNSUPPORTED, "DataNode " + dn.datanodeUuid() + ": " + e.getMessage());
+      sendError(ep, id, e.status(), "DataNode " + dn.datanodeUuid() + ": " + e.getMessage());
     } catch (ProtocolException e) {
       throw new AssertionError(e); // the kind was checked
     } catch (TransportException | RuntimeException e) {
@@ -244,6 +245,16 @@ final class RequestDispatcher implements EndpointHandler {
   /** Shared-memory segments granted so far. */
   long segmentsGranted() {
     return shm.granted();
+  }
+
+  /** Shared-memory requests refused so far (token, budgets, not this host). */
+  long segmentsRefused() {
+    return shm.refused();
+  }
+
+  /** Granted segments freed because their client did not map them in time. */
+  long segmentMapTimeouts() {
+    return shm.mapTimeouts();
   }
 
   /** Bytes of shared-memory segments mapped now. */
