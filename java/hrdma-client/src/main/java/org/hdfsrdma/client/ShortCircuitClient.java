@@ -3,7 +3,6 @@ package org.hdfsrdma.client;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufInputStream;
-import io.netty.buffer.ByteBufOutputStream;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandlerContext;
@@ -123,8 +122,10 @@ final class ShortCircuitClient implements AutoCloseable {
         ch.writeAndFlush(frame(ch, op.toByteArray()));
       }
     });
+    Fds got = null;
     try {
-      return result.get(timeoutMs, TimeUnit.MILLISECONDS);
+      got = result.get(timeoutMs, TimeUnit.MILLISECONDS);
+      return got;
     } catch (TimeoutException e) {
       throw new IOException("no short-circuit answer from " + socketPath + " within " + timeoutMs + " ms");
     } catch (InterruptedException e) {
@@ -136,8 +137,18 @@ final class ShortCircuitClient implements AutoCloseable {
       }
       throw new IOException(e.getCause());
     } finally {
-      // descriptors arriving after a timeout are closed by Exchange: result is done by now
-      result.completeExceptionally(new IOException("given up"));
+      // from now on descriptors that arrive are closed by Exchange (result is done); ones
+      // that arrived just after the wait ended are closed here
+      if (got == null && !result.completeExceptionally(new IOException("given up"))) {
+        try {
+          Fds late = result.getNow(null);
+          if (late != null) {
+            late.close();
+          }
+        } catch (java.util.concurrent.CompletionException | java.util.concurrent.CancellationException failed) {
+          // nothing was handed over
+        }
+      }
       ch.close();
     }
   }

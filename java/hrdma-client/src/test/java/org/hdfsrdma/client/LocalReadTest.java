@@ -58,6 +58,7 @@ class LocalReadTest {
   private static final int BLOCK = PluginCluster.BLOCK;
   private static final int WINDOW = 16 * 1024;
   private static final int AHEAD = 3;
+  private static final long SCR_TIMEOUT_MS = 2000;
 
   private MiniDFSCluster cluster;
   private DistributedFileSystem stock;
@@ -68,6 +69,7 @@ class LocalReadTest {
     socketDir = java.nio.file.Files.createTempDirectory(java.nio.file.Path.of("target"), "scr-").toAbsolutePath();
     Configuration conf = PluginCluster.baseConf();
     conf.set(ShortCircuitSocket.PATH_KEY, socketDir.resolve("dn-_PORT.sock").toString());
+    conf.setLong("hrdma.datanode.short-circuit.timeout-ms", SCR_TIMEOUT_MS);
     cluster = PluginCluster.start(conf, getClass(), 3);
     stock = cluster.getFileSystem();
     fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), localConf());
@@ -257,6 +259,96 @@ class LocalReadTest {
     assertArrayEquals(data, got);
     assertEquals(data.length, fs.localBytesRead() - local0, "by short-circuit");
     assertEquals(List.of(), opened, "files the client opened under " + dataDir);
+  }
+
+  /** This process's open descriptors of {@code file} (the DataNodes run in this JVM). */
+  private static long descriptorsOf(String file) throws IOException {
+    long n = 0;
+    try (java.util.stream.Stream<java.nio.file.Path> fds = java.nio.file.Files.list(java.nio.file.Path.of("/proc/self/fd"))) {
+      for (java.nio.file.Path fd : (Iterable<java.nio.file.Path>) fds::iterator) {
+        try {
+          if (java.nio.file.Files.readSymbolicLink(fd).toString().equals(file)) {
+            n++;
+          }
+        } catch (IOException gone) {
+          // closed while listed
+        }
+      }
+    }
+    return n;
+  }
+
+  private static void writeFrame(java.nio.channels.SocketChannel ch, byte[] body) throws IOException {
+    ByteBuffer b = ByteBuffer.allocate(4 + body.length).putInt(body.length).put(body).flip();
+    while (b.hasRemaining()) {
+      ch.write(b);
+    }
+  }
+
+  /** The reply frame, or null when the DataNode closed the socket first. */
+  private static org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto readReply(
+      java.nio.channels.SocketChannel ch) throws IOException {
+    ByteBuffer len = ByteBuffer.allocate(4);
+    while (len.hasRemaining()) {
+      if (ch.read(len) < 0) {
+        return null;
+      }
+    }
+    ByteBuffer body = ByteBuffer.allocate(len.flip().getInt());
+    while (body.hasRemaining()) {
+      if (ch.read(body) < 0) {
+        return null;
+      }
+    }
+    return org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto.parseFrom(body.array());
+  }
+
+  /**
+   * Hostile peers on the socket: garbage is an ERROR_INVALID, an oversized
+   * frame closes the connection, and a peer that is granted the files but
+   * never sends the go-ahead is cut off after the timeout with the files the
+   * DataNode had opened for it closed again; the server serves on.
+   */
+  @Test
+  void badAndSlowPeersOnTheSocketCostNothing() throws Exception {
+    byte[] data = PluginCluster.random(1000, 45);
+    Path p = writeStock("/local/hostile", data);
+    LocatedBlock lb = stock.getClient().getLocatedBlocks(p.toString(), 0).get(0);
+    DatanodeInfo dn = lb.getLocations()[0];
+    java.net.UnixDomainSocketAddress addr = java.net.UnixDomainSocketAddress.of(
+        ShortCircuitSocket.path(localConf(), dn.getXferPort()));
+    try (java.nio.channels.SocketChannel ch = java.nio.channels.SocketChannel.open(addr)) {
+      writeFrame(ch, new byte[] {1, 2, 3, 4, 5});
+      var r = readReply(ch);
+      assertEquals(org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status.ERROR_INVALID, r.getStatus(),
+          r.toString());
+      assertEquals(-1, ch.read(ByteBuffer.allocate(1)), "closed after the error");
+    }
+    try (java.nio.channels.SocketChannel ch = java.nio.channels.SocketChannel.open(addr)) {
+      ByteBuffer huge = ByteBuffer.allocate(4).putInt(1 << 30).flip();
+      ch.write(huge);
+      assertEquals(-1, ch.read(ByteBuffer.allocate(1)), "an oversized frame closes the connection");
+    }
+    String blockFile = files(dn, lb).getBlockPath();
+    long before = descriptorsOf(blockFile);
+    try (java.nio.channels.SocketChannel ch = java.nio.channels.SocketChannel.open(addr)) {
+      writeFrame(ch, ShortCircuitSocket.request(lb.getBlock(), lb.getBlockToken()).toByteArray());
+      assertEquals(org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status.SUCCESS, readReply(ch).getStatus());
+      assertEquals(before + 1, descriptorsOf(blockFile), "opened for the peer, waiting for its go-ahead");
+      long t0 = System.nanoTime();
+      assertEquals(-1, ch.read(ByteBuffer.allocate(1)), "cut off after the timeout");
+      assertTrue(System.nanoTime() - t0 >= (SCR_TIMEOUT_MS - 500) * 1_000_000L);
+    }
+    long deadline = System.nanoTime() + 10_000_000_000L;
+    while (descriptorsOf(blockFile) != before && System.nanoTime() < deadline) {
+      Thread.sleep(20);
+    }
+    assertEquals(before, descriptorsOf(blockFile), "the files opened for it are closed");
+    try (BlockReader r = fs.blockClient().openLocal(lb, dn, 0, 1000)) {
+      byte[] got = new byte[1000];
+      r.readFully(got, 0, 1000);
+      assertArrayEquals(data, got, "and the server serves on");
+    }
   }
 
   /** No socket where the client looks: it reads over the transport, counted, and stops trying that DataNode. */
