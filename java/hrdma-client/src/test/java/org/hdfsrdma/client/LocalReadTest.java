@@ -226,7 +226,7 @@ class LocalReadTest {
   void theClientOpensNothingUnderTheDataDirectories() throws Exception {
     byte[] data = PluginCluster.random(BLOCK + 500, 43);
     Path p = writeStock("/local/no-paths", data);
-    String dataDir = new File(cluster.getDataDirectory()).getCanonicalPath();
+    java.nio.file.Path dataDir = java.nio.file.Path.of(cluster.getDataDirectory()).toAbsolutePath().normalize();
     Thread me = Thread.currentThread();
     List<String> opened = java.util.Collections.synchronizedList(new ArrayList<>());
     long local0 = fs.localBytesRead();
@@ -243,14 +243,21 @@ class LocalReadTest {
 
       @Override
       public void checkRead(String file) {
-        if (Thread.currentThread() == me && file.startsWith(dataDir)) {
+        if (Thread.currentThread() == me && java.nio.file.Path.of(file).toAbsolutePath().normalize()
+            .startsWith(dataDir)) {
           opened.add(file);
         }
       }
     };
+    LocatedBlock lb = stock.getClient().getLocatedBlocks(p.toString(), 0).get(0);
+    String blockFile = files(lb.getLocations()[0], lb).getBlockPath();
     try (FSDataInputStream in = fs.open(p)) {
       System.setSecurityManager(watcher);
       try {
+        // the watcher sees an open by path, as the reader that was given paths did
+        java.nio.channels.FileChannel.open(java.nio.file.Path.of(blockFile)).close();
+        assertEquals(List.of(blockFile), List.copyOf(opened), "the watcher works");
+        opened.clear();
         in.readFully(got);
       } finally {
         System.setSecurityManager(null);
