@@ -133,6 +133,9 @@ final class ShortCircuitServer implements AutoCloseable {
       if (!"socket".equals(SocketPaths.type(p))) {
         throw new IOException(p + " exists and is not a socket; not replacing it");
       }
+      if (SocketPaths.listening(p)) {
+        throw new IOException("another process listens on " + p + "; not replacing it");
+      }
       Files.delete(p); // a socket of a DataNode that died: nothing listens there any more
     }
     return new ShortCircuitServer(dn, p, timeoutMs, maxConnections);

@@ -37,6 +37,16 @@ final class SocketPaths {
     }
   }
 
+  /** Whether a process accepts connections on the socket at {@code p} (then it is not stale). */
+  static boolean listening(Path p) {
+    try (java.nio.channels.SocketChannel ch = java.nio.channels.SocketChannel.open(
+        java.net.UnixDomainSocketAddress.of(p))) {
+      return true;
+    } catch (IOException e) {
+      return false; // ECONNREFUSED: nobody listens
+    }
+  }
+
   /** "socket", "file", "directory", "other" for {@code p} itself (a link is "other"). */
   static String type(Path p) throws IOException {
     int mode = (Integer) Files.getAttribute(p, "unix:mode", java.nio.file.LinkOption.NOFOLLOW_LINKS);
