@@ -341,6 +341,36 @@ int hrdma_shm_unmap(void *addr, size_t len);
 /* Bytes mapped by create and open and not unmapped yet, process-wide. */
 uint64_t hrdma_shm_mapped_bytes(void);
 
+/* ----------------------------------------------------------------- fdmap --
+ * Files received from another process (src/fdmap): the short-circuit reader
+ * gets open descriptors of a replica's block and .meta files from the
+ * DataNode over a Unix domain socket (SCM_RIGHTS) and maps ranges of them
+ * read-only. Any thread. Descriptors held and bytes mapped are counted
+ * process-wide (leak checks). errno as for shm. */
+
+/* Opens the regular file at path read-only (O_CLOEXEC) for passing to
+ * another process (the DataNode's side); not counted: the caller closes it
+ * after sending. HRDMA_ERR_INVALID when it is not a regular file. */
+int hrdma_fd_open_read(const char *path, int *fd_p);
+/* Takes fd over: it must be a regular file (its size in *size_p), else it is
+ * closed at once and HRDMA_ERR_INVALID returned. Counts it as held until
+ * hrdma_fd_close; sets FD_CLOEXEC. */
+int hrdma_fd_adopt(int fd, uint64_t *size_p);
+/* Closes an adopted descriptor; mappings of it stay valid. */
+int hrdma_fd_close(int fd);
+/* Maps [offset, offset + len) of the file at fd read-only (MAP_SHARED, any
+ * offset: the mapping starts at its page); *addr_p is the byte at offset.
+ * HRDMA_ERR_INVALID when the range is empty or ends past the file's end (a
+ * page past the end would fault with SIGBUS). */
+int hrdma_fd_map(int fd, uint64_t offset, size_t len, const void **addr_p);
+/* Unmaps what hrdma_fd_map mapped (its addr and len). */
+int hrdma_fd_unmap(const void *addr, size_t len);
+/* Bytes mapped by hrdma_fd_map and not unmapped yet (whole pages from the
+ * range's page start). */
+uint64_t hrdma_fd_mapped_bytes(void);
+/* Descriptors adopted and not closed yet. */
+uint64_t hrdma_fds_held(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1012,3 +1012,108 @@ JNIEXPORT jobject JNICALL JNI_CLASS(directBuffer0)(JNIEnv *env, jclass cls,
     (void)cls;
     return (*env)->NewDirectByteBuffer(env, PTR(addr), len);
 }
+
+/* ----------------------------------------------------------------- fdmap -- */
+
+/* A read-only descriptor of the regular file at jpath, or -1 with a
+ * NativeException. */
+JNIEXPORT jint JNICALL JNI_CLASS(fdOpenRead0)(JNIEnv *env, jclass cls,
+                                              jstring jpath)
+{
+    char what[384];
+    const char *path;
+    int fd = -1, st, err;
+
+    (void)cls;
+    if (jpath == NULL) {
+        hrdma_jni_throw(env, HRDMA_ERR_INVALID, "open a file to pass");
+        return -1;
+    }
+    path = (*env)->GetStringUTFChars(env, jpath, NULL);
+    if (path == NULL) {
+        return -1; /* OutOfMemoryError pending */
+    }
+    st = hrdma_fd_open_read(path, &fd);
+    err = errno;
+    if (st < 0) {
+        snprintf(what, sizeof(what), "open %s read-only", path);
+    }
+    (*env)->ReleaseStringUTFChars(env, jpath, path);
+    if (st < 0) {
+        hrdma_jni_throw_errno(env, st, what, err);
+        return -1;
+    }
+    return (jint)fd;
+}
+
+/* Takes a received descriptor over; its size, or -1 with a NativeException
+ * (the descriptor is closed then). */
+JNIEXPORT jlong JNICALL JNI_CLASS(fdAdopt0)(JNIEnv *env, jclass cls, jint fd)
+{
+    char what[96];
+    uint64_t size = 0;
+    int st, err;
+
+    (void)cls;
+    st = hrdma_fd_adopt((int)fd, &size);
+    err = errno;
+    if (st < 0) {
+        snprintf(what, sizeof(what), "take over descriptor %d", (int)fd);
+        hrdma_jni_throw_errno(env, st, what, err);
+        return -1;
+    }
+    return (jlong)size;
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(fdClose0)(JNIEnv *env, jclass cls, jint fd)
+{
+    (void)env; (void)cls;
+    return hrdma_fd_close((int)fd);
+}
+
+/* The address of offset in a new read-only mapping, or 0 with a
+ * NativeException. */
+JNIEXPORT jlong JNICALL JNI_CLASS(fdMap0)(JNIEnv *env, jclass cls, jint fd,
+                                          jlong offset, jlong len)
+{
+    char what[128];
+    const void *addr = NULL;
+    int st, err;
+
+    (void)cls;
+    if (offset < 0 || len <= 0) {
+        hrdma_jni_throw(env, HRDMA_ERR_INVALID, "map a received file: bad range");
+        return 0;
+    }
+    st = hrdma_fd_map((int)fd, (uint64_t)offset, (size_t)len, &addr);
+    err = errno;
+    if (st < 0) {
+        snprintf(what, sizeof(what), "map [%lld, %lld) of descriptor %d",
+                 (long long)offset, (long long)offset + (long long)len, (int)fd);
+        hrdma_jni_throw_errno(env, st, what, err);
+        return 0;
+    }
+    return (jlong)(uintptr_t)addr;
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(fdUnmap0)(JNIEnv *env, jclass cls,
+                                           jlong addr, jlong len)
+{
+    (void)env; (void)cls;
+    if (len <= 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    return hrdma_fd_unmap(PTR(addr), (size_t)len);
+}
+
+JNIEXPORT jlong JNICALL JNI_CLASS(fdMappedBytes0)(JNIEnv *env, jclass cls)
+{
+    (void)env; (void)cls;
+    return (jlong)hrdma_fd_mapped_bytes();
+}
+
+JNIEXPORT jlong JNICALL JNI_CLASS(fdsHeld0)(JNIEnv *env, jclass cls)
+{
+    (void)env; (void)cls;
+    return (jlong)hrdma_fds_held();
+}

@@ -119,7 +119,8 @@ final class DataNodeConnection implements EndpointHandler {
    * (another host, off, out of room) or the segment cannot be mapped (another user's file),
    * the connection reads by value, as before.
    */
-  void mapSegment(long timeoutMs) {
+  void mapSegment(long timeoutMs, org.apache.hadoop.hdfs.protocol.ExtendedBlock block,
+      org.apache.hadoop.security.token.Token<org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier> token) {
     if (SameHost.name().isEmpty() || !HrdmaNative.isAvailable()) {
       return;
     }
@@ -131,7 +132,7 @@ final class DataNodeConnection implements EndpointHandler {
     }
     try {
       send(MessageCodec.encode(endpoint.transport().allocator(), MessageKind.SHM_REQUEST, p.id(),
-          HrdmaProtos.ShmRequest.newBuilder().setHost(SameHost.name()).build()), p);
+          shmRequest(block, token)), p);
       Message m = p.take(timeoutMs);
       try {
         if (m.kind() == MessageKind.ERROR) {
@@ -162,6 +163,19 @@ final class DataNodeConnection implements EndpointHandler {
     } finally {
       p.close();
     }
+  }
+
+  /** SHM_REQUEST: this host, and the block and token the DataNode checks when tokens are on. */
+  static HrdmaProtos.ShmRequest shmRequest(org.apache.hadoop.hdfs.protocol.ExtendedBlock block,
+      org.apache.hadoop.security.token.Token<org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier> token) {
+    HrdmaProtos.ShmRequest.Builder b = HrdmaProtos.ShmRequest.newBuilder().setHost(SameHost.name())
+        .setBlock(com.google.protobuf.ByteString.copyFrom(
+            org.apache.hadoop.hdfs.protocolPB.PBHelperClient.convert(block).toByteArray()));
+    if (token != null) {
+      b.setToken(com.google.protobuf.ByteString.copyFrom(
+          org.apache.hadoop.hdfs.protocolPB.PBHelperClient.convert(token).toByteArray()));
+    }
+    return b.build();
   }
 
   /** Tells the DataNode that its segment will not be used (SHM_DECLINED). */

@@ -1,12 +1,10 @@
 package org.hdfsrdma.client;
 
+import java.io.ByteArrayInputStream;
+import java.io.DataInputStream;
 import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.MappedByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayDeque;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
@@ -15,20 +13,23 @@ import org.apache.hadoop.fs.ChecksumException;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.server.datanode.BlockMetadataHeader;
 import org.apache.hadoop.util.DataChecksum;
+import org.hdfsrdma.nativelib.NativeException;
+import org.hdfsrdma.nativelib.NativeFiles;
 import org.hdfsrdma.protocol.ChunkSums;
 
 /**
  * A short-circuit read: a range of a finalized replica on this host read
- * straight from its block and .meta files, whose paths the DataNode's plugin
- * gave after checking the block token (LOCAL_PATH_REQUEST). No DataNode
- * thread and no transport touch the bytes: the range of the block file is
- * memory-mapped (the page cache itself, as stock's zero-copy reads), its
- * CRC32C chunks are verified in place against the .meta file, a window at a
- * time, and the bytes are copied once, into the caller's buffer. Reading
- * needs permission on the DataNode's files, as the stock legacy
- * short-circuit reader does. A finalized replica does not shrink under a
- * reader; should it (an HDFS truncate racing the read), the fault is an
- * IOException.
+ * straight from its block and .meta files, which the DataNode's plugin opened
+ * and passed as descriptors over its Unix domain socket after checking the
+ * block token ({@link ShortCircuitClient}): the client needs no permission
+ * on the data directories and never learns a path. No DataNode thread and no
+ * transport touch the bytes: the range of the block file and the .meta file
+ * are mapped read-only ({@link NativeFiles}: the page cache itself, as
+ * stock's zero-copy reads), the descriptors are closed at once (the mappings
+ * outlive them), the range's CRC32C chunks are verified in place against the
+ * .meta file, a window at a time, and the bytes are copied once, into the
+ * caller's buffer. A finalized replica does not shrink under a reader;
+ * should it (an HDFS truncate racing the read), the fault is an IOException.
  *
  * <p>Verifying ahead: when the range spans more than one window and the
  * reader has a verifier (the client's small shared executor), up to
@@ -44,8 +45,9 @@ import org.hdfsrdma.protocol.ChunkSums;
  * {@link ChecksumException} (at the bad chunk's position) when the caller
  * reaches it, not before, and again on every later read. {@link #close()}
  * withdraws the windows not started and waits for one being verified (a
- * window's work is bounded), so nothing of the reader is in use afterwards;
- * a closed reader fails every read.
+ * window's work is bounded), then unmaps both files, so nothing of the reader
+ * is in use afterwards and {@link NativeFiles#mappedBytes()} is back where it
+ * was; a closed reader fails every read.
  *
  * <p>Reads whole chunks from the chunk holding the range's start, up to one
  * window per call. Not thread-safe (the verifier only reads what the
@@ -53,10 +55,12 @@ import org.hdfsrdma.protocol.ChunkSums;
  */
 final class LocalBlockReader implements BlockReader {
   private final ExtendedBlock block;
-  private final String dataPath;
-  private final MappedByteBuffer map; // the block file from mapStart to fileEnd; never moved, only sliced
+  private final String name;    // for messages: the replica, never a path (the client knows none)
+  private final NativeFiles.Mapping dataMap; // null for an empty range
+  private final ByteBuffer map; // the block file from mapStart to fileEnd; never moved, only sliced
   private final long mapStart;
-  private final FileChannel meta;
+  private final NativeFiles.Mapping metaMap;
+  private final ByteBuffer meta; // the whole .meta file; never moved, only sliced
   private final DataChecksum checksum;
   private final int bpc;
   private final int sumSize;
@@ -74,67 +78,82 @@ final class LocalBlockReader implements BlockReader {
   private boolean closed;
 
   /**
-   * @param visibleLength the replica's length as the DataNode reported it
+   * Maps what the range needs of {@code data} and {@code meta}; the caller
+   * still closes the descriptors (at once: the mappings outlive them).
+   *
+   * @param visibleLength the replica's length (the DataNode checked the replica has it)
    * @param windowBytes bytes verified (and at most handed out) at a time, rounded down to whole chunks
    * @param verifier where windows are verified ahead of the caller, or null
    * @param ahead windows the verifier may be given beyond the one being read (0: none)
-   * @throws IOException the files cannot be opened (no permission, gone) or are not what they should be
+   * @throws IOException the files are not what they should be (too short, no checksums), or cannot be mapped
    */
-  LocalBlockReader(ExtendedBlock block, String dataPath, String metaPath, long visibleLength, long offsetInBlock,
-      long length, int windowBytes, Executor verifier, int ahead) throws IOException {
+  LocalBlockReader(ExtendedBlock block, NativeFiles.Fd data, NativeFiles.Fd metaFd, long visibleLength,
+      long offsetInBlock, long length, int windowBytes, Executor verifier, int ahead) throws IOException {
     if (offsetInBlock < 0 || length < 0 || offsetInBlock + length > visibleLength) {
       throw new IOException("range [" + offsetInBlock + ", " + (offsetInBlock + length) + ") is not in "
           + block + " of " + visibleLength + " bytes");
     }
     this.block = block;
-    this.dataPath = dataPath;
-    FileChannel d = FileChannel.open(Path.of(dataPath), StandardOpenOption.READ);
-    FileChannel m = null;
+    this.name = "replica " + block;
+    this.headerBytes = BlockMetadataHeader.getHeaderSize();
+    if (data.size() < visibleLength) {
+      throw new IOException("the block file of " + block + " has " + data.size() + " bytes, " + visibleLength
+          + " expected");
+    }
+    if (metaFd.size() < headerBytes || metaFd.size() > Integer.MAX_VALUE) {
+      throw new IOException("the .meta file of " + block + " has " + metaFd.size() + " bytes");
+    }
+    NativeFiles.Mapping mm = mapOf(metaFd, 0, metaFd.size());
+    NativeFiles.Mapping dm = null;
     try {
-      m = FileChannel.open(Path.of(metaPath), StandardOpenOption.READ);
-      BlockMetadataHeader header = BlockMetadataHeader.preadHeader(m);
-      checksum = header.getChecksum();
+      this.meta = mm.buffer();
+      byte[] h = new byte[(int) headerBytes];
+      meta.get(0, h);
+      checksum = BlockMetadataHeader.readHeader(new DataInputStream(new ByteArrayInputStream(h))).getChecksum();
       if (checksum.getChecksumSize() == 0 || checksum.getBytesPerChecksum() <= 0) {
         throw new IOException("the .meta file of " + block + " holds no checksums (" + checksum + ")");
       }
-      if (d.size() < visibleLength) {
-        throw new IOException("the block file of " + block + " has " + d.size() + " bytes, " + visibleLength
-            + " expected");
-      }
-    } catch (IOException | RuntimeException e) {
-      d.close();
-      if (m != null) {
-        m.close();
-      }
-      throw e;
-    }
-    this.meta = m;
-    this.bpc = checksum.getBytesPerChecksum();
-    this.sumSize = checksum.getChecksumSize();
-    this.headerBytes = BlockMetadataHeader.getHeaderSize();
-    this.end = offsetInBlock + length;
-    this.fileEnd = Math.min(visibleLength, (end + bpc - 1) / bpc * bpc);
-    this.window = Math.max(1, windowBytes / bpc) * bpc;
-    this.mapStart = offsetInBlock / bpc * bpc;
-    this.nextWindow = mapStart;
-    this.pos = offsetInBlock;
-    try {
+      this.bpc = checksum.getBytesPerChecksum();
+      this.sumSize = checksum.getChecksumSize();
+      this.end = offsetInBlock + length;
+      this.fileEnd = Math.min(visibleLength, (end + bpc - 1) / bpc * bpc);
+      this.window = Math.max(1, windowBytes / bpc) * bpc;
+      this.mapStart = offsetInBlock / bpc * bpc;
       if (fileEnd - mapStart > Integer.MAX_VALUE) {
         throw new IOException("[" + mapStart + ", " + fileEnd + ") of " + block + " is too large to map");
       }
-      this.map = d.map(FileChannel.MapMode.READ_ONLY, mapStart, fileEnd - mapStart);
+      if (fileEnd > mapStart) {
+        dm = mapOf(data, mapStart, fileEnd - mapStart);
+        this.map = dm.buffer();
+      } else {
+        this.map = ByteBuffer.allocate(0);
+      }
     } catch (IOException | RuntimeException e) {
-      m.close();
+      mm.close();
+      if (dm != null) {
+        dm.close();
+      }
       throw e;
-    } finally {
-      d.close(); // the mapping stays valid
     }
+    this.metaMap = mm;
+    this.dataMap = dm;
+    this.nextWindow = mapStart;
+    this.pos = offsetInBlock;
     // a range of one window is verified by the caller: handing it over would only add a wait
     boolean overlap = verifier != null && ahead > 0 && end - mapStart > window;
     this.verifier = overlap ? verifier : null;
     this.ahead = overlap ? ahead : 0;
     this.buf = map.slice(0, 0);
     queueWindows();
+  }
+
+  private NativeFiles.Mapping mapOf(NativeFiles.Fd fd, long offset, long length) throws IOException {
+    try {
+      return fd.map(offset, length);
+    } catch (NativeException e) {
+      throw new IOException("cannot map [" + offset + ", " + (offset + length) + ") of a file of " + block + ": "
+          + e.getMessage(), e);
+    }
   }
 
   @Override
@@ -314,24 +333,16 @@ final class LocalBlockReader implements BlockReader {
   private void verifyWindow(ByteBuffer w, long at) throws IOException {
     int n = w.remaining();
     int chunks = (n + bpc - 1) / bpc;
-    ByteBuffer sums = ByteBuffer.allocate(chunks * sumSize);
-    readFully(meta, sums, headerBytes + at / bpc * sumSize);
-    sums.flip();
+    long from = headerBytes + at / bpc * sumSize;
+    if (from + (long) chunks * sumSize > meta.capacity()) {
+      throw new EOFException("the .meta file of " + block + " ends at " + meta.capacity() + ", before the sums of ["
+          + at + ", " + (at + n) + ")");
+    }
+    ByteBuffer sums = meta.slice((int) from, chunks * sumSize);
     // a DataChecksum has state of its own: one per window (windows may be verified at once)
     DataChecksum dc = checksum.getChecksumType() == DataChecksum.Type.CRC32C ? checksum
         : DataChecksum.newDataChecksum(checksum.getChecksumType(), bpc);
-    ChunkSums.verify(dc, w, sums, dataPath, at);
-  }
-
-  private void readFully(FileChannel ch, ByteBuffer dst, long at) throws IOException {
-    long p = at;
-    while (dst.hasRemaining()) {
-      int r = ch.read(dst, p);
-      if (r < 0) {
-        throw new EOFException("the .meta file of " + block + " ends at " + p);
-      }
-      p += r;
-    }
+    ChunkSums.verify(dc, w, sums, name, at);
   }
 
   private boolean ensure() throws IOException {
@@ -403,7 +414,7 @@ final class LocalBlockReader implements BlockReader {
 
   /**
    * Withdraws the windows the verifier has not started, waits for those it is
-   * verifying, then closes the .meta file. Idempotent.
+   * verifying, then unmaps both files. Idempotent.
    */
   @Override
   public void close() {
@@ -420,16 +431,16 @@ final class LocalBlockReader implements BlockReader {
       w.await();
     }
     queued.clear();
-    buf = map.slice(0, 0);
-    try {
-      meta.close();
-    } catch (IOException ignored) {
-      // read-only: nothing to lose
+    buf = ByteBuffer.allocate(0);
+    // no thread touches the mappings any more: windows withdrawn or done, bytes copied out
+    metaMap.close();
+    if (dataMap != null) {
+      dataMap.close();
     }
   }
 
   @Override
   public String toString() {
-    return "LocalBlockReader[" + block + ", " + dataPath + "]";
+    return "LocalBlockReader[" + block + "]";
   }
 }

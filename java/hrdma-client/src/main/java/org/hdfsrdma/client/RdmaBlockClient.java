@@ -13,25 +13,17 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
-import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
-import org.apache.hadoop.hdfs.protocol.proto.ClientDatanodeProtocolProtos.GetBlockLocalPathInfoResponseProto;
-import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
-import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
-import org.apache.hadoop.hdfs.protocolPB.PBHelperClient;
 import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
 import org.apache.hadoop.hdfs.security.token.block.DataEncryptionKey;
 import org.apache.hadoop.hdfs.security.token.block.InvalidBlockTokenException;
 import org.apache.hadoop.security.token.Token;
-import org.hdfsrdma.protocol.BlockOps;
 import org.hdfsrdma.protocol.HadoopTransportConf;
-import org.hdfsrdma.protocol.Message;
-import org.hdfsrdma.protocol.MessageCodec;
-import org.hdfsrdma.protocol.MessageKind;
 import org.hdfsrdma.protocol.RdmaPorts;
 import org.hdfsrdma.protocol.wire.ClientGate;
 import org.hdfsrdma.protocol.wire.WireProtection;
 import org.hdfsrdma.transport.Endpoint;
+import org.hdfsrdma.protocol.ShortCircuitSocket;
 import org.hdfsrdma.transport.Transport;
 import org.hdfsrdma.transport.select.HrdmaConnector;
 import org.hdfsrdma.transport.select.HrdmaConnector.Connection;
@@ -83,8 +75,11 @@ public final class RdmaBlockClient implements Closeable {
   public static final int MAX_CONNECTIONS_DEFAULT = HrdmaClientKeys.MAX_CONNECTIONS_DEFAULT;
   /**
    * Short-circuit reads: a finalized replica on this host is read from its
-   * files (paths from the DataNode's plugin after the token check) instead of
-   * over a connection. Needs read permission on the DataNode's block files.
+   * files, which the DataNode's plugin opens and passes as descriptors over
+   * its Unix domain socket after the token check, instead of over a
+   * connection. Needs no permission on the DataNode's files; where the
+   * socket is absent or refuses, the DataNode is read over the transports
+   * (logged once per DataNode).
    */
   public static final String LOCAL_READS_KEY = HrdmaClientKeys.READ_LOCAL_KEY;
   public static final boolean LOCAL_READS_DEFAULT = HrdmaClientKeys.READ_LOCAL_DEFAULT;
@@ -132,6 +127,8 @@ public final class RdmaBlockClient implements Closeable {
   private final int localVerifyAhead;
   /** Verifies short-circuit readers' windows ahead of them; null when off. Daemon threads that end when idle. */
   private final ThreadPoolExecutor localVerifier;
+  /** Asks DataNodes on this host for replicas' descriptors. */
+  private final ShortCircuitClient shortCircuit;
   /** By DataNode (uuid and plugin address). */
   private final ConcurrentHashMap<String, DataNodeConnection> cache = new ConcurrentHashMap<>();
   private final Object connectLock = new Object();
@@ -189,6 +186,7 @@ public final class RdmaBlockClient implements Closeable {
     } else {
       localVerifier = null;
     }
+    this.shortCircuit = new ShortCircuitClient(timeoutMs);
     this.connector = new HrdmaConnector(HadoopTransportConf.of(conf));
   }
 
@@ -205,7 +203,7 @@ public final class RdmaBlockClient implements Closeable {
       throw new IOException("range [" + offsetInBlock + ", " + (offsetInBlock + length) + ") is not in "
           + block.getBlock() + " of " + block.getBlockSize() + " bytes");
     }
-    DataNodeConnection c = connection(datanode, block.getBlockToken());
+    DataNodeConnection c = connection(datanode, block);
     return new RdmaBlockReader(this, c, block.getBlock(), block.getBlockToken(), datanode, offsetInBlock,
         length, ramps(block, datanode) ? maxRequestBytes : requestBytes);
   }
@@ -234,42 +232,20 @@ public final class RdmaBlockClient implements Closeable {
   /**
    * A short-circuit reader of {@code [offsetInBlock, offsetInBlock + length)}
    * of {@code block}'s replica on {@code datanode}, which runs on this host:
-   * asks its plugin for the replica's files (LOCAL_PATH_REQUEST, with the
-   * block token) and opens them.
+   * asks its plugin for the replica's files over its Unix domain socket (with
+   * the block token), maps them and closes the descriptors.
    *
    * @throws org.apache.hadoop.hdfs.security.token.block.InvalidBlockTokenException the token was refused
-   * @throws IOException the DataNode refused (not finalized, local reads off) or the files cannot be opened
+   * @throws LocalReadsRefused no short-circuit socket there, or it serves no short-circuit reads
+   * @throws IOException the DataNode refused this replica (not finalized, another length) or the exchange failed
    */
   BlockReader openLocal(LocatedBlock block, DatanodeInfo datanode, long offsetInBlock, long length)
       throws IOException {
-    DataNodeConnection c = connection(datanode, block.getBlockToken());
-    PendingRead p = c.register();
-    GetBlockLocalPathInfoResponseProto reply;
-    try {
-      c.send(MessageCodec.encode(c.endpoint().transport().allocator(), MessageKind.LOCAL_PATH_REQUEST, p.id(),
-          BlockOps.readBlock(block.getBlock(), block.getBlockToken(), clientName, offsetInBlock, length), null), p);
-      Message m = p.take(timeoutMs);
-      try {
-        if (m.kind() == MessageKind.ERROR) {
-          BlockOpResponseProto e = m.error();
-          if (e.getStatus() == Status.ERROR_ACCESS_TOKEN) {
-            throw new InvalidBlockTokenException(e.getMessage());
-          }
-          if (e.getStatus() == Status.ERROR_UNSUPPORTED) {
-            throw new LocalReadsRefused(e.getMessage());
-          }
-          throw new IOException(e.getStatus() + ": " + e.getMessage());
-        }
-        reply = m.localPathReply();
-      } finally {
-        m.release();
-      }
-    } finally {
-      p.close();
+    String path = ShortCircuitSocket.path(conf, datanode.getXferPort());
+    try (ShortCircuitClient.Fds f = shortCircuit.request(path, block.getBlock(), block.getBlockToken())) {
+      return new LocalBlockReader(block.getBlock(), f.data(), f.meta(), block.getBlockSize(), offsetInBlock,
+          length, localWindowBytes, localVerifier, localVerifyAhead);
     }
-    ExtendedBlock b = PBHelperClient.convert(reply.getBlock());
-    return new LocalBlockReader(b, reply.getLocalPath(), reply.getLocalMetaPath(), b.getNumBytes(), offsetInBlock,
-        length, localWindowBytes, localVerifier, localVerifyAhead);
   }
 
   /** Reads all of {@code [offsetInBlock, offsetInBlock + length)} into {@code buf} at {@code off}. */
@@ -335,7 +311,21 @@ public final class RdmaBlockClient implements Closeable {
     return WireProtection.forClient(conf, encrypt, port);
   }
 
+  /** The cached connection to {@code dn}, or a new one, authenticated (where the cluster asks) with {@code token}. */
   DataNodeConnection connection(DatanodeInfo dn, Token<BlockTokenIdentifier> token) throws IOException {
+    return connection(dn, token, null);
+  }
+
+  /**
+   * The cached connection to {@code dn}, or a new one, authenticated with {@code block}'s token; a
+   * new connection to a DataNode on this host asks for a shared-memory segment with that block and token.
+   */
+  DataNodeConnection connection(DatanodeInfo dn, LocatedBlock block) throws IOException {
+    return connection(dn, block.getBlockToken(), block);
+  }
+
+  private DataNodeConnection connection(DatanodeInfo dn, Token<BlockTokenIdentifier> token, LocatedBlock forShm)
+      throws IOException {
     InetSocketAddress address = new InetSocketAddress(dn.getIpAddr(), RdmaPorts.pluginPort(dn, conf));
     String key = key(dn, address);
     DataNodeConnection c = cache.get(key);
@@ -373,8 +363,8 @@ public final class RdmaBlockClient implements Closeable {
         throw e;
       }
       c.connected(ep, conn.transport(), gate);
-      if (shmReads && org.hdfsrdma.protocol.SameHost.isLocal(address)) {
-        c.mapSegment(timeoutMs);
+      if (shmReads && forShm != null && org.hdfsrdma.protocol.SameHost.isLocal(address)) {
+        c.mapSegment(timeoutMs, forShm.getBlock(), forShm.getBlockToken());
       }
       LOG.debug("hrdma client: connected to {}", c);
       cache.put(key, c);
@@ -494,6 +484,7 @@ public final class RdmaBlockClient implements Closeable {
     }
     closeConnections();
     connector.close();
+    shortCircuit.close();
     if (localVerifier != null) {
       // windows queued still run (readers not closed yet may wait for them); idle threads end now
       localVerifier.shutdown();

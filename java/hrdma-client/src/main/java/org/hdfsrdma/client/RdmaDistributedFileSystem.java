@@ -92,6 +92,7 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
   private final AtomicLong stockBytes = new AtomicLong();
   private final AtomicLong localBytes = new AtomicLong();
   private final java.util.Set<String> noLocal = ConcurrentHashMap.newKeySet();
+  private final AtomicLong localFallbacks = new AtomicLong();
   private final AtomicLong checksumErrors = new AtomicLong();
   private final AtomicLong badReplicasReported = new AtomicLong();
   private final AtomicLong stockWriteFallbacks = new AtomicLong();
@@ -333,6 +334,19 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
   }
 
   /** Bytes read by short-circuit from replica files on this host ({@value RdmaBlockClient#LOCAL_READS_KEY}). */
+  /**
+   * Short-circuit reads that fell back to the transports: the DataNode's
+   * socket absent or refusing this client, or this replica refused (not
+   * finalized, another length) or unreadable.
+   */
+  public long localFallbacks() {
+    return localFallbacks.get();
+  }
+
+  void countLocalFallback() {
+    localFallbacks.incrementAndGet();
+  }
+
   public long localBytesRead() {
     return localBytes.get();
   }
@@ -348,6 +362,7 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
    * over hrdma from now on (logged once).
    */
   void noLocalReads(DatanodeInfo dn, IOException why) {
+    localFallbacks.incrementAndGet();
     if (noLocal.add(dn.getDatanodeUuid())) {
       LOG.warn("hrdma: no short-circuit reads from DataNode {} ({}): {}", dn.getXferAddr(), dn.getDatanodeUuid(),
           why.toString());

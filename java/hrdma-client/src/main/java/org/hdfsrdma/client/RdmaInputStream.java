@@ -198,10 +198,10 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
           } catch (InvalidBlockTokenException e) {
             tokenProblem = e;
             continue;
-          } catch (java.nio.file.AccessDeniedException | RdmaBlockClient.LocalReadsRefused e) {
-            fs.noLocalReads(dn, e); // its files are not ours to open, or it does not give them
+          } catch (RdmaBlockClient.LocalReadsRefused e) {
+            fs.noLocalReads(dn, e); // no socket there, or it gives no files to this client
           } catch (IOException e) {
-            // this replica only (not finalized yet, moved): this block over hrdma
+            fs.countLocalFallback(); // this replica only (not finalized yet, moved): this block over hrdma
           }
         }
         try {

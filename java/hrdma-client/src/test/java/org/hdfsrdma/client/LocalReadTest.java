@@ -28,7 +28,14 @@ import org.apache.hadoop.hdfs.protocol.BlockLocalPathInfo;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.server.datanode.DataNode;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
+import org.apache.hadoop.hdfs.security.token.block.InvalidBlockTokenException;
+import org.apache.hadoop.security.token.Token;
+import org.hdfsrdma.datanode.RdmaDataNodePlugin;
+import org.hdfsrdma.nativelib.NativeFiles;
+import org.hdfsrdma.protocol.ShortCircuitSocket;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
@@ -37,8 +44,10 @@ import org.junit.jupiter.api.Timeout;
 /**
  * Short-circuit reads ({@code hrdma.client.read.local=true}) on a
  * MiniDFSCluster whose DataNodes all run on this host: finalized replicas are
- * read from their files after the plugin checked the token, byte-identical,
- * checksums verified; a block still being written is read over hrdma. The
+ * read from their files, whose descriptors the plugin passed over its Unix
+ * domain socket after checking the token, byte-identical, checksums
+ * verified; a block still being written, or a bad token, is refused. Every
+ * test leaves no descriptor held and nothing mapped. The
  * client verifies small windows ({@value #WINDOW} bytes) {@value #AHEAD} ahead
  * of the reader on its verifier thread, so every test crosses many windows
  * verified ahead.
@@ -49,6 +58,7 @@ class LocalReadTest {
   private static final int BLOCK = PluginCluster.BLOCK;
   private static final int WINDOW = 16 * 1024;
   private static final int AHEAD = 3;
+  private static final long SCR_TIMEOUT_MS = 2000;
 
   private MiniDFSCluster cluster;
   private DistributedFileSystem stock;
@@ -56,13 +66,20 @@ class LocalReadTest {
 
   @BeforeAll
   void start() throws Exception {
-    cluster = PluginCluster.start(PluginCluster.baseConf(), getClass(), 3);
+    socketDir = java.nio.file.Files.createTempDirectory(java.nio.file.Path.of("target"), "scr-").toAbsolutePath();
+    Configuration conf = PluginCluster.baseConf();
+    conf.set(ShortCircuitSocket.PATH_KEY, socketDir.resolve("dn-_PORT.sock").toString());
+    conf.setLong("hrdma.datanode.short-circuit.timeout-ms", SCR_TIMEOUT_MS);
+    cluster = PluginCluster.start(conf, getClass(), 3);
     stock = cluster.getFileSystem();
     fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), localConf());
   }
 
+  private java.nio.file.Path socketDir;
+
   private Configuration localConf() {
     Configuration c = PluginCluster.rdmaClientConf(cluster);
+    c.set(ShortCircuitSocket.PATH_KEY, socketDir.resolve("dn-_PORT.sock").toString());
     c.setBoolean(RdmaBlockClient.LOCAL_READS_KEY, true);
     c.setInt(RdmaBlockClient.LOCAL_WINDOW_BYTES_KEY, WINDOW);
     c.setInt(RdmaBlockClient.LOCAL_VERIFY_AHEAD_KEY, AHEAD);
@@ -72,6 +89,21 @@ class LocalReadTest {
   @AfterAll
   void stop() throws IOException {
     PluginCluster.shutdown(fs, cluster);
+  }
+
+  /** Nothing a test's readers had stays: every received descriptor closed, every mapping gone. */
+  @AfterEach
+  void nothingLeaks() {
+    assertEquals(0, NativeFiles.fdsHeld(), "descriptors held");
+    assertEquals(0, NativeFiles.mappedBytes(), "bytes mapped");
+  }
+
+  private long granted() {
+    return RdmaDataNodePlugin.running().stream().mapToLong(RdmaDataNodePlugin::shortCircuitGranted).sum();
+  }
+
+  private long refused() {
+    return RdmaDataNodePlugin.running().stream().mapToLong(RdmaDataNodePlugin::shortCircuitRefused).sum();
   }
 
   private Path writeStock(String name, byte[] data) throws Exception {
@@ -88,6 +120,7 @@ class LocalReadTest {
   void finalizedReplicasAreReadFromTheirFilesByteIdentical() throws Exception {
     byte[] data = PluginCluster.random(3 * BLOCK + 1001, 11);
     Path p = writeStock("/local/a", data);
+    long granted0 = granted();
     long local0 = fs.localBytesRead();
     long rdma0 = fs.rdmaBytesRead();
     byte[] got = new byte[data.length];
@@ -108,8 +141,240 @@ class LocalReadTest {
       assertArrayEquals(java.util.Arrays.copyOfRange(data, 2 * BLOCK + 513, 2 * BLOCK + 5513), fromBb);
     }
     assertArrayEquals(data, got);
+    byte[] byStock = new byte[data.length];
+    try (FSDataInputStream in = stock.open(p)) {
+      in.readFully(byStock);
+    }
+    assertArrayEquals(byStock, got, "what stock reads");
     assertEquals(data.length + 777 + 5000, fs.localBytesRead() - local0, "every byte by short-circuit");
     assertEquals(rdma0, fs.rdmaBytesRead(), "nothing over the transport");
+    assertTrue(granted() - granted0 >= 4, "each of the 4 blocks' files handed over: " + (granted() - granted0));
+  }
+
+  /** Appending to a file read before: the new replicas (new generation stamp, longer) are read whole. */
+  @Test
+  void aFileAppendedToIsReadWholeAgain() throws Exception {
+    byte[] first = PluginCluster.random(BLOCK / 2 + 100, 31);
+    byte[] more = PluginCluster.random(BLOCK, 32);
+    Path p = writeStock("/local/append", first);
+    byte[] got = new byte[first.length];
+    try (FSDataInputStream in = fs.open(p)) {
+      in.readFully(got);
+    }
+    assertArrayEquals(first, got);
+    try (FSDataOutputStream out = stock.append(p)) {
+      out.write(more);
+    }
+    DFSTestUtil.waitReplication(stock, p, (short) 3);
+    byte[] all = new byte[first.length + more.length];
+    System.arraycopy(first, 0, all, 0, first.length);
+    System.arraycopy(more, 0, all, first.length, more.length);
+    long local0 = fs.localBytesRead();
+    byte[] again = new byte[all.length];
+    try (FSDataInputStream in = fs.open(p)) {
+      in.readFully(again);
+    }
+    assertArrayEquals(all, again);
+    assertEquals(all.length, fs.localBytesRead() - local0, "by short-circuit, the appended block included");
+  }
+
+  /**
+   * The token is checked as for a read: one with a wrong password, one for
+   * another block, an expired one and none at all are refused
+   * (InvalidBlockTokenException), counted, and nothing is handed over.
+   */
+  @Test
+  void aBadTokenIsRefused() throws Exception {
+    Path a = writeStock("/local/token-a", PluginCluster.random(1000, 41));
+    Path b = writeStock("/local/token-b", PluginCluster.random(1000, 42));
+    LocatedBlock la = stock.getClient().getLocatedBlocks(a.toString(), 0).get(0);
+    LocatedBlock lbB = stock.getClient().getLocatedBlocks(b.toString(), 0).get(0);
+    DatanodeInfo dn = la.getLocations()[0];
+    Token<BlockTokenIdentifier> good = la.getBlockToken();
+    byte[] pw = good.getPassword().clone();
+    pw[0] ^= 1;
+    BlockTokenIdentifier id = good.decodeIdentifier();
+    id.setExpiryDate(System.currentTimeMillis() - 60_000);
+    List<Token<BlockTokenIdentifier>> bad = List.of(
+        new Token<>(good.getIdentifier(), pw, good.getKind(), good.getService()),
+        lbB.getBlockToken(),
+        new Token<>(id.getBytes(), good.getPassword(), good.getKind(), good.getService()),
+        new Token<>());
+    for (Token<BlockTokenIdentifier> t : bad) {
+      long refused0 = refused();
+      long granted0 = granted();
+      LocatedBlock withBad = new LocatedBlock(la.getBlock(), la.getLocations());
+      withBad.setBlockToken(t);
+      InvalidBlockTokenException e = assertThrows(InvalidBlockTokenException.class,
+          () -> fs.blockClient().openLocal(withBad, dn, 0, 1000).close(), "token " + t);
+      assertTrue(e.getMessage().contains("Block token verification failed"), e.getMessage());
+      assertEquals(refused0 + 1, refused());
+      assertEquals(granted0, granted());
+    }
+    try (BlockReader r = fs.blockClient().openLocal(la, dn, 0, 1000)) {
+      assertEquals(1000, r.remaining(), "the good token is accepted");
+    }
+  }
+
+  /**
+   * The client opens no file under the DataNodes' data directories itself: it
+   * only maps what the DataNode passed. (Tests run as root, whom no file mode
+   * stops, so a reader that opened the files by path would pass a permission
+   * test here: instead every open this thread asks the JVM for is watched.)
+   */
+  @Test
+  void theClientOpensNothingUnderTheDataDirectories() throws Exception {
+    byte[] data = PluginCluster.random(BLOCK + 500, 43);
+    Path p = writeStock("/local/no-paths", data);
+    java.nio.file.Path dataDir = java.nio.file.Path.of(cluster.getDataDirectory()).toAbsolutePath().normalize();
+    Thread me = Thread.currentThread();
+    List<String> opened = java.util.Collections.synchronizedList(new ArrayList<>());
+    long local0 = fs.localBytesRead();
+    byte[] got = new byte[data.length];
+    SecurityManager watcher = new SecurityManager() {
+      @Override
+      public void checkPermission(java.security.Permission perm) {
+        // everything is allowed: this only watches
+      }
+
+      @Override
+      public void checkPermission(java.security.Permission perm, Object context) {
+      }
+
+      @Override
+      public void checkRead(String file) {
+        if (Thread.currentThread() == me && java.nio.file.Path.of(file).toAbsolutePath().normalize()
+            .startsWith(dataDir)) {
+          opened.add(file);
+        }
+      }
+    };
+    LocatedBlock lb = stock.getClient().getLocatedBlocks(p.toString(), 0).get(0);
+    String blockFile = files(lb.getLocations()[0], lb).getBlockPath();
+    try (FSDataInputStream in = fs.open(p)) {
+      System.setSecurityManager(watcher);
+      try {
+        // the watcher sees an open by path, as the reader that was given paths did
+        java.nio.channels.FileChannel.open(java.nio.file.Path.of(blockFile)).close();
+        assertEquals(List.of(blockFile), List.copyOf(opened), "the watcher works");
+        opened.clear();
+        in.readFully(got);
+      } finally {
+        System.setSecurityManager(null);
+      }
+    }
+    assertArrayEquals(data, got);
+    assertEquals(data.length, fs.localBytesRead() - local0, "by short-circuit");
+    assertEquals(List.of(), opened, "files the client opened under " + dataDir);
+  }
+
+  /** This process's open descriptors of {@code file} (the DataNodes run in this JVM). */
+  private static long descriptorsOf(String file) throws IOException {
+    long n = 0;
+    try (java.util.stream.Stream<java.nio.file.Path> fds = java.nio.file.Files.list(java.nio.file.Path.of("/proc/self/fd"))) {
+      for (java.nio.file.Path fd : (Iterable<java.nio.file.Path>) fds::iterator) {
+        try {
+          if (java.nio.file.Files.readSymbolicLink(fd).toString().equals(file)) {
+            n++;
+          }
+        } catch (IOException gone) {
+          // closed while listed
+        }
+      }
+    }
+    return n;
+  }
+
+  private static void writeFrame(java.nio.channels.SocketChannel ch, byte[] body) throws IOException {
+    ByteBuffer b = ByteBuffer.allocate(4 + body.length).putInt(body.length).put(body).flip();
+    while (b.hasRemaining()) {
+      ch.write(b);
+    }
+  }
+
+  /** The reply frame, or null when the DataNode closed the socket first. */
+  private static org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto readReply(
+      java.nio.channels.SocketChannel ch) throws IOException {
+    ByteBuffer len = ByteBuffer.allocate(4);
+    while (len.hasRemaining()) {
+      if (ch.read(len) < 0) {
+        return null;
+      }
+    }
+    ByteBuffer body = ByteBuffer.allocate(len.flip().getInt());
+    while (body.hasRemaining()) {
+      if (ch.read(body) < 0) {
+        return null;
+      }
+    }
+    return org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto.parseFrom(body.array());
+  }
+
+  /**
+   * Hostile peers on the socket: garbage is an ERROR_INVALID, an oversized
+   * frame closes the connection, and a peer that is granted the files but
+   * never sends the go-ahead is cut off after the timeout with the files the
+   * DataNode had opened for it closed again; the server serves on.
+   */
+  @Test
+  void badAndSlowPeersOnTheSocketCostNothing() throws Exception {
+    byte[] data = PluginCluster.random(1000, 45);
+    Path p = writeStock("/local/hostile", data);
+    LocatedBlock lb = stock.getClient().getLocatedBlocks(p.toString(), 0).get(0);
+    DatanodeInfo dn = lb.getLocations()[0];
+    java.net.UnixDomainSocketAddress addr = java.net.UnixDomainSocketAddress.of(
+        ShortCircuitSocket.path(localConf(), dn.getXferPort()));
+    try (java.nio.channels.SocketChannel ch = java.nio.channels.SocketChannel.open(addr)) {
+      writeFrame(ch, new byte[] {1, 2, 3, 4, 5});
+      var r = readReply(ch);
+      assertEquals(org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status.ERROR_INVALID, r.getStatus(),
+          r.toString());
+      assertEquals(-1, ch.read(ByteBuffer.allocate(1)), "closed after the error");
+    }
+    try (java.nio.channels.SocketChannel ch = java.nio.channels.SocketChannel.open(addr)) {
+      ByteBuffer huge = ByteBuffer.allocate(4).putInt(1 << 30).flip();
+      ch.write(huge);
+      assertEquals(-1, ch.read(ByteBuffer.allocate(1)), "an oversized frame closes the connection");
+    }
+    String blockFile = files(dn, lb).getBlockPath();
+    long before = descriptorsOf(blockFile);
+    try (java.nio.channels.SocketChannel ch = java.nio.channels.SocketChannel.open(addr)) {
+      writeFrame(ch, ShortCircuitSocket.request(lb.getBlock(), lb.getBlockToken()).toByteArray());
+      assertEquals(org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status.SUCCESS, readReply(ch).getStatus());
+      assertEquals(before + 1, descriptorsOf(blockFile), "opened for the peer, waiting for its go-ahead");
+      long t0 = System.nanoTime();
+      assertEquals(-1, ch.read(ByteBuffer.allocate(1)), "cut off after the timeout");
+      assertTrue(System.nanoTime() - t0 >= (SCR_TIMEOUT_MS - 500) * 1_000_000L);
+    }
+    long deadline = System.nanoTime() + 10_000_000_000L;
+    while (descriptorsOf(blockFile) != before && System.nanoTime() < deadline) {
+      Thread.sleep(20);
+    }
+    assertEquals(before, descriptorsOf(blockFile), "the files opened for it are closed");
+    try (BlockReader r = fs.blockClient().openLocal(lb, dn, 0, 1000)) {
+      byte[] got = new byte[1000];
+      r.readFully(got, 0, 1000);
+      assertArrayEquals(data, got, "and the server serves on");
+    }
+  }
+
+  /** No socket where the client looks: it reads over the transport, counted, and stops trying that DataNode. */
+  @Test
+  void withoutTheSocketTheClientReadsOverTheTransport() throws Exception {
+    byte[] data = PluginCluster.random(BLOCK, 44);
+    Path p = writeStock("/local/no-socket", data);
+    Configuration c = localConf();
+    c.set(ShortCircuitSocket.PATH_KEY, socketDir.resolve("nobody-listens-_PORT.sock").toString());
+    try (RdmaDistributedFileSystem other = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), c)) {
+      byte[] got = new byte[data.length];
+      try (FSDataInputStream in = other.open(p)) {
+        in.readFully(got);
+      }
+      assertArrayEquals(data, got);
+      assertEquals(0, other.localBytesRead());
+      assertEquals(data.length, other.rdmaBytesRead());
+      assertEquals(1, other.localFallbacks(), "one try, then that DataNode is read over the transport");
+    }
   }
 
   /**
@@ -127,9 +392,11 @@ class LocalReadTest {
       out.hflush(); // the second block is visible but not finalized
       List<LocatedBlock> blocks = stock.getClient().getLocatedBlocks(p.toString(), 0).getLocatedBlocks();
       LocatedBlock open = blocks.get(1);
+      long refused0 = refused();
       IOException e = assertThrows(IOException.class,
           () -> fs.blockClient().openLocal(open, open.getLocations()[0], 0, 4000).close());
       assertTrue(e.getMessage().contains("no finalized replica"), e.getMessage());
+      assertEquals(refused0 + 1, refused());
       LocatedBlock done = blocks.get(0);
       byte[] got = new byte[BLOCK];
       try (BlockReader r = fs.blockClient().openLocal(done, done.getLocations()[0], 0, BLOCK)) {
@@ -257,8 +524,13 @@ class LocalReadTest {
     LocatedBlock lb = stock.getClient().getLocatedBlocks(p.toString(), 0).get(0);
     BlockLocalPathInfo f = files(lb.getLocations()[0], lb);
     List<Runnable> held = new ArrayList<>();
-    LocalBlockReader r = new LocalBlockReader(lb.getBlock(), f.getBlockPath(), f.getMetaPath(), BLOCK, 0, BLOCK,
-        WINDOW, held::add, AHEAD);
+    LocalBlockReader r;
+    try (NativeFiles.Fd d = NativeFiles.adopt(NativeFiles.openForPassing(f.getBlockPath()));
+        NativeFiles.Fd m = NativeFiles.adopt(NativeFiles.openForPassing(f.getMetaPath()))) {
+      r = new LocalBlockReader(lb.getBlock(), d, m, BLOCK, 0, BLOCK, WINDOW, held::add, AHEAD);
+    }
+    assertEquals(0, NativeFiles.fdsHeld(), "the descriptors are closed, the mappings stay");
+    assertTrue(NativeFiles.mappedBytes() > 0);
     byte[] got = new byte[100];
     r.readFully(got, 0, got.length); // the caller verified window 0 itself: the verifier had not started it
     assertArrayEquals(Arrays.copyOf(data, 100), got);

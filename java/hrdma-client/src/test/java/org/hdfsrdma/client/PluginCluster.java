@@ -114,11 +114,17 @@ final class PluginCluster {
     return b;
   }
 
-  /** A client configuration whose hdfs:// FileSystem is ours (not cached). */
+  /**
+   * A client configuration whose hdfs:// FileSystem is ours (not cached).
+   * Short-circuit reads are off: every DataNode of a MiniDFSCluster is on
+   * this host, and these tests are about the transports (LocalReadTest turns
+   * them on).
+   */
   static Configuration rdmaClientConf(MiniDFSCluster cluster) {
     Configuration c = new Configuration(cluster.getConfiguration(0));
     c.set("fs.hdfs.impl", RdmaDistributedFileSystem.class.getName());
     c.setBoolean("fs.hdfs.impl.disable.cache", true);
+    c.setBoolean(RdmaBlockClient.LOCAL_READS_KEY, false);
     return c;
   }
 }

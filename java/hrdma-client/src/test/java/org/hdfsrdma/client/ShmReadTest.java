@@ -203,15 +203,32 @@ class ShmReadTest {
     long mapped0 = NativeShm.mappedBytes();
     try (RawPlugin raw = new RawPlugin(addr)) {
       Endpoint ep = raw.ep;
-      send(ep, MessageKind.SHM_REQUEST, 1, HrdmaProtos.ShmRequest.newBuilder().setHost("elsewhere").build());
+      HrdmaProtos.ShmRequest good = DataNodeConnection.shmRequest(lb.getBlock(), lb.getBlockToken());
+      send(ep, MessageKind.SHM_REQUEST, 1, good.toBuilder().setHost("elsewhere").build());
       Message refused = raw.next();
       assertEquals(MessageKind.ERROR, refused.kind());
       assertEquals(Status.ERROR_UNSUPPORTED, refused.error().getStatus());
-      send(ep, MessageKind.SHM_REQUEST, 2, HrdmaProtos.ShmRequest.newBuilder().setHost(SameHost.name()).build());
+      // tokens are on: no token, no block, or a token not valid for the block are refused as for a read
+      long refused0 = plugin.sharedSegmentsRefused();
+      byte[] pw = lb.getBlockToken().getPassword().clone();
+      pw[0] ^= 1;
+      org.apache.hadoop.security.token.Token<org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier> forged =
+          new org.apache.hadoop.security.token.Token<>(lb.getBlockToken().getIdentifier(), pw,
+              lb.getBlockToken().getKind(), lb.getBlockToken().getService());
+      for (HrdmaProtos.ShmRequest bad : List.of(good.toBuilder().clearToken().build(),
+          good.toBuilder().clearBlock().clearToken().build(),
+          DataNodeConnection.shmRequest(lb.getBlock(), forged))) {
+        send(ep, MessageKind.SHM_REQUEST, 1, bad);
+        Message e = raw.next();
+        assertEquals(MessageKind.ERROR, e.kind(), e.toString());
+        assertEquals(Status.ERROR_ACCESS_TOKEN, e.error().getStatus(), e.error().getMessage());
+      }
+      assertEquals(refused0 + 3, plugin.sharedSegmentsRefused());
+      send(ep, MessageKind.SHM_REQUEST, 2, good);
       Message grant = raw.next();
       assertEquals(MessageKind.SHM_GRANT, grant.kind(), grant.toString());
       HrdmaProtos.ShmGrant g = grant.shmGrant();
-      send(ep, MessageKind.SHM_REQUEST, 3, HrdmaProtos.ShmRequest.newBuilder().setHost(SameHost.name()).build());
+      send(ep, MessageKind.SHM_REQUEST, 3, good);
       Message twice = raw.next();
       assertEquals(Status.ERROR_INVALID, twice.error().getStatus(), "one segment per connection");
       try (NativeShm.Segment seg = NativeShm.open(java.nio.file.Path.of(g.getPath()), g.getBytes())) {
@@ -285,7 +302,7 @@ class ShmReadTest {
     long segmentBytes0 = plugin.sharedSegmentBytes();
     try (RawPlugin raw = new RawPlugin(addr)) {
       Endpoint ep = raw.ep;
-      send(ep, MessageKind.SHM_REQUEST, 1, HrdmaProtos.ShmRequest.newBuilder().setHost(SameHost.name()).build());
+      send(ep, MessageKind.SHM_REQUEST, 1, DataNodeConnection.shmRequest(lb.getBlock(), lb.getBlockToken()));
       HrdmaProtos.ShmGrant g = raw.next().shmGrant();
       assertTrue(plugin.sharedSegmentBytes() > segmentBytes0);
       send(ep, MessageKind.SHM_DECLINED, 1, null);

@@ -1,5 +1,6 @@
 package org.hdfsrdma.datanode;
 
+import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.util.List;
@@ -94,6 +95,7 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   private DiskIo disk;                      // guarded by lock
   private DiskMetrics metrics;              // guarded by lock
   private PluginMetrics pluginMetrics;      // guarded by lock
+  private ShortCircuitServer shortCircuit;  // guarded by lock; null when off or it could not start
   private volatile State state = State.NEW;
   private volatile String failure;
 
@@ -201,16 +203,21 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
           + "; not serving, the stock data path is unaffected", null);
       return;
     }
+    ShortCircuitServer scr = startShortCircuit(conf, settings);
     synchronized (lock) {
       if (state != State.WAITING) { // stopped meanwhile
         s.close();
         timer.shutdownNow();
         vexecutors.close();
+        if (scr != null) {
+          scr.close();
+        }
         executor.shutdownNow();
         wexecutor.shutdownNow();
         diskIo.close();
         return;
       }
+      shortCircuit = scr;
       server = s;
       disk = diskIo;
       metrics = DiskMetrics.register("HrdmaDisk-" + dn.xferPort(), diskIo);
@@ -247,6 +254,25 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     });
     t.setRemoveOnCancelPolicy(true);
     return t;
+  }
+
+  /** The short-circuit server, or null when off or it cannot start (logged: clients read over the transports). */
+  private ShortCircuitServer startShortCircuit(Configuration conf, ReadSettings settings) {
+    if (!settings.localReads()) {
+      return null;
+    }
+    String path = org.hdfsrdma.protocol.ShortCircuitSocket.path(conf, dn.xferPort());
+    try {
+      ShortCircuitServer scr = ShortCircuitServer.start(dn, path,
+          conf.getLong(ShortCircuitServer.TIMEOUT_KEY, ShortCircuitServer.TIMEOUT_DEFAULT),
+          conf.getInt(ShortCircuitServer.MAX_CONNECTIONS_KEY, ShortCircuitServer.MAX_CONNECTIONS_DEFAULT));
+      LOG.info("hrdma datanode plugin: short-circuit reads on {}", scr.path());
+      return scr;
+    } catch (IOException | RuntimeException | LinkageError e) {
+      LOG.warn("hrdma datanode plugin: no short-circuit reads (clients read over the transports): {}",
+          e.toString());
+      return null;
+    }
   }
 
   private String bindHost(Configuration conf) {
@@ -316,10 +342,13 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     DiskIo dio;
     DiskMetrics m;
     PluginMetrics pm;
+    ShortCircuitServer scr;
     synchronized (lock) {
       if (state == State.STOPPED) {
         return;
       }
+      scr = shortCircuit;
+      shortCircuit = null;
       dio = disk;
       m = metrics;
       pm = pluginMetrics;
@@ -361,6 +390,9 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     if (s != null) {
       s.close();
       LOG.info("hrdma datanode plugin: stopped serving on {}", s.serviceAddress());
+    }
+    if (scr != null) {
+      scr.close();
     }
     for (ThreadPoolExecutor e : new ThreadPoolExecutor[] {ex, wex}) {
       if (e != null) {
@@ -477,6 +509,20 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     }
   }
 
+  /** Shared-memory segment requests refused so far: token, budgets, another host (tests, status). */
+  public long sharedSegmentsRefused() {
+    synchronized (lock) {
+      return dispatcher == null ? 0 : dispatcher.segmentsRefused();
+    }
+  }
+
+  /** Granted shared-memory segments freed because the client did not map them in time (tests, status). */
+  public long sharedSegmentMapTimeouts() {
+    synchronized (lock) {
+      return dispatcher == null ? 0 : dispatcher.segmentMapTimeouts();
+    }
+  }
+
   /** Bytes of shared-memory segments mapped now (leak checks: 0 once no client is connected). */
   public long sharedSegmentBytes() {
     synchronized (lock) {
@@ -530,6 +576,27 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   public long wireBadTags() {
     synchronized (lock) {
       return gate == null ? 0 : gate.badTags();
+    }
+  }
+
+  /** Short-circuit requests answered with the replica's descriptors so far (tests, status). */
+  public long shortCircuitGranted() {
+    synchronized (lock) {
+      return shortCircuit == null ? 0 : shortCircuit.granted();
+    }
+  }
+
+  /** Short-circuit requests refused so far: token, replica not finalized, bad request (tests, status). */
+  public long shortCircuitRefused() {
+    synchronized (lock) {
+      return shortCircuit == null ? 0 : shortCircuit.refused();
+    }
+  }
+
+  /** The short-circuit socket's path while it listens, else null. */
+  public java.nio.file.Path shortCircuitPath() {
+    synchronized (lock) {
+      return shortCircuit == null ? null : shortCircuit.path();
     }
   }
 

@@ -4,7 +4,8 @@ import org.apache.hadoop.conf.Configuration;
 
 /** The read path's settings, from the DataNode configuration. */
 record ReadSettings(int threads, int packetBytes, int packetsInFlight, int maxQueuedPerConnection,
-    boolean localReads, boolean prepareAhead, long shmSegmentBytes, long shmMaxBytes, String shmDir) {
+    boolean localReads, boolean prepareAhead, long shmSegmentBytes, long shmMaxBytes, String shmDir,
+    long shmMaxBytesPerClient, long shmMapTimeoutMs) {
   /**
    * Threads that read blocks from disk and feed the transports, per volume (each volume has
    * its own, so a hung one holds up only its reads); also the size of the front executor that
@@ -22,9 +23,9 @@ record ReadSettings(int threads, int packetBytes, int packetsInFlight, int maxQu
   static final String MAX_QUEUED_KEY = HrdmaDataNodeKeys.READ_MAX_QUEUED_KEY;
   static final int MAX_QUEUED_DEFAULT = HrdmaDataNodeKeys.READ_MAX_QUEUED_DEFAULT;
   /**
-   * Answer LOCAL_PATH_REQUESTs from clients on this host: the paths of a
-   * finalized replica's files, which the client then reads itself (it needs
-   * read permission on them, as the stock legacy short-circuit reader).
+   * Short-circuit reads: listen on a Unix domain socket
+   * ({@code ShortCircuitSocket#PATH_KEY}) where a client on this host with a
+   * block's token gets its finalized replica's files as open descriptors.
    */
   static final String LOCAL_READS_KEY = HrdmaDataNodeKeys.LOCAL_READS_KEY;
   static final boolean LOCAL_READS_DEFAULT = HrdmaDataNodeKeys.LOCAL_READS_DEFAULT;
@@ -46,6 +47,15 @@ record ReadSettings(int threads, int packetBytes, int packetsInFlight, int maxQu
   /** All segments of the plugin together; a connection beyond it reads by value. */
   static final String SHM_MAX_BYTES_KEY = HrdmaDataNodeKeys.READ_SHM_MAX_BYTES_KEY;
   static final long SHM_MAX_BYTES_DEFAULT = HrdmaDataNodeKeys.READ_SHM_MAX_BYTES_DEFAULT;
+  /**
+   * Segments of one client together (the block token's user; without tokens, the client's
+   * address); beyond, its connections read by value.
+   */
+  static final String SHM_MAX_BYTES_PER_CLIENT_KEY = "hrdma.datanode.read.shm.max-bytes-per-client";
+  static final long SHM_MAX_BYTES_PER_CLIENT_DEFAULT = 256L << 20;
+  /** A granted segment the client has not mapped (no SHM_MAPPED) within this long is freed. */
+  static final String SHM_MAP_TIMEOUT_KEY = "hrdma.datanode.read.shm.map-timeout-ms";
+  static final long SHM_MAP_TIMEOUT_DEFAULT = 10_000;
   /** Where segment files are made (a tmpfs; each is removed once its client has mapped it). */
   static final String SHM_DIR_KEY = HrdmaDataNodeKeys.READ_SHM_DIR_KEY;
   static final String SHM_DIR_DEFAULT = HrdmaDataNodeKeys.READ_SHM_DIR_DEFAULT;
@@ -55,11 +65,12 @@ record ReadSettings(int threads, int packetBytes, int packetsInFlight, int maxQu
   ReadSettings {
     if (threads < 1 || packetBytes < 1 || packetBytes > MAX_PACKET_BYTES || packetsInFlight < 1
         || maxQueuedPerConnection < 1 || shmSegmentBytes < 0 || shmMaxBytes < 0 || shmDir == null
-        || shmDir.isEmpty()) {
+        || shmDir.isEmpty() || shmMaxBytesPerClient < 0 || shmMapTimeoutMs < 1) {
       throw new IllegalArgumentException("bad read settings: " + threads + " threads, " + packetBytes
           + " bytes per packet (max " + MAX_PACKET_BYTES + "), " + packetsInFlight + " packets in flight, "
           + maxQueuedPerConnection + " queued requests, shared-memory segments of " + shmSegmentBytes
-          + " bytes (" + shmMaxBytes + " in all) in '" + shmDir + "'; check hrdma.datanode.read.*");
+          + " bytes (" + shmMaxBytes + " in all, " + shmMaxBytesPerClient + " per client, mapped within "
+          + shmMapTimeoutMs + " ms) in '" + shmDir + "'; check hrdma.datanode.read.*");
     }
   }
 
@@ -73,6 +84,8 @@ record ReadSettings(int threads, int packetBytes, int packetsInFlight, int maxQu
         conf.getBoolean(PREPARE_AHEAD_KEY, PREPARE_AHEAD_DEFAULT),
         conf.getLongBytes(SHM_SEGMENT_BYTES_KEY, SHM_SEGMENT_BYTES_DEFAULT),
         conf.getLongBytes(SHM_MAX_BYTES_KEY, SHM_MAX_BYTES_DEFAULT),
-        conf.getTrimmed(SHM_DIR_KEY, SHM_DIR_DEFAULT));
+        conf.getTrimmed(SHM_DIR_KEY, SHM_DIR_DEFAULT),
+        conf.getLongBytes(SHM_MAX_BYTES_PER_CLIENT_KEY, SHM_MAX_BYTES_PER_CLIENT_DEFAULT),
+        conf.getLong(SHM_MAP_TIMEOUT_KEY, SHM_MAP_TIMEOUT_DEFAULT));
   }
 }

@@ -32,10 +32,11 @@ import org.slf4j.LoggerFactory;
  *       only once it is authenticated, and only then gets its {@link Connection};
  *   <li>per message: the size is checked against its kind's bound before it is decoded
  *       (4 KiB for INFO, READ_STATUS and SHM_*; {@value DataNodeLimits#MAX_REQUEST_BYTES_KEY}
- *       for READ_REQUEST, WRITE_REQUEST, LOCAL_PATH_REQUEST; a DATA_PACKET against
+ *       for READ_REQUEST, WRITE_REQUEST; a DATA_PACKET against
  *       {@value DataNodeLimits#MAX_PACKET_BYTES_KEY}), then it is decoded and handed to the
  *       {@link OpHandler} of its operation: {@link InfoHandler}, {@link ReadHandler},
- *       {@link WriteHandler}, {@link LocalPathHandler}, {@link ShmHandler}. Handlers get the
+ *       {@link WriteHandler}, {@link ShmHandler} (short-circuit reads are {@link ShortCircuitServer}'s, on
+ *       its own socket). Handlers get the
  *       connection and the plugin's immutable {@link OpContext}, never this dispatcher.
  * </ol>
  *
@@ -75,7 +76,6 @@ final class RequestDispatcher implements EndpointHandler {
     handlers.put(MessageKind.INFO_REQUEST, new InfoHandler(ctx));
     handlers.put(MessageKind.READ_REQUEST, read);
     handlers.put(MessageKind.READ_STATUS, read);
-    handlers.put(MessageKind.LOCAL_PATH_REQUEST, new LocalPathHandler(ctx));
     handlers.put(MessageKind.WRITE_REQUEST, write);
     handlers.put(MessageKind.DATA_PACKET, write);
     handlers.put(MessageKind.SHM_REQUEST, shm);
@@ -145,9 +145,14 @@ final class RequestDispatcher implements EndpointHandler {
     return m;
   }
 
-  /** Shared-memory segment requests refused so far (off, over the cap, not this host or user). */
+  /** Shared-memory segment requests refused so far (token, budgets, not this host). */
   long segmentsRefused() {
     return ctx.shm().refused();
+  }
+
+  /** Granted segments freed because their client did not map them in time. */
+  long segmentMapTimeouts() {
+    return ctx.shm().mapTimeouts();
   }
 
   @Override

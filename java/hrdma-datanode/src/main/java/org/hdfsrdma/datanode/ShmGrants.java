@@ -5,8 +5,23 @@ import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
+import java.net.InetSocketAddress;
 import java.util.HexFormat;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
+import org.apache.hadoop.hdfs.protocol.proto.HdfsProtos.ExtendedBlockProto;
+import org.apache.hadoop.hdfs.protocolPB.PBHelperClient;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier.AccessMode;
+import org.apache.hadoop.security.proto.SecurityProtos.TokenProto;
+import org.apache.hadoop.security.token.SecretManager.InvalidToken;
+import org.apache.hadoop.security.token.Token;
+import org.hdfsrdma.datanode.compat.DataNodeAccess;
+import org.hdfsrdma.proto.HrdmaProtos;
 import org.hdfsrdma.nativelib.HrdmaNative;
 import org.hdfsrdma.nativelib.NativeException;
 import org.hdfsrdma.nativelib.NativeShm;
@@ -17,8 +32,13 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The plugin's shared-memory segments for same-host reads by reference: who
- * gets one (a client whose {@link SameHost} name is the DataNode's, while the
- * plugin's budget of {@value ReadSettings#SHM_MAX_BYTES_KEY} lasts), where
+ * gets one (a client whose {@link SameHost} name is the DataNode's and, when
+ * block tokens are on, whose request carries a block token valid for reading
+ * ({@link #authorize}), while the plugin's budget of
+ * {@value ReadSettings#SHM_MAX_BYTES_KEY} and the client's of
+ * {@value ReadSettings#SHM_MAX_BYTES_PER_CLIENT_KEY} last; a segment the
+ * client does not map within {@value ReadSettings#SHM_MAP_TIMEOUT_KEY} is
+ * freed), where
  * their files go, and what is left of a DataNode that died (files of
  * processes no longer alive are removed at start). A segment's file is made
  * with mode 0600: a client running as another user cannot map it and reads
@@ -35,13 +55,27 @@ final class ShmGrants {
   private final AtomicLong granted = new AtomicLong();
   private final AtomicLong refused = new AtomicLong();
   private final AtomicLong byReference = new AtomicLong();
+  private final AtomicLong mapTimeouts = new AtomicLong();
+  /** Bytes of segments mapped now, by client; an entry goes when it drops to 0. */
+  private final ConcurrentHashMap<String, Long> byClient = new ConcurrentHashMap<>();
 
   /** A segment not granted; the message says why (the client reads by value). */
   static final class Refused extends Exception {
     private static final long serialVersionUID = 1L;
+    private final Status status;
 
     Refused(String message) {
+      this(Status.ERROR_UNSUPPORTED, message);
+    }
+
+    Refused(Status status, String message) {
       super(message);
+      this.status = status;
+    }
+
+    /** The ERROR's status: ERROR_ACCESS_TOKEN for a token refused, else ERROR_UNSUPPORTED. */
+    Status status() {
+      return status;
     }
   }
 
@@ -50,21 +84,92 @@ final class ShmGrants {
   }
 
   /**
-   * A new segment for a connection from a client on host {@code clientHost}; its packets
-   * fall back to {@code fallback}.
+   * Who asks for a segment: the user of the request's block token, checked
+   * as for a read (READ access, the stock check) when tokens are on for the
+   * block's pool, else the client's address. A request without a block is
+   * refused when any block pool here has tokens on.
    *
-   * @throws Refused not for this client, or not now
+   * @throws Refused the token is missing or not valid (status ERROR_ACCESS_TOKEN), or the request is bad
    */
-  ShmSegment grant(String clientHost, BufferAllocator fallback, int slotBytes) throws Refused {
+  String authorize(DataNodeAccess dn, HrdmaProtos.ShmRequest req, InetSocketAddress remote) throws Refused {
     try {
-      return create(clientHost, fallback, slotBytes);
+      return identify(dn, req, remote);
     } catch (Refused e) {
       refused.incrementAndGet();
       throw e;
     }
   }
 
-  private ShmSegment create(String clientHost, BufferAllocator fallback, int slotBytes) throws Refused {
+  private static String identify(DataNodeAccess dn, HrdmaProtos.ShmRequest req, InetSocketAddress remote)
+      throws Refused {
+    String byAddress = "address " + (remote == null || remote.getAddress() == null ? String.valueOf(remote)
+        : remote.getAddress().getHostAddress());
+    try {
+      if (req.getBlock().isEmpty()) {
+        for (String pool : dn.blockPoolIds()) {
+          if (dn.blockTokenEnabled(pool)) {
+            throw new Refused(Status.ERROR_ACCESS_TOKEN, "a shared-memory segment needs a block token here");
+          }
+        }
+        return byAddress;
+      }
+      ExtendedBlock block = PBHelperClient.convert(ExtendedBlockProto.parseFrom(req.getBlock().toByteArray()));
+      if (!dn.blockTokenEnabled(block.getBlockPoolId())) {
+        return byAddress;
+      }
+      Token<BlockTokenIdentifier> token = req.getToken().isEmpty() ? null
+          : PBHelperClient.convert(TokenProto.parseFrom(req.getToken().toByteArray()));
+      dn.checkBlockToken(token, block, AccessMode.READ);
+      return "user " + token.decodeIdentifier().getUserId();
+    } catch (InvalidToken e) {
+      throw new Refused(Status.ERROR_ACCESS_TOKEN, "Block token verification failed: op=SHM_REQUEST, remoteAddress="
+          + remote + ", message=" + e.getMessage());
+    } catch (IOException | RuntimeException e) { // a malformed block or token, a pool not registered
+      throw new Refused(Status.ERROR_INVALID, "bad shared-memory request: " + e);
+    }
+  }
+
+  /**
+   * A new segment for a connection from client {@code client} (see
+   * {@link #authorize}) on host {@code clientHost}; its packets fall back to
+   * {@code fallback}. Freed unless the client maps it within the timeout.
+   *
+   * @throws Refused not for this client, or not now
+   */
+  ShmSegment grant(String clientHost, String client, BufferAllocator fallback, int slotBytes) throws Refused {
+    ShmSegment s;
+    try {
+      s = create(clientHost, client, fallback, slotBytes);
+    } catch (Refused e) {
+      refused.incrementAndGet();
+      throw e;
+    }
+    CompletableFuture.delayedExecutor(settings.shmMapTimeoutMs(), TimeUnit.MILLISECONDS).execute(() -> {
+      if (s.closeUnlessMapped()) {
+        mapTimeouts.incrementAndGet();
+        LOG.info("hrdma datanode: {} did not map its shared-memory segment within {} ms ({}), freed", client,
+            settings.shmMapTimeoutMs(), ReadSettings.SHM_MAP_TIMEOUT_KEY);
+      }
+    });
+    return s;
+  }
+
+  /** Adds {@code delta} to {@code client}'s bytes unless that passes its budget; false then. */
+  private boolean charge(String client, long delta) {
+    boolean[] ok = {true};
+    byClient.compute(client, (k, v) -> {
+      long now = (v == null ? 0 : v) + delta;
+      if (delta > 0 && now > settings.shmMaxBytesPerClient()) {
+        ok[0] = false;
+        return v;
+      }
+      return now == 0 ? null : now;
+    });
+    return ok[0];
+  }
+
+  private ShmSegment create(String clientHost, String client, BufferAllocator fallback, int slotBytes)
+      throws Refused {
     long bytes = settings.shmSegmentBytes();
     if (bytes == 0) {
       throw new Refused("same-host reads by reference are off (" + ReadSettings.SHM_SEGMENT_BYTES_KEY + " = 0)");
@@ -77,8 +182,13 @@ final class ShmGrants {
     }
     // whole slots, at least one
     long size = Math.max(slotBytes, bytes - bytes % slotBytes);
+    if (!charge(client, size)) {
+      throw new Refused("the shared memory for reads of " + client + " (" + ReadSettings.SHM_MAX_BYTES_PER_CLIENT_KEY
+          + " = " + settings.shmMaxBytesPerClient() + " bytes) is in use");
+    }
     if (bytesMapped.addAndGet(size) > settings.shmMaxBytes()) {
       bytesMapped.addAndGet(-size);
+      charge(client, -size);
       throw new Refused("the DataNode's shared memory for reads (" + ReadSettings.SHM_MAX_BYTES_KEY + " = "
           + settings.shmMaxBytes() + " bytes) is in use");
     }
@@ -91,12 +201,16 @@ final class ShmGrants {
       mem = NativeShm.create(path, size);
     } catch (NativeException | RuntimeException e) {
       bytesMapped.addAndGet(-size);
+      charge(client, -size);
       LOG.warn("hrdma datanode: cannot make a shared-memory segment of {} bytes at {}: {}", size, path,
           e.toString());
       throw new Refused("the DataNode cannot make a shared-memory segment: " + e.getMessage());
     }
     granted.incrementAndGet();
-    return new ShmSegment(mem, fallback, slotBytes, byReference, () -> bytesMapped.addAndGet(-size));
+    return new ShmSegment(mem, fallback, slotBytes, byReference, () -> {
+      bytesMapped.addAndGet(-size);
+      charge(client, -size);
+    });
   }
 
   /** Bytes of segments mapped now. */
@@ -110,6 +224,16 @@ final class ShmGrants {
 
   long refused() {
     return refused.get();
+  }
+
+  /** Segments freed because the client did not map them in time. */
+  long mapTimeouts() {
+    return mapTimeouts.get();
+  }
+
+  /** Bytes of {@code client}'s segments mapped now. */
+  long bytesMapped(String client) {
+    return byClient.getOrDefault(client, 0L);
   }
 
   /** Read packets sent by reference, over all segments. */

@@ -78,7 +78,7 @@ final class ShmHandler implements OpHandler {
     Endpoint ep = c.endpoint();
     long id = m.requestId();
     try {
-      String host = m.shmRequest().getHost();
+      HrdmaProtos.ShmRequest req = m.shmRequest();
       if (c.isClosed()) {
         return; // closed while the request waited: nothing to answer
       }
@@ -89,8 +89,9 @@ final class ShmHandler implements OpHandler {
       if (!SameHost.isLocal(ep.remoteAddress())) {
         throw new ShmGrants.Refused("the client " + ep.remoteAddress() + " is not on this DataNode's host");
       }
+      String client = ctx.shm().authorize(ctx.dn(), req, ep.remoteAddress()); // the block token, as for a read
       BufferAllocator alloc = ep.transport().allocator();
-      ShmSegment s = ctx.shm().grant(host, alloc, (int) alloc.footprint(ctx.settings().packetBytes()));
+      ShmSegment s = ctx.shm().grant(req.getHost(), client, alloc, (int) alloc.footprint(ctx.settings().packetBytes()));
       if (!c.segment(s)) { // the connection closed meanwhile, or a second request raced this one
         s.close();
         Replies.error(ep, id, Status.ERROR_INVALID, "this connection already has a shared-memory segment, or closed");
@@ -99,7 +100,7 @@ final class ShmHandler implements OpHandler {
       ep.send(MessageCodec.encode(alloc, MessageKind.SHM_GRANT, id, HrdmaProtos.ShmGrant.newBuilder()
           .setPath(s.path().toString()).setBytes(s.bytes()).build()));
     } catch (ShmGrants.Refused e) {
-      Replies.error(ep, id, Status.ERROR_UNSUPPORTED, ctx.who() + ": " + e.getMessage());
+      Replies.error(ep, id, e.status(), ctx.who() + ": " + e.getMessage());
     } catch (ProtocolException e) {
       throw new AssertionError(e); // the kind was checked
     } catch (TransportException | RuntimeException e) {

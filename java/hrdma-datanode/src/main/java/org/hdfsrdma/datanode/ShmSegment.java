@@ -95,6 +95,17 @@ final class ShmSegment implements BufferAllocator {
     mapped = true;
   }
 
+  /** Closes the segment if the client has not mapped it (the map timeout); true if it did. */
+  boolean closeUnlessMapped() {
+    synchronized (this) {
+      if (mapped || closed) {
+        return false;
+      }
+    }
+    close();
+    return true;
+  }
+
   synchronized boolean isMapped() {
     return mapped;
   }

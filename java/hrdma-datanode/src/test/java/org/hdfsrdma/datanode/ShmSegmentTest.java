@@ -41,7 +41,14 @@ class ShmSegmentTest {
   }
 
   private ShmGrants grants(long segmentBytes, long maxBytes) {
+    return grants(segmentBytes, maxBytes, ReadSettings.SHM_MAX_BYTES_PER_CLIENT_DEFAULT,
+        ReadSettings.SHM_MAP_TIMEOUT_DEFAULT);
+  }
+
+  private ShmGrants grants(long segmentBytes, long maxBytes, long perClient, long mapTimeoutMs) {
     Configuration c = new Configuration(false);
+    c.setLong(ReadSettings.SHM_MAX_BYTES_PER_CLIENT_KEY, perClient);
+    c.setLong(ReadSettings.SHM_MAP_TIMEOUT_KEY, mapTimeoutMs);
     c.setLong(ReadSettings.SHM_SEGMENT_BYTES_KEY, segmentBytes);
     c.setLong(ReadSettings.SHM_MAX_BYTES_KEY, maxBytes);
     c.set(ReadSettings.SHM_DIR_KEY, dir.toString());
@@ -51,15 +58,15 @@ class ShmSegmentTest {
   @Test
   void grantedOnlyToThisHostWithinTheBudgetAsAnOwnerOnlyFile() throws Exception {
     ShmGrants g = grants(4 * SLOT, 6 * SLOT);
-    ShmGrants.Refused other = assertThrows(ShmGrants.Refused.class, () -> g.grant("another-host", pool, SLOT));
+    ShmGrants.Refused other = assertThrows(ShmGrants.Refused.class, () -> g.grant("another-host", "user a", pool, SLOT));
     assertTrue(other.getMessage().contains("not on this DataNode's host"), other.getMessage());
-    ShmSegment s = g.grant(SameHost.name(), pool, SLOT);
+    ShmSegment s = g.grant(SameHost.name(), "user a", pool, SLOT);
     try {
       assertEquals(4L * SLOT, s.bytes());
       assertEquals(4L * SLOT, g.bytesMapped());
       assertEquals(dir, s.path().getParent());
       assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(s.path())));
-      ShmGrants.Refused full = assertThrows(ShmGrants.Refused.class, () -> g.grant(SameHost.name(), pool, SLOT));
+      ShmGrants.Refused full = assertThrows(ShmGrants.Refused.class, () -> g.grant(SameHost.name(), "user a", pool, SLOT));
       assertTrue(full.getMessage().contains(ReadSettings.SHM_MAX_BYTES_KEY), full.getMessage());
       assertEquals(2, g.refused());
       assertEquals(1, g.granted());
@@ -69,8 +76,52 @@ class ShmSegmentTest {
     assertFalse(Files.exists(s.path()), "closing removes the file");
     assertEquals(0, g.bytesMapped(), "the budget is given back with the mapping");
     ShmGrants off = grants(0, 6 * SLOT);
-    ShmGrants.Refused r = assertThrows(ShmGrants.Refused.class, () -> off.grant(SameHost.name(), pool, SLOT));
+    ShmGrants.Refused r = assertThrows(ShmGrants.Refused.class, () -> off.grant(SameHost.name(), "user a", pool, SLOT));
     assertTrue(r.getMessage().contains(ReadSettings.SHM_SEGMENT_BYTES_KEY), r.getMessage());
+  }
+
+  /** One client's segments stay within its own budget, whatever the DataNode's whole budget leaves. */
+  @Test
+  void eachClientHasItsOwnBudget() throws Exception {
+    ShmGrants g = grants(2 * SLOT, 10 * SLOT, 3 * SLOT, 60_000);
+    ShmSegment a1 = g.grant(SameHost.name(), "user a", pool, SLOT);
+    ShmGrants.Refused over = assertThrows(ShmGrants.Refused.class,
+        () -> g.grant(SameHost.name(), "user a", pool, SLOT));
+    assertTrue(over.getMessage().contains(ReadSettings.SHM_MAX_BYTES_PER_CLIENT_KEY), over.getMessage());
+    assertTrue(over.getMessage().contains("user a"), over.getMessage());
+    ShmSegment b1 = g.grant(SameHost.name(), "user b", pool, SLOT);
+    assertEquals(2L * SLOT, g.bytesMapped("user a"));
+    assertEquals(2L * SLOT, g.bytesMapped("user b"));
+    assertEquals(4L * SLOT, g.bytesMapped());
+    a1.close();
+    assertEquals(0, g.bytesMapped("user a"), "given back with the mapping");
+    ShmSegment a2 = g.grant(SameHost.name(), "user a", pool, SLOT);
+    a2.close();
+    b1.close();
+    assertEquals(0, g.bytesMapped());
+    assertEquals(0, g.bytesMapped("user b"));
+    assertEquals(1, g.refused());
+  }
+
+  /** A granted segment the client never maps is freed after the timeout; a mapped one stays. */
+  @Test
+  void aSegmentNotMappedInTimeIsFreed() throws Exception {
+    ShmGrants g = grants(2 * SLOT, 10 * SLOT, 10 * SLOT, 300);
+    ShmSegment never = g.grant(SameHost.name(), "user a", pool, SLOT);
+    ShmSegment mapped = g.grant(SameHost.name(), "user a", pool, SLOT);
+    mapped.clientMapped();
+    long deadline = System.nanoTime() + 10_000_000_000L;
+    while (g.mapTimeouts() == 0 && System.nanoTime() < deadline) {
+      Thread.sleep(20);
+    }
+    assertEquals(1, g.mapTimeouts());
+    assertFalse(Files.exists(never.path()), "its file is gone");
+    assertEquals(2L * SLOT, g.bytesMapped(), "only the mapped one is left");
+    Thread.sleep(500);
+    assertTrue(mapped.isMapped());
+    assertEquals(1, g.mapTimeouts(), "the mapped one is not freed");
+    mapped.close();
+    assertEquals(0, g.bytesMapped());
   }
 
   @Test
@@ -92,7 +143,7 @@ class ShmSegmentTest {
   void slotsUntilFullThenTheTransportsBuffersAndUnmappedOnlyWhenAllAreBack() throws Exception {
     long mapped0 = NativeShm.mappedBytes();
     ShmGrants g = grants(3 * SLOT, 6 * SLOT);
-    ShmSegment s = g.grant(SameHost.name(), pool, SLOT);
+    ShmSegment s = g.grant(SameHost.name(), "user a", pool, SLOT);
     assertEquals(SLOT, s.footprint(SLOT - 100), "a packet that fits takes a slot");
     assertEquals(pool.footprint(SLOT + 1), s.footprint(SLOT + 1));
     // the client's mapping, made before it says SHM_MAPPED (which removes the file)

@@ -152,6 +152,27 @@ public final class Jni {
   /** Bytes mapped by shmCreate0 and shmOpen0 and not unmapped yet, process-wide. */
   public static native long shmMappedBytes0();
 
+  // fdmap (descriptors received from the DataNode): adopt and map throw, the system's reason in the message
+
+  /** A read-only descriptor of the regular file at path, to pass to another process (not counted). */
+  public static native int fdOpenRead0(String path) throws NativeException;
+
+  /** Takes a received descriptor over (closed on failure); returns the regular file's size. */
+  public static native long fdAdopt0(int fd) throws NativeException;
+
+  public static native int fdClose0(int fd);
+
+  /** Maps [offset, offset + len) of the file read-only; returns the address of offset. */
+  public static native long fdMap0(int fd, long offset, long len) throws NativeException;
+
+  public static native int fdUnmap0(long addr, long len);
+
+  /** Bytes mapped by fdMap0 and not unmapped yet, process-wide. */
+  public static native long fdMappedBytes0();
+
+  /** Descriptors adopted by fdAdopt0 and not closed yet, process-wide. */
+  public static native long fdsHeld0();
+
   /**
    * A direct buffer over native memory [addr, addr + len), len at most
    * Integer.MAX_VALUE; it does not free the memory when collected.

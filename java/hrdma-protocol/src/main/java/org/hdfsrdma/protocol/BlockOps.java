@@ -6,7 +6,6 @@ import org.apache.hadoop.fs.StorageType;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.datatransfer.PipelineAck;
-import org.apache.hadoop.hdfs.protocol.proto.ClientDatanodeProtocolProtos.GetBlockLocalPathInfoResponseProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BaseHeaderProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ChecksumProto;
@@ -59,13 +58,6 @@ public final class BlockOps {
   }
 
   /** The ERROR header: a non-success {@code status} and a message (cut to {@link #MAX_ERROR_CHARS}). */
-  /** LOCAL_PATH_REPLY: {@code block} (its length the visible length) and its files. */
-  public static GetBlockLocalPathInfoResponseProto localPathReply(ExtendedBlock block, String dataPath,
-      String metaPath) {
-    return GetBlockLocalPathInfoResponseProto.newBuilder().setBlock(PBHelperClient.convert(block))
-        .setLocalPath(dataPath).setLocalMetaPath(metaPath).build();
-  }
-
   public static BlockOpResponseProto error(Status status, String message) {
     if (status == Status.SUCCESS) {
       throw new IllegalArgumentException("an error needs a non-success status");

@@ -2,7 +2,6 @@ package org.hdfsrdma.protocol;
 
 import java.net.ProtocolException;
 import java.nio.ByteBuffer;
-import org.apache.hadoop.hdfs.protocol.proto.ClientDatanodeProtocolProtos.GetBlockLocalPathInfoResponseProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ClientReadStatusProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.DataTransferEncryptorMessageProto;
@@ -70,14 +69,6 @@ public final class Message {
 
   public OpReadBlockProto readRequest() throws ProtocolException {
     return header(MessageKind.READ_REQUEST, OpReadBlockProto.class);
-  }
-
-  public OpReadBlockProto localPathRequest() throws ProtocolException {
-    return header(MessageKind.LOCAL_PATH_REQUEST, OpReadBlockProto.class);
-  }
-
-  public GetBlockLocalPathInfoResponseProto localPathReply() throws ProtocolException {
-    return header(MessageKind.LOCAL_PATH_REPLY, GetBlockLocalPathInfoResponseProto.class);
   }
 
   public BlockOpResponseProto readResponse() throws ProtocolException {

@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.net.ProtocolException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import org.apache.hadoop.hdfs.protocol.proto.ClientDatanodeProtocolProtos.GetBlockLocalPathInfoResponseProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ClientReadStatusProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.DataTransferEncryptorMessageProto;
@@ -344,8 +343,7 @@ public final class MessageCodec {
       case DATA_REF -> parseOwn(kind, HrdmaProtos.ShmRef.parser(), header);
       case SHM_RELEASE -> parseOwn(kind, HrdmaProtos.ShmRelease.parser(), header);
       case INFO_REPLY -> InfoReply.parse(CodedInputStream.newInstance(header));
-      case READ_REQUEST, LOCAL_PATH_REQUEST -> parse(kind, OpReadBlockProto.parser(), header);
-      case LOCAL_PATH_REPLY -> parse(kind, GetBlockLocalPathInfoResponseProto.parser(), header);
+      case READ_REQUEST -> parse(kind, OpReadBlockProto.parser(), header);
       case READ_RESPONSE, WRITE_RESPONSE, ERROR -> parse(kind, BlockOpResponseProto.parser(), header);
       case WRITE_REQUEST -> parse(kind, OpWriteBlockProto.parser(), header);
       case PIPELINE_ACK -> parse(kind, PipelineAckProto.parser(), header);

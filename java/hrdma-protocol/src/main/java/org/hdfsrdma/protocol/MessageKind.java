@@ -18,13 +18,13 @@ public enum MessageKind {
   /** Header: {@code ClientReadStatusProto}. */
   READ_STATUS(0x13, true),
   /**
-   * A client on the DataNode's own host asks where a finalized replica's
-   * files are, to read them itself (short-circuit local read, as the stock
-   * legacy local reader's getBlockLocalPathInfo). Header: {@code OpReadBlockProto}.
+   * Unused, reserved (never reuse the code): a replica's file paths for a
+   * same-host client. Short-circuit reads now get open descriptors over the
+   * DataNode's Unix domain socket instead ({@link ShortCircuitSocket}).
    */
-  LOCAL_PATH_REQUEST(0x14, true),
-  /** Header: {@code GetBlockLocalPathInfoResponseProto} (block with its visible length, data and .meta paths). */
-  LOCAL_PATH_REPLY(0x15, true),
+  LOCAL_PATH_REQUEST(0x14, false),
+  /** Unused, reserved (never reuse the code): the answer to LOCAL_PATH_REQUEST. */
+  LOCAL_PATH_REPLY(0x15, false),
   /**
    * A client on the DataNode's own host asks for a shared-memory segment to receive read
    * packets by reference. Header: {@code hrdma.v1.ShmRequest} (the client's host). Answered

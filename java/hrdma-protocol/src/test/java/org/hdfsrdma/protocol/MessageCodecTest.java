@@ -274,11 +274,29 @@ class MessageCodecTest {
   }
 
   @Test
-  void encodeRefusesOversizedHeadersAndReservedKinds() {
+  void encodeRefusesOversizedHeadersAndReservedKinds() throws Exception {
     InfoReply huge = new InfoReply("u".repeat(70_000), 1, List.of());
     assertThrows(IllegalArgumentException.class, () -> MessageCodec.encodeInfoReply(pool, 1, huge));
+    java.util.Set<MessageKind> reserved = java.util.EnumSet.of(MessageKind.LOCAL_PATH_REQUEST,
+        MessageKind.LOCAL_PATH_REPLY); // the old path-handing short-circuit: codes kept, never reused
     for (MessageKind k : MessageKind.values()) {
-      assertTrue(k.implemented(), k + " has a codec");
+      assertEquals(!reserved.contains(k), k.implemented(), k + " has a codec unless reserved");
+    }
+    assertEquals(0x14, MessageKind.LOCAL_PATH_REQUEST.code());
+    assertEquals(0x15, MessageKind.LOCAL_PATH_REPLY.code());
+    for (MessageKind k : reserved) {
+      assertThrows(IllegalArgumentException.class, () -> MessageCodec.encode(pool, k, 1, null), k.toString());
+      // a peer that still sends one gets a clear error, not a crash
+      ByteBuffer b = ByteBuffer.allocate(MessageCodec.FIXED_BYTES);
+      RegisteredBuffer info = MessageCodec.encode(pool, MessageKind.INFO_REQUEST, 7, null);
+      try {
+        b.put(info.nio().duplicate()).flip();
+      } finally {
+        info.release();
+      }
+      b.put(1, (byte) k.code()); // the kind byte
+      ProtocolException e = assertThrows(ProtocolException.class, () -> MessageCodec.decode(b), k.toString());
+      assertTrue(e.getMessage().contains("reserved"), e.getMessage());
     }
     assertNull(MessageKind.of(0x55));
     assertEquals(MessageKind.ERROR, MessageKind.of(0x7f));

@@ -182,9 +182,9 @@ public final class DataNodeAccess {
   public record LocalPaths(ExtendedBlock block, String data, String meta) {}
 
   /**
-   * The files of a finalized replica, for a reader on this host
-   * ({@code FsDatasetSpi#getBlockLocalPathInfo}, as the stock
-   * getBlockLocalPathInfo RPC answers it).
+   * The files of a finalized replica ({@code FsDatasetSpi#getBlockLocalPathInfo}),
+   * for the plugin's short-circuit server, which opens them itself and hands
+   * out only the descriptors: the paths never leave the DataNode.
    *
    * @throws IOException no finalized replica of {@code block} here
    */

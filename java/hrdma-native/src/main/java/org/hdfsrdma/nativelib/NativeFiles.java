@@ -1,0 +1,148 @@
+package org.hdfsrdma.nativelib;
+
+import java.nio.ByteBuffer;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * Files received as open descriptors from another process (libhrdma's
+ * native/src/fdmap): the short-circuit reader gets a replica's block and
+ * .meta files from the DataNode over a Unix domain socket and reads them
+ * through read-only mappings, with no permission of its own on the files.
+ * {@link #adopt} takes a descriptor over, {@link Fd#map} maps a range of it;
+ * a mapping outlives its descriptor. Descriptors held and bytes mapped are
+ * counted process-wide ({@link #fdsHeld()}, {@link #mappedBytes()}: leak checks).
+ *
+ * <p><b>An unmapped range's buffers must never be touched again</b>: as with
+ * {@link NativeShm}, any access through a buffer of a closed {@link Mapping}
+ * is a SIGSEGV that kills the JVM. Callers close a mapping only once no
+ * thread uses a buffer of it.
+ */
+public final class NativeFiles {
+  private NativeFiles() {}
+
+  /**
+   * Takes {@code fd} over: from now on only {@link Fd#close()} closes it.
+   * It must be a regular file; anything else is closed at once and refused
+   * ({@link NativeException#ERR_INVALID}).
+   */
+  public static Fd adopt(int fd) throws NativeException {
+    HrdmaNative.ensureAvailable();
+    long size = Jni.fdAdopt0(fd);
+    return new Fd(fd, size);
+  }
+
+  /**
+   * Opens the regular file at {@code path} read-only (close-on-exec) and
+   * returns the bare descriptor, for passing to another process (SCM_RIGHTS):
+   * the caller closes it once sent. Not counted in {@link #fdsHeld()}.
+   * {@link NativeException#ERR_INVALID} when it is not a regular file.
+   */
+  public static int openForPassing(String path) throws NativeException {
+    HrdmaNative.ensureAvailable();
+    return Jni.fdOpenRead0(path);
+  }
+
+  /** Bytes mapped by {@link Fd#map} and not unmapped yet, process-wide; 0 without the library. */
+  public static long mappedBytes() {
+    return HrdmaNative.isAvailable() ? Jni.fdMappedBytes0() : 0;
+  }
+
+  /** Descriptors adopted and not closed yet, process-wide; 0 without the library. */
+  public static long fdsHeld() {
+    return HrdmaNative.isAvailable() ? Jni.fdsHeld0() : 0;
+  }
+
+  /** An adopted descriptor. {@link #close()} is idempotent and thread-safe. */
+  public static final class Fd implements AutoCloseable {
+    private final int fd;
+    private final long size;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    private Fd(int fd, long size) {
+      this.fd = fd;
+      this.size = size;
+    }
+
+    /** The file's size when it was adopted. */
+    public long size() {
+      return size;
+    }
+
+    /**
+     * A read-only mapping of {@code [offset, offset + length)}; {@code length}
+     * at least 1, at most Integer.MAX_VALUE, and the range within the file's
+     * size now ({@link NativeException#ERR_INVALID} otherwise).
+     */
+    public Mapping map(long offset, long length) throws NativeException {
+      if (closed.get()) {
+        throw new NativeException("descriptor " + fd + " is closed", NativeException.ERR_CLOSED);
+      }
+      if (length < 1 || length > Integer.MAX_VALUE || offset < 0) {
+        throw new NativeException("map [" + offset + ", " + (offset + length) + ") of descriptor " + fd
+            + ": bad range", NativeException.ERR_INVALID);
+      }
+      long address = Jni.fdMap0(fd, offset, length);
+      ByteBuffer b = null;
+      try {
+        b = Jni.directBuffer0(address, length);
+      } finally {
+        if (b == null) {
+          Jni.fdUnmap0(address, length);
+        }
+      }
+      if (b == null) {
+        throw new NativeException("no direct buffer over a mapped file", NativeException.ERR_UNSUPPORTED);
+      }
+      return new Mapping(address, length, b.asReadOnlyBuffer());
+    }
+
+    @Override
+    public void close() {
+      if (closed.compareAndSet(false, true)) {
+        Jni.fdClose0(fd); // the descriptor is gone whatever close says
+      }
+    }
+
+    @Override
+    public String toString() {
+      return "fd " + fd + " (" + size + " bytes)";
+    }
+  }
+
+  /** A read-only mapping. {@link #close()} is idempotent and thread-safe. */
+  public static final class Mapping implements AutoCloseable {
+    private final long address;
+    private final long length;
+    private final ByteBuffer buffer; // never moved, only duplicated
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    private Mapping(long address, long length, ByteBuffer buffer) {
+      this.address = address;
+      this.length = length;
+      this.buffer = buffer;
+    }
+
+    /** A new read-only buffer over the range (position 0, big-endian); dead after {@link #close()}. */
+    public ByteBuffer buffer() {
+      if (closed.get()) {
+        throw new IllegalStateException("the mapping is closed");
+      }
+      return buffer.duplicate();
+    }
+
+    public long length() {
+      return length;
+    }
+
+    /** Unmaps, once; every buffer of it is dead memory afterwards. */
+    @Override
+    public void close() {
+      if (closed.compareAndSet(false, true)) {
+        int st = Jni.fdUnmap0(address, length);
+        if (st < 0) {
+          throw new IllegalStateException("unmap a received file's range: " + HrdmaNative.statusString(st));
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,75 @@
+package org.hdfsrdma.protocol;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BaseHeaderProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpRequestShortCircuitAccessProto;
+import org.apache.hadoop.hdfs.protocolPB.PBHelperClient;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
+import org.apache.hadoop.security.token.Token;
+
+/**
+ * Short-circuit reads' Unix domain socket: where a DataNode's plugin listens
+ * and what is said on it. The exchange, each message a 4-byte big-endian
+ * length and a protobuf:
+ * <ol>
+ *   <li>client: {@code OpRequestShortCircuitAccessProto} (the block, its
+ *       length the one the client expects, and its token; maxVersion
+ *       {@value #BLOCK_FORMAT_VERSION}), as stock's REQUEST_SHORT_CIRCUIT_FDS;
+ *   <li>DataNode: {@code BlockOpResponseProto}: SUCCESS, or an error status
+ *       (ERROR_ACCESS_TOKEN for a token refused) and a message; it closes the
+ *       socket after an error;
+ *   <li>on SUCCESS, client: an empty message (it reads descriptors now);
+ *   <li>DataNode: the block file's then the .meta file's descriptor, each
+ *       sent with one byte (SCM_RIGHTS), opened read-only by the DataNode.
+ * </ol>
+ * No path of a replica leaves the DataNode.
+ */
+public final class ShortCircuitSocket {
+  /**
+   * The socket's path; {@code _PORT} becomes the DataNode's xfer port. Empty:
+   * {@code dfs.domain.socket.path} with {@value #STOCK_SUFFIX} appended when
+   * that is set (the stock DataNode binds that path itself), else
+   * {@value #PATH_DEFAULT}. Client and DataNode must agree.
+   */
+  public static final String PATH_KEY = "hrdma.domain-socket.path";
+  public static final String PATH_DEFAULT = "/tmp/hrdma-dn-_PORT.sock";
+  /** Stock's key, reused when ours is not set. */
+  public static final String STOCK_PATH_KEY = "dfs.domain.socket.path";
+  public static final String STOCK_SUFFIX = ".hrdma";
+  /** Largest message either side accepts. */
+  public static final int MAX_MESSAGE_BYTES = 64 * 1024;
+  /** The block file format the DataNode serves (stock's DataNode.CURRENT_BLOCK_FORMAT_VERSION). */
+  public static final int BLOCK_FORMAT_VERSION = 1;
+
+  private ShortCircuitSocket() {}
+
+  /** The socket path of the DataNode whose xfer port is {@code xferPort}. */
+  public static String path(Configuration conf, int xferPort) {
+    String p = conf.getTrimmed(PATH_KEY, "");
+    if (p.isEmpty()) {
+      String stock = conf.getTrimmed(STOCK_PATH_KEY, "");
+      p = stock.isEmpty() ? PATH_DEFAULT : stock + STOCK_SUFFIX;
+    }
+    return p.replace("_PORT", Integer.toString(xferPort));
+  }
+
+  /** The request for {@code block}'s descriptors; {@code token} may be null (tokens off). */
+  public static OpRequestShortCircuitAccessProto request(ExtendedBlock block, Token<BlockTokenIdentifier> token) {
+    BaseHeaderProto.Builder base = BaseHeaderProto.newBuilder().setBlock(PBHelperClient.convert(block));
+    if (token != null) {
+      base.setToken(PBHelperClient.convert(token));
+    }
+    return OpRequestShortCircuitAccessProto.newBuilder().setHeader(base).setMaxVersion(BLOCK_FORMAT_VERSION)
+        .build();
+  }
+
+  public static ExtendedBlock block(OpRequestShortCircuitAccessProto op) {
+    return PBHelperClient.convert(op.getHeader().getBlock());
+  }
+
+  /** The request's token, or null. */
+  public static Token<BlockTokenIdentifier> token(OpRequestShortCircuitAccessProto op) {
+    return op.getHeader().hasToken() ? PBHelperClient.convert(op.getHeader().getToken()) : null;
+  }
+}

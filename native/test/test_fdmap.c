@@ -1,0 +1,108 @@
+#include "hrdma_test.h"
+
+#include <hrdma/hrdma.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define FILE_BYTES (3 * 4096 + 100)
+
+static char path[128];
+
+static void remove_file(void)
+{
+    unlink(path);
+}
+
+int main(void)
+{
+    unsigned char data[FILE_BYTES];
+    const void *addr, *a;
+    uint64_t size;
+    int fd, pipefd[2];
+
+    snprintf(path, sizeof(path), "/tmp/hrdma_test_fdmap.%ld", (long)getpid());
+    atexit(remove_file);
+    for (int i = 0; i < FILE_BYTES; i++) {
+        data[i] = (unsigned char)(i * 7 + 3);
+    }
+    fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    CHECK(fd >= 0);
+    CHECK_EQ(write(fd, data, sizeof(data)), (long long)sizeof(data));
+    close(fd);
+
+    /* a read-only descriptor, as the DataNode sends */
+    fd = open(path, O_RDONLY);
+    CHECK(fd >= 0);
+    CHECK_EQ(hrdma_fd_adopt(fd, &size), HRDMA_OK);
+    CHECK_EQ(size, FILE_BYTES);
+    CHECK_EQ(hrdma_fds_held(), 1);
+    CHECK(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+    OK("adopt a regular file: size, counted, close-on-exec");
+
+    /* an unaligned range that crosses pages, up to the file's last byte */
+    CHECK_EQ(hrdma_fd_map(fd, 4000, FILE_BYTES - 4000, &a), HRDMA_OK);
+    CHECK(memcmp(a, data + 4000, FILE_BYTES - 4000) == 0);
+    CHECK_EQ(hrdma_fd_mapped_bytes(), FILE_BYTES); /* from the first page's start */
+    OK("map an unaligned range: the file's bytes, whole pages counted");
+
+    /* past the end, empty, bad descriptor: refused, nothing mapped */
+    CHECK_EQ(hrdma_fd_map(fd, 4000, FILE_BYTES - 3999, &addr), HRDMA_ERR_INVALID);
+    CHECK_EQ(hrdma_fd_map(fd, 0, 0, &addr), HRDMA_ERR_INVALID);
+    CHECK_EQ(hrdma_fd_map(fd, UINT64_MAX - 10, 100, &addr), HRDMA_ERR_INVALID);
+    CHECK_EQ(hrdma_fd_map(-1, 0, 10, &addr), HRDMA_ERR_INVALID);
+    CHECK_EQ(hrdma_fd_mapped_bytes(), FILE_BYTES);
+    OK("ranges past the end, empty or overflowing are refused");
+
+    /* the mapping outlives the descriptor */
+    CHECK_EQ(hrdma_fd_map(fd, 0, 10, &addr), HRDMA_OK);
+    CHECK_EQ(hrdma_fd_close(fd), HRDMA_OK);
+    CHECK_EQ(hrdma_fds_held(), 0);
+    CHECK(fcntl(fd, F_GETFD) < 0 && errno == EBADF);
+    CHECK(memcmp(addr, data, 10) == 0);
+    CHECK_EQ(hrdma_fd_unmap(addr, 10), HRDMA_OK);
+    OK("close: the descriptor goes, the mapping stays");
+
+    fd = open(path, O_RDONLY);
+    CHECK_EQ(hrdma_fd_adopt(fd, &size), HRDMA_OK);
+    CHECK_EQ(hrdma_fd_map(fd, 4096, 4096, &addr), HRDMA_OK);
+    CHECK(((uintptr_t)addr % 4096) == 0);
+    CHECK_EQ(hrdma_fd_close(fd), HRDMA_OK);
+    CHECK_EQ(hrdma_fd_mapped_bytes(), FILE_BYTES + 4096);
+    CHECK_EQ(hrdma_fd_unmap(addr, 4096), HRDMA_OK);
+    OK("an aligned range");
+
+    /* the first mapping, still there after its descriptor went, by its addr and len */
+    CHECK(memcmp(a, data + 4000, FILE_BYTES - 4000) == 0);
+    CHECK_EQ(hrdma_fd_unmap(a, FILE_BYTES - 4000), HRDMA_OK);
+    CHECK_EQ(hrdma_fd_mapped_bytes(), 0);
+    OK("unmap an unaligned range by its addr and len: nothing left mapped");
+
+    /* the DataNode's side: read-only, close-on-exec, regular files only, not counted */
+    CHECK_EQ(hrdma_fd_open_read(path, &fd), HRDMA_OK);
+    CHECK_EQ(fcntl(fd, F_GETFL) & O_ACCMODE, O_RDONLY);
+    CHECK(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+    CHECK_EQ(hrdma_fds_held(), 0);
+    {
+        struct stat st;
+        CHECK_EQ(fstat(fd, &st), 0);
+        CHECK_EQ(st.st_size, FILE_BYTES); /* never truncated */
+    }
+    close(fd);
+    CHECK_EQ(hrdma_fd_open_read("/tmp", &fd), HRDMA_ERR_INVALID);
+    CHECK(hrdma_fd_open_read("/nonexistent/hrdma", &fd) < 0);
+    OK("open a file to pass: read-only, intact, directories refused");
+
+    /* not a regular file: refused and closed, not counted */
+    CHECK_EQ(pipe(pipefd), 0);
+    CHECK_EQ(hrdma_fd_adopt(pipefd[0], &size), HRDMA_ERR_INVALID);
+    CHECK(fcntl(pipefd[0], F_GETFD) < 0 && errno == EBADF);
+    CHECK_EQ(hrdma_fds_held(), 0);
+    close(pipefd[1]);
+    CHECK_EQ(hrdma_fd_adopt(-1, &size), HRDMA_ERR_INVALID);
+    OK("a pipe is refused and closed");
+    return 0;
+}
