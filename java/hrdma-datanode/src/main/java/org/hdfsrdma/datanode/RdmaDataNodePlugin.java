@@ -509,7 +509,7 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     }
   }
 
-  /** Shared-memory segment requests refused so far: token, budgets, another host (tests, status). */
+  /** Shared-memory segment requests refused so far: token, budgets, another host (tests, status, metrics). */
   public long sharedSegmentsRefused() {
     synchronized (lock) {
       return dispatcher == null ? 0 : dispatcher.segmentsRefused();
@@ -621,13 +621,6 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   java.util.Map<String, Integer> connectionsByTransport() {
     synchronized (lock) {
       return dispatcher == null ? java.util.Map.of() : dispatcher.connectionsByTransport();
-    }
-  }
-
-  /** Shared-memory segment requests refused so far (metrics). */
-  public long sharedSegmentsRefused() {
-    synchronized (lock) {
-      return dispatcher == null ? 0 : dispatcher.segmentsRefused();
     }
   }
 
