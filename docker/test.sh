@@ -8,8 +8,10 @@
 # and starts dockerd (vfs storage) when none answers, stopping it again at the end. With no
 # registry reachable the base image is made from Debian packages (debootstrap, once;
 # kept as hrdma-base:bookworm); HRDMA_BASE_IMAGE=debian:bookworm-slim uses a registry's.
-# The images are kept for the next run (their layers are the slow part); HRDMA_DOCKER_CLEAN=1
-# removes them at the end.
+# The images are kept for the next run (their layers are the slow part), and so are the
+# untagged images of the "hadoop" and "verify" build stages: they are the build cache of the
+# Maven download (docker image prune would throw it away). HRDMA_DOCKER_CLEAN=1 removes the
+# tagged images at the end.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -125,7 +127,6 @@ teardown() {
     docker image rm -f hrdma-namenode:latest hrdma-datanode:latest hrdma-client:latest >/dev/null 2>&1
   fi
   [ ${#CA_COPIED[@]} -gt 0 ] && rm -f "${CA_COPIED[@]}"
-  docker image prune -f >/dev/null 2>&1 # the previous build's untagged images
   if [ -n "$DOCKERD_PID" ]; then
     log "stopping the dockerd it started (pid $DOCKERD_PID)"
     kill "$DOCKERD_PID" 2>/dev/null
