@@ -4,7 +4,7 @@ SHELL := /bin/bash
 NATIVE_BUILD := java/hrdma-native/target/native-build
 ASAN_BUILD := build/native-asan
 
-.PHONY: all setup build test check-links java-test native-test asan bench fuzz clean docs
+.PHONY: all setup build test check-links java-test native-test asan bench fuzz docker-test spark-test clean docs
 
 all: build
 
@@ -55,6 +55,15 @@ bench: build
 FUZZ_SECONDS ?= 120
 fuzz:
 	bin/hrdma fuzz --seconds $(FUZZ_SECONDS)
+
+# Separate from test: each needs more than the build (docker-test: dockerd, a base image and
+# three images built from Debian and Maven Central; spark-test: PySpark from PyPI) and runs
+# for minutes on its own (docs/docker.md, docs/install.md).
+docker-test:
+	docker/test.sh
+
+spark-test:
+	java/hrdma-dist/src/spark-test/run.sh
 
 clean:
 	mvn -B -q clean

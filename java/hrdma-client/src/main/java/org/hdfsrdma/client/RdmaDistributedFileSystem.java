@@ -44,6 +44,7 @@ import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
 import org.apache.hadoop.net.NetUtils;
+import org.hdfsrdma.client.compat.HadoopVersion;
 import org.hdfsrdma.client.compat.StockKeys;
 import org.hdfsrdma.protocol.HrdmaConfiguration;
 import org.slf4j.Logger;
@@ -105,6 +106,7 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
 
   @Override
   public void initialize(URI uri, Configuration conf) throws IOException {
+    HadoopVersion.check(HadoopVersion.running());
     super.initialize(uri, conf);
     enabled = conf.getBoolean(ENABLED_KEY, HrdmaClientKeys.ENABLED_DEFAULT);
     fallbackRetryNanos = TimeUnit.MILLISECONDS.toNanos(conf.getLong(FALLBACK_RETRY_KEY, FALLBACK_RETRY_DEFAULT));

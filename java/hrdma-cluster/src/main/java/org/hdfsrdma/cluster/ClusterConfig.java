@@ -22,6 +22,8 @@ import org.hdfsrdma.transport.HrdmaTransportKeys;
 public final class ClusterConfig {
   public static final String HOST = "127.0.0.1";
   public static final String PLUGIN_CLASS = "org.hdfsrdma.datanode.RdmaDataNodePlugin";
+  /** Our client, which client-site.xml selects for hdfs:// (the application needs the plugin jar). */
+  public static final String CLIENT_CLASS = "org.hdfsrdma.client.RdmaDistributedFileSystem";
   /** The plugin's port offset and the transport order, as the daemons read them. */
   public static final String PORT_OFFSET_KEY = HrdmaProtocolKeys.DATANODE_PORT_OFFSET_KEY;
   public static final int PORT_OFFSET_DEFAULT = HrdmaProtocolKeys.DATANODE_PORT_OFFSET_DEFAULT;
@@ -129,10 +131,14 @@ public final class ClusterConfig {
     return m;
   }
 
-  /** What a client needs: client-site.xml (and client-conf/core-site.xml). */
+  /**
+   * What a client needs: client-site.xml (and client-conf/core-site.xml). It selects our
+   * client for hdfs:// ({@code fs.hdfs.impl}); {@code --conf fs.hdfs.impl=...} overrides it.
+   */
   public Map<String, String> clientSite() {
     Map<String, String> m = new LinkedHashMap<>();
     m.put("fs.defaultFS", state.fsDefaultFs());
+    m.put("fs.hdfs.impl", CLIENT_CLASS);
     m.put("dfs.replication", Integer.toString(replication()));
     m.put(PORT_OFFSET_KEY, Integer.toString(state.portOffset()));
     if (!state.transportOrder().isEmpty()) {

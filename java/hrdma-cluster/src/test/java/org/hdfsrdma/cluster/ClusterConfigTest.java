@@ -83,6 +83,7 @@ class ClusterConfigTest {
 
     Configuration client = read(layout.clientSite());
     assertEquals("hdfs://127.0.0.1:20001", client.get("fs.defaultFS"));
+    assertEquals("org.hdfsrdma.client.RdmaDistributedFileSystem", client.get("fs.hdfs.impl"));
     assertEquals("3", client.get("dfs.replication"));
     assertEquals("1000", client.get("hrdma.datanode.port-offset"));
     assertEquals("ucx,tcp", client.get("hrdma.transport.order"));
@@ -101,6 +102,19 @@ class ClusterConfigTest {
     assertEquals("3", c.nameNodeHdfsSite().get("dfs.heartbeat.interval"));
     assertFalse(c.clientSite().containsKey("hrdma.transport.order"));
     assertFalse(c.dataNodeHdfsSite(2).containsKey("hrdma.transport.order"));
+  }
+
+  @Test
+  void clientSiteSelectsOurClientUnlessOverridden(@TempDir Path dir) {
+    ClusterLayout layout = new ClusterLayout(dir);
+    assertEquals("org.hdfsrdma.client.RdmaDistributedFileSystem",
+        new ClusterConfig(layout, state(1, "", Map.of())).clientSite().get("fs.hdfs.impl"));
+    String stock = "org.apache.hadoop.hdfs.DistributedFileSystem";
+    ClusterConfig overridden = new ClusterConfig(layout, state(1, "", Map.of("fs.hdfs.impl", stock)));
+    assertEquals(stock, overridden.clientSite().get("fs.hdfs.impl"));
+    // the daemons never get it: they are stock Hadoop and may lack the client's classes
+    assertNull(new ClusterConfig(layout, state(1, "", Map.of())).coreSite().get("fs.hdfs.impl"));
+    assertNull(new ClusterConfig(layout, state(1, "", Map.of())).dataNodeHdfsSite(1).get("fs.hdfs.impl"));
   }
 
   @Test

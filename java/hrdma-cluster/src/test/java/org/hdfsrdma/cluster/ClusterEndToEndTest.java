@@ -3,6 +3,7 @@ package org.hdfsrdma.cluster;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
@@ -20,14 +21,14 @@ import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
-import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.hdfsrdma.client.RdmaDistributedFileSystem;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
  * The real thing: 'cluster start' with a NameNode and two DataNodes (three JVMs with the
- * plugin), a stock client writing and reading through client-site.xml, 'status',
+ * plugin), our client (selected by client-site.xml) writing and reading, 'status',
  * 'stop' leaving no process, and a restart that keeps the data (no re-format).
  */
 class ClusterEndToEndTest {
@@ -139,11 +140,17 @@ class ClusterEndToEndTest {
     new Random(42).nextBytes(data);
     org.apache.hadoop.fs.Path file = new org.apache.hadoop.fs.Path("/e2e/data.bin");
     try (FileSystem fs = client()) {
-      assertTrue(fs instanceof DistributedFileSystem, fs.getClass().getName());
+      // client-site.xml selects our client, and our transport carries the bytes
+      RdmaDistributedFileSystem rfs = assertInstanceOf(RdmaDistributedFileSystem.class, fs);
       try (FSDataOutputStream out = fs.create(file)) {
         out.write(data);
       }
       assertArrayEquals(data, read(fs, file));
+      assertTrue(rfs.rdmaBytesWritten() >= data.length, "written over hrdma: " + rfs.rdmaBytesWritten());
+      assertEquals(0, rfs.stockWriteFallbacks());
+      assertTrue(rfs.rdmaBytesRead() + rfs.localBytesRead() >= data.length,
+          "read over hrdma " + rfs.rdmaBytesRead() + ", short-circuit " + rfs.localBytesRead());
+      assertEquals(0, rfs.stockBytesRead());
       FileStatus s = fs.getFileStatus(file);
       assertEquals(2, s.getReplication());
       for (BlockLocation b : fs.getFileBlockLocations(s, 0, s.getLen())) {
