@@ -62,11 +62,11 @@ public final class HrdmaClientKeys {
   public static final String READ_TIMEOUT_MS_KEY = "hrdma.client.read.timeout-ms";
   public static final long READ_TIMEOUT_MS_DEFAULT = 60_000;
   /**
-   * Same-host replicas read from the block files directly (paths from the plugin after the token check);
-   * needs read permission on the DataNode's block files.
+   * Short-circuit reads: a finalized replica on this host is read from its files, which the plugin opens
+   * and passes as descriptors over its domain socket after the token check (no permission on its files needed).
    */
   public static final String READ_LOCAL_KEY = "hrdma.client.read.local";
-  public static final boolean READ_LOCAL_DEFAULT = false;
+  public static final boolean READ_LOCAL_DEFAULT = true;
   /**
    * Same-host reads by reference: the client maps the DataNode's shared-memory segment read-only (it
    * must run as the DataNode's user, else it reads by value).

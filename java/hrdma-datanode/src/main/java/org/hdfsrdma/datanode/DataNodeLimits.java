@@ -11,21 +11,20 @@ record DataNodeLimits(int maxConnections, long idleTimeoutMs, long packetTimeout
     int maxPacketBytes) {
 
   /** Connections open at once on all transports; more are refused at the hello (REFUSED). */
-  static final String MAX_CONNECTIONS_KEY = "hrdma.datanode.max-connections";
-  static final int MAX_CONNECTIONS_DEFAULT = 4096; // as dfs.datanode.max.transfer.threads
+  static final String MAX_CONNECTIONS_KEY = HrdmaDataNodeKeys.MAX_CONNECTIONS_KEY;
+  static final int MAX_CONNECTIONS_DEFAULT = HrdmaDataNodeKeys.MAX_CONNECTIONS_DEFAULT; // as dfs.datanode.max.transfer.threads
   /** A connection with no operation in progress for this long is closed. */
-  static final String IDLE_TIMEOUT_KEY = "hrdma.datanode.idle-timeout-ms";
-  static final long IDLE_TIMEOUT_DEFAULT = 60_000; // as dfs.client.socket-timeout
+  static final String IDLE_TIMEOUT_KEY = HrdmaDataNodeKeys.IDLE_TIMEOUT_MS_KEY;
+  static final long IDLE_TIMEOUT_DEFAULT = HrdmaDataNodeKeys.IDLE_TIMEOUT_MS_DEFAULT; // as dfs.client.socket-timeout
   /** An open write that receives no packet for this long fails (the replica stays for recovery). */
-  static final String PACKET_TIMEOUT_KEY = "hrdma.datanode.write.packet-timeout-ms";
-  static final long PACKET_TIMEOUT_DEFAULT = 60_000; // stock: the upstream socket's read timeout
+  static final String PACKET_TIMEOUT_KEY = HrdmaDataNodeKeys.WRITE_PACKET_TIMEOUT_MS_KEY;
+  static final long PACKET_TIMEOUT_DEFAULT = HrdmaDataNodeKeys.WRITE_PACKET_TIMEOUT_MS_DEFAULT; // stock: the upstream socket's read timeout
   /** The largest request other than a DATA_PACKET (INFO, READ_REQUEST, SHM_*, WRITE_REQUEST...). */
-  static final String MAX_REQUEST_BYTES_KEY = "hrdma.datanode.max-request-bytes";
-  static final int MAX_REQUEST_BYTES_DEFAULT = org.hdfsrdma.protocol.MessageCodec.FIXED_BYTES
-      + org.hdfsrdma.protocol.MessageCodec.MAX_HEADER_BYTES; // the largest header the codec takes
+  static final String MAX_REQUEST_BYTES_KEY = HrdmaDataNodeKeys.MAX_REQUEST_BYTES_KEY;
+  static final int MAX_REQUEST_BYTES_DEFAULT = HrdmaDataNodeKeys.MAX_REQUEST_BYTES_DEFAULT; // the largest header the codec takes
   /** The most data one DATA_PACKET of a write may carry (stock PacketReceiver: 16 MiB per packet). */
-  static final String MAX_PACKET_BYTES_KEY = "hrdma.datanode.write.max-packet-bytes";
-  static final int MAX_PACKET_BYTES_DEFAULT = 4 << 20; // the client sends 1 MiB (hrdma.client.write.packet-bytes)
+  static final String MAX_PACKET_BYTES_KEY = HrdmaDataNodeKeys.WRITE_MAX_PACKET_BYTES_KEY;
+  static final int MAX_PACKET_BYTES_DEFAULT = HrdmaDataNodeKeys.WRITE_MAX_PACKET_BYTES_DEFAULT; // the client sends 1 MiB (hrdma.client.write.packet-bytes)
 
   DataNodeLimits {
     if (maxConnections <= 0 || idleTimeoutMs <= 0 || packetTimeoutMs <= 0 || maxRequestBytes < 1024

@@ -33,7 +33,7 @@ public final class HrdmaDataNodeKeys {
   /** How long a write's setup waits for the downstream DataNode's response. */
   public static final String WRITE_SETUP_TIMEOUT_KEY = "hrdma.datanode.write.setup-timeout-ms";
   public static final long WRITE_SETUP_TIMEOUT_DEFAULT = 30_000;
-  /** Threads that read blocks from disk and feed the transports (per plugin). */
+  /** Threads that read blocks from disk and feed the transports, per volume (a hung volume holds up only its reads). */
   public static final String READ_THREADS_KEY = "hrdma.datanode.read.threads";
   public static final int READ_THREADS_DEFAULT = 4;
   /** Data bytes per read packet (rounded down to whole checksum chunks). */
@@ -46,8 +46,8 @@ public final class HrdmaDataNodeKeys {
   public static final String READ_MAX_QUEUED_KEY = "hrdma.datanode.read.max-queued-requests";
   public static final int READ_MAX_QUEUED_DEFAULT = 16;
   /**
-   * Serve same-host clients the paths of a finalized replica's files, which the client then reads itself
-   * (short-circuit; it needs read permission on them).
+   * Serve short-circuit reads: a Unix domain socket where a same-host client with a block token gets the
+   * finalized replica's files as open descriptors.
    */
   public static final String LOCAL_READS_KEY = "hrdma.datanode.local-reads";
   public static final boolean LOCAL_READS_DEFAULT = true;
@@ -159,4 +159,31 @@ public final class HrdmaDataNodeKeys {
   /** Read-ahead window of one direct read stream (depth x request size is capped by it). */
   public static final String DISK_READ_AHEAD_BYTES_KEY = "hrdma.datanode.disk.read-ahead-bytes";
   public static final int DISK_READ_AHEAD_BYTES_DEFAULT = 8 << 20;
+  /** Connections a DataNode plugin serves at once on all transports (as dfs.datanode.max.transfer.threads). */
+  public static final String MAX_CONNECTIONS_KEY = "hrdma.datanode.max-connections";
+  public static final int MAX_CONNECTIONS_DEFAULT = 4096;
+  /** A client connection with no operation in progress for this long is closed (ms. */
+  public static final String IDLE_TIMEOUT_MS_KEY = "hrdma.datanode.idle-timeout-ms";
+  public static final long IDLE_TIMEOUT_MS_DEFAULT = 60_000;
+  /** An open write that receives no packet for this long fails. */
+  public static final String WRITE_PACKET_TIMEOUT_MS_KEY = "hrdma.datanode.write.packet-timeout-ms";
+  public static final long WRITE_PACKET_TIMEOUT_MS_DEFAULT = 60_000;
+  /** Largest request message other than a DATA_PACKET (the codec's 16-byte fixed part and 64 KiB header). */
+  public static final String MAX_REQUEST_BYTES_KEY = "hrdma.datanode.max-request-bytes";
+  public static final int MAX_REQUEST_BYTES_DEFAULT = 65552;
+  /** Most data one DATA_PACKET of a write may carry. */
+  public static final String WRITE_MAX_PACKET_BYTES_KEY = "hrdma.datanode.write.max-packet-bytes";
+  public static final int WRITE_MAX_PACKET_BYTES_DEFAULT = 4 << 20;
+  /** Shared-memory segments of one client together (the block token's user, else the client's address). */
+  public static final String READ_SHM_MAX_BYTES_PER_CLIENT_KEY = "hrdma.datanode.read.shm.max-bytes-per-client";
+  public static final long READ_SHM_MAX_BYTES_PER_CLIENT_DEFAULT = 256L << 20;
+  /** A granted shared-memory segment the client has not mapped within this long is freed (ms). */
+  public static final String READ_SHM_MAP_TIMEOUT_MS_KEY = "hrdma.datanode.read.shm.map-timeout-ms";
+  public static final long READ_SHM_MAP_TIMEOUT_MS_DEFAULT = 10_000;
+  /** How long one short-circuit exchange on the domain socket may take (ms). */
+  public static final String SHORT_CIRCUIT_TIMEOUT_MS_KEY = "hrdma.datanode.short-circuit.timeout-ms";
+  public static final long SHORT_CIRCUIT_TIMEOUT_MS_DEFAULT = 10_000;
+  /** Short-circuit connections open at once. */
+  public static final String SHORT_CIRCUIT_MAX_CONNECTIONS_KEY = "hrdma.datanode.short-circuit.max-connections";
+  public static final int SHORT_CIRCUIT_MAX_CONNECTIONS_DEFAULT = 256;
 }

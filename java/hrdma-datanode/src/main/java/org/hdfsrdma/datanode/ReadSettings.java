@@ -51,11 +51,11 @@ record ReadSettings(int threads, int packetBytes, int packetsInFlight, int maxQu
    * Segments of one client together (the block token's user; without tokens, the client's
    * address); beyond, its connections read by value.
    */
-  static final String SHM_MAX_BYTES_PER_CLIENT_KEY = "hrdma.datanode.read.shm.max-bytes-per-client";
-  static final long SHM_MAX_BYTES_PER_CLIENT_DEFAULT = 256L << 20;
+  static final String SHM_MAX_BYTES_PER_CLIENT_KEY = HrdmaDataNodeKeys.READ_SHM_MAX_BYTES_PER_CLIENT_KEY;
+  static final long SHM_MAX_BYTES_PER_CLIENT_DEFAULT = HrdmaDataNodeKeys.READ_SHM_MAX_BYTES_PER_CLIENT_DEFAULT;
   /** A granted segment the client has not mapped (no SHM_MAPPED) within this long is freed. */
-  static final String SHM_MAP_TIMEOUT_KEY = "hrdma.datanode.read.shm.map-timeout-ms";
-  static final long SHM_MAP_TIMEOUT_DEFAULT = 10_000;
+  static final String SHM_MAP_TIMEOUT_KEY = HrdmaDataNodeKeys.READ_SHM_MAP_TIMEOUT_MS_KEY;
+  static final long SHM_MAP_TIMEOUT_DEFAULT = HrdmaDataNodeKeys.READ_SHM_MAP_TIMEOUT_MS_DEFAULT;
   /** Where segment files are made (a tmpfs; each is removed once its client has mapped it). */
   static final String SHM_DIR_KEY = HrdmaDataNodeKeys.READ_SHM_DIR_KEY;
   static final String SHM_DIR_DEFAULT = HrdmaDataNodeKeys.READ_SHM_DIR_DEFAULT;

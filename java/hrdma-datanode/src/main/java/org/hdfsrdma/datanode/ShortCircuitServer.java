@@ -60,11 +60,11 @@ final class ShortCircuitServer implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ShortCircuitServer.class);
 
   /** How long a short-circuit connection may take for its whole exchange. */
-  static final String TIMEOUT_KEY = "hrdma.datanode.short-circuit.timeout-ms";
-  static final long TIMEOUT_DEFAULT = 10_000;
+  static final String TIMEOUT_KEY = HrdmaDataNodeKeys.SHORT_CIRCUIT_TIMEOUT_MS_KEY;
+  static final long TIMEOUT_DEFAULT = HrdmaDataNodeKeys.SHORT_CIRCUIT_TIMEOUT_MS_DEFAULT;
   /** Short-circuit connections open at once; more are closed at once (the client reads over the transport). */
-  static final String MAX_CONNECTIONS_KEY = "hrdma.datanode.short-circuit.max-connections";
-  static final int MAX_CONNECTIONS_DEFAULT = 256;
+  static final String MAX_CONNECTIONS_KEY = HrdmaDataNodeKeys.SHORT_CIRCUIT_MAX_CONNECTIONS_KEY;
+  static final int MAX_CONNECTIONS_DEFAULT = HrdmaDataNodeKeys.SHORT_CIRCUIT_MAX_CONNECTIONS_DEFAULT;
   private static final int THREADS = 2;
 
   private final DataNodeAccess dn;

@@ -25,4 +25,16 @@ public final class HrdmaProtocolKeys {
    */
   public static final String DATANODE_PORT_OFFSET_KEY = "hrdma.datanode.port-offset";
   public static final int DATANODE_PORT_OFFSET_DEFAULT = 1000;
+  /** Unix domain socket of the short-circuit server (_PORT becomes the xfer port). */
+  public static final String DOMAIN_SOCKET_PATH_KEY = "hrdma.domain-socket.path";
+  public static final String DOMAIN_SOCKET_PATH_DEFAULT = "";
+  /** AEAD sealing every message of a protected connection: AES/GCM/NoPadding or ChaCha20-Poly1305. */
+  public static final String WIRE_CIPHER_KEY = "hrdma.wire.cipher";
+  public static final String WIRE_CIPHER_DEFAULT = "AES/GCM/NoPadding";
+  /** AES key size of protected connections, 128 or 256. */
+  public static final String WIRE_KEY_BITS_KEY = "hrdma.wire.key-bits";
+  public static final int WIRE_KEY_BITS_DEFAULT = 256;
+  /** A connection that has not finished its data transfer protection handshake this long after connecting is closed (ms). */
+  public static final String WIRE_HANDSHAKE_TIMEOUT_MS_KEY = "hrdma.wire.handshake-timeout-ms";
+  public static final long WIRE_HANDSHAKE_TIMEOUT_MS_DEFAULT = 30_000;
 }

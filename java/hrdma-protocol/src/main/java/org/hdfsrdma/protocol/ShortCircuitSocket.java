@@ -32,7 +32,7 @@ public final class ShortCircuitSocket {
    * that is set (the stock DataNode binds that path itself), else
    * {@value #PATH_DEFAULT}. Client and DataNode must agree.
    */
-  public static final String PATH_KEY = "hrdma.domain-socket.path";
+  public static final String PATH_KEY = HrdmaProtocolKeys.DOMAIN_SOCKET_PATH_KEY;
   public static final String PATH_DEFAULT = "/tmp/hrdma-dn-_PORT.sock";
   /** Stock's key, reused when ours is not set. */
   public static final String STOCK_PATH_KEY = "dfs.domain.socket.path";

@@ -6,6 +6,7 @@ import java.util.Map;
 import javax.security.sasl.Sasl;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.security.UserGroupInformation;
+import org.hdfsrdma.protocol.HrdmaProtocolKeys;
 import org.hdfsrdma.protocol.compat.StockSasl;
 
 /**
@@ -28,14 +29,14 @@ import org.hdfsrdma.protocol.compat.StockSasl;
  */
 public final class WireProtection {
   /** The AEAD sealing a protected connection's messages: AES/GCM/NoPadding or ChaCha20-Poly1305. */
-  public static final String CIPHER_KEY = "hrdma.wire.cipher";
-  public static final String CIPHER_DEFAULT = "AES/GCM/NoPadding";
+  public static final String CIPHER_KEY = HrdmaProtocolKeys.WIRE_CIPHER_KEY;
+  public static final String CIPHER_DEFAULT = HrdmaProtocolKeys.WIRE_CIPHER_DEFAULT;
   /** AES key size, 128 or 256 (ChaCha20 is always 256). The DataNode's choice is the connection's. */
-  public static final String KEY_BITS_KEY = "hrdma.wire.key-bits";
-  public static final int KEY_BITS_DEFAULT = 256;
+  public static final String KEY_BITS_KEY = HrdmaProtocolKeys.WIRE_KEY_BITS_KEY;
+  public static final int KEY_BITS_DEFAULT = HrdmaProtocolKeys.WIRE_KEY_BITS_DEFAULT;
   /** A connection that has not finished its handshake this long after connecting is closed. */
-  public static final String HANDSHAKE_TIMEOUT_KEY = "hrdma.wire.handshake-timeout-ms";
-  public static final long HANDSHAKE_TIMEOUT_DEFAULT = 30_000;
+  public static final String HANDSHAKE_TIMEOUT_KEY = HrdmaProtocolKeys.WIRE_HANDSHAKE_TIMEOUT_MS_KEY;
+  public static final long HANDSHAKE_TIMEOUT_DEFAULT = HrdmaProtocolKeys.WIRE_HANDSHAKE_TIMEOUT_MS_DEFAULT;
 
   static final String ENCRYPT_KEY = "dfs.encrypt.data.transfer";
   static final String PROTECTION_KEY = "dfs.data.transfer.protection";
