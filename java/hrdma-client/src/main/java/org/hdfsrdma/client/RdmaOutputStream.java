@@ -94,7 +94,7 @@ final class RdmaOutputStream extends DfsOutputStreamShell {
   private final int blockWriteRetries;
   private final RdmaBlockWriter.RecoveryContext recovery;
   private final byte[] one = new byte[1];
-  /** Bytes of a block whose pipeline is not set up yet (stock allocates a block when its first packet goes). */
+  /** Bytes of a block whose pipeline is not set up yet (stock allocates a block when its first packet is full). */
   private final byte[] head;
 
   // guarded by this
@@ -104,6 +104,7 @@ final class RdmaOutputStream extends DfsOutputStreamShell {
   private long bytesWritten;
   private DFSOutputStream stock;    // after a fallback
   private IOException failure;
+  private boolean persistBlocks;    // a block was allocated since the last flush: its length goes to the NameNode
   private volatile long slowdownMs;
 
   RdmaOutputStream(RdmaDistributedFileSystem fs, String src, HdfsFileStatus stat, EnumSet<CreateFlag> flags,
@@ -128,7 +129,9 @@ final class RdmaOutputStream extends DfsOutputStreamShell {
         HdfsClientConfigKeys.BlockWrite.RETRIES_DEFAULT);
     this.recovery = new RdmaBlockWriter.RecoveryContext(fs.getClient(), src, fileId, replication,
         fs::countPipelineRecovery);
-    int packet = conf.getInt(RdmaBlockWriter.PACKET_BYTES_KEY, RdmaBlockWriter.PACKET_BYTES_DEFAULT);
+    // as stock: a block is allocated once a stock packet's worth (dfs.client-write-packet-size) is written
+    int packet = conf.getInt(HdfsClientConfigKeys.DFS_CLIENT_WRITE_PACKET_SIZE_KEY,
+        HdfsClientConfigKeys.DFS_CLIENT_WRITE_PACKET_SIZE_DEFAULT);
     this.head = new byte[(int) Math.max(1, Math.min(Math.max(packet, 1), blockSize))];
   }
 
@@ -173,7 +176,7 @@ final class RdmaOutputStream extends DfsOutputStreamShell {
         }
       }
     } catch (InterruptedIOException e) {
-      throw e;
+      throw interrupted(e);
     } catch (IOException e) {
       throw fail(e);
     }
@@ -191,6 +194,7 @@ final class RdmaOutputStream extends DfsOutputStreamShell {
       try {
         writer = RdmaBlockWriter.create(fs.blockClient(), lb, conf, recovery);
         writer.setArtificialSlowdown(slowdownMs);
+        persistBlocks = true;
         break;
       } catch (IOException ex) {
         e = ex;
@@ -291,6 +295,14 @@ final class RdmaOutputStream extends DfsOutputStreamShell {
    * UPDATE_LENGTH as stock's flushOrSync.
    */
   private void flushOrSync(boolean sync, EnumSet<SyncFlag> syncFlags) throws IOException {
+    try {
+      flushOrSync0(sync, syncFlags);
+    } catch (InterruptedIOException e) {
+      throw interrupted(e);
+    }
+  }
+
+  private void flushOrSync0(boolean sync, EnumSet<SyncFlag> syncFlags) throws IOException {
     RdmaBlockWriter w = null;
     long target = 0;
     DFSOutputStream s;
@@ -323,12 +335,11 @@ final class RdmaOutputStream extends DfsOutputStreamShell {
     if (w != null) {
       awaitAcked(w, target);
     }
-    if (!sync) {
-      return;
-    }
-    long blockLength = w == null ? 0 : target;
+    boolean updateLength = sync && syncFlags.contains(SyncFlag.UPDATE_LENGTH);
+    long lastBlockLength = -1;
+    boolean persist;
     synchronized (this) {
-      if (syncFlags.contains(SyncFlag.END_BLOCK) && w != null && writer == w) {
+      if (sync && syncFlags.contains(SyncFlag.END_BLOCK) && w != null && writer == w) {
         try {
           endBlock();
         } catch (InterruptedIOException e) {
@@ -337,12 +348,23 @@ final class RdmaOutputStream extends DfsOutputStreamShell {
           throw fail(e);
         }
       }
+      persist = persistBlocks;
+      persistBlocks = false;
+      if (updateLength || persist) {
+        // as stock: the length of the last block allocated, as far as acknowledged
+        lastBlockLength = writer != null ? writer.bytesAcked() : previous != null ? previous.getNumBytes() : -1;
+      }
     }
-    try {
-      // as stock: the length goes to the NameNode only when asked for; the call persists the block list
-      namenode.fsync(src, fileId, clientName, syncFlags.contains(SyncFlag.UPDATE_LENGTH) ? blockLength : -1);
-    } catch (IOException e) {
-      throw fail(e);
+    if (updateLength || persist) {
+      try {
+        // as stock: persists the block list, and the last block's length
+        namenode.fsync(src, fileId, clientName, lastBlockLength);
+      } catch (IOException e) {
+        // as stock: another thread may have closed the file meanwhile; then the stream is closed
+        LOG.warn("hrdma: cannot persist the blocks of {} in a flush: {}", src, e.toString());
+        checkClosed();
+        throw e;
+      }
     }
   }
 
@@ -423,7 +445,7 @@ final class RdmaOutputStream extends DfsOutputStreamShell {
       complete(previous);
       setClosedNow();
     } catch (InterruptedIOException e) {
-      throw e;
+      throw interrupted(e); // the stream stays open: a second close goes on
     } catch (IOException e) {
       fail(e);
       abort();
@@ -544,6 +566,16 @@ final class RdmaOutputStream extends DfsOutputStreamShell {
     if (failure != null) {
       throw new IOException("the stream of " + src + " failed earlier: " + failure.getMessage(), failure);
     }
+  }
+
+  /**
+   * As stock, an InterruptedIOException leaves the interrupt status cleared:
+   * the stock caller only waits for acks, while ours also makes the
+   * NameNode calls (addBlock, complete), whose IPC client sets it again.
+   */
+  private static InterruptedIOException interrupted(InterruptedIOException e) {
+    Thread.interrupted();
+    return e;
   }
 
   private static void sleep(long ms) throws IOException {

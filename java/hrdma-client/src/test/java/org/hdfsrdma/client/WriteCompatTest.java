@@ -107,6 +107,26 @@ class WriteCompatTest {
     assertEquals(0, fs.stockWriteFallbacks());
   }
 
+  /** As stock: hsync tells the NameNode the last block's length with UPDATE_LENGTH, and after a new block. */
+  @Test
+  void syncAtBlockBoundariesTellsTheNameNodeTheLength() throws Exception {
+    int bs = 1024;
+    Path p = new Path("/compat/boundaries");
+    byte[] data = PluginCluster.random(4 * bs, 6);
+    try (FSDataOutputStream out = fs.create(p, true, 4096, (short) 2, bs)) {
+      HdfsDataOutputStream h = (HdfsDataOutputStream) out;
+      h.write(data, 0, bs); // fills the block exactly: it ends before the hsync
+      h.hsync(EnumSet.of(SyncFlag.UPDATE_LENGTH));
+      assertEquals(bs, stock.getFileStatus(p).getLen(), "the block that just ended");
+      h.write(data, bs, bs / 2);
+      h.hsync(EnumSet.of(SyncFlag.END_BLOCK)); // a new block since the last sync: its length goes too
+      assertEquals(bs + bs / 2, stock.getFileStatus(p).getLen());
+      h.write(data, bs + bs / 2, bs / 4);
+      h.hflush(); // a new block again: hflush persists it with its length, as stock
+      assertEquals(bs + bs / 2 + bs / 4, stock.getFileStatus(p).getLen());
+    }
+  }
+
   @Test
   void aFileWrittenButNotFlushedHasNoBlockYet() throws Exception {
     Path p = new Path("/compat/lazy");
@@ -226,6 +246,13 @@ class WriteCompatTest {
     byte[] data = PluginCluster.random(6, 3);
     FSDataOutputStream out = fs.create(p, true, 4096, (short) 3, BLOCK);
     out.write(data, 0, 2);
+    Thread.currentThread().interrupt(); // interrupts the NameNode call that allocates the block
+    try {
+      out.hflush();
+      assertTrue(Thread.interrupted(), "returned: the interrupt is still pending");
+    } catch (InterruptedIOException e) {
+      assertFalse(Thread.interrupted(), "as stock: the status is cleared with the exception");
+    }
     out.hflush(); // the pipeline is up: what follows waits for acks only
     out.write(data, 2, 2);
     Thread.currentThread().interrupt();
