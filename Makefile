@@ -4,7 +4,7 @@ SHELL := /bin/bash
 NATIVE_BUILD := java/hrdma-native/target/native-build
 ASAN_BUILD := build/native-asan
 
-.PHONY: all setup build test check-links java-test native-test asan bench fuzz docker-test spark-test clean docs
+.PHONY: all setup build test check-links java-test native-test asan bench fuzz docker-test spark-test clean docs test-hdfs-full test-hdfs-stock
 
 all: build
 
@@ -47,6 +47,18 @@ asan:
 docs:
 	mvn -B -q install -DskipTests -pl java/hrdma-cluster -am
 	mvn -B test -pl java/hrdma-cluster -Dtest=ConfigurationRegistryTest -Dhrdma.docs.write=true
+
+# Hadoop's HDFS tests through our client (docs/hdfs-tests.md). The fast
+# selection runs in `make test` (java-test); these run the slow classes, and
+# the whole selection on the stock client with our keys off.
+HDFS_TESTS := mvn -B verify -pl java/hrdma-hdfs-tests
+test-hdfs-full: setup
+	mvn -B -q install -DskipTests -pl java/hrdma-hdfs-tests -am
+	$(HDFS_TESTS) -Phdfs-slow
+
+test-hdfs-stock: setup
+	mvn -B -q install -DskipTests -pl java/hrdma-hdfs-tests -am
+	$(HDFS_TESTS) -Phdfs-stock -Dhdfs.tests.selection=all
 
 bench: build
 	bin/hrdma perf --compare
