@@ -240,6 +240,23 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
         located));
   }
 
+  /**
+   * Also makes this file system count into the statistics of hdfs's
+   * {@link DistributedFileSystem} (FileSystem#getStatistics("hdfs",
+   * DistributedFileSystem.class)), where applications and Hadoop's tests look
+   * for them: with {@code fs.hdfs.impl} set to this class it is their HDFS.
+   * DistributedFileSystem#initialize calls this after FileSystem#initialize
+   * set {@code statistics} and before it gives them to its DFSClient.
+   */
+  @Override
+  @SuppressWarnings("deprecation")
+  public void setConf(Configuration conf) {
+    super.setConf(conf);
+    if (statistics != null && conf != null) {
+      statistics = getStatistics(statistics.getScheme(), DistributedFileSystem.class);
+    }
+  }
+
   @Override
   public void setVerifyChecksum(boolean verifyChecksum) {
     super.setVerifyChecksum(verifyChecksum);
