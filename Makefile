@@ -4,7 +4,7 @@ SHELL := /bin/bash
 NATIVE_BUILD := java/hrdma-native/target/native-build
 ASAN_BUILD := build/native-asan
 
-.PHONY: all setup build test java-test native-test asan bench clean
+.PHONY: all setup build test java-test native-test asan bench clean test-hdfs-full test-hdfs-stock
 
 all: build
 
@@ -35,6 +35,18 @@ asan:
 	cmake -S native -B $(ASAN_BUILD) -DHRDMA_ASAN=ON > /dev/null
 	cmake --build $(ASAN_BUILD) -j 2 > /dev/null
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure
+
+# Hadoop's HDFS tests through our client (docs/hdfs-tests.md). The fast
+# selection runs in `make test` (java-test); these run the slow classes, and
+# the whole selection on the stock client with our keys off.
+HDFS_TESTS := mvn -B verify -pl java/hrdma-hdfs-tests
+test-hdfs-full: setup
+	mvn -B -q install -DskipTests -pl java/hrdma-hdfs-tests -am
+	$(HDFS_TESTS) -Phdfs-slow
+
+test-hdfs-stock: setup
+	mvn -B -q install -DskipTests -pl java/hrdma-hdfs-tests -am
+	$(HDFS_TESTS) -Phdfs-stock -Dhdfs.tests.selection=all
 
 bench: build
 	bin/hrdma perf --compare

@@ -27,6 +27,7 @@ import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpWriteBlockProt
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PipelineAckProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
 import org.apache.hadoop.util.DataChecksum;
+import org.hdfsrdma.client.compat.FaultInjection;
 import org.hdfsrdma.client.compat.StockTransfer;
 import org.hdfsrdma.protocol.BlockOps;
 import org.hdfsrdma.protocol.Message;
@@ -75,7 +76,14 @@ import org.slf4j.LoggerFactory;
  * {@code complete} with. A writer closed before the end (or after a failure)
  * abandons the write at the DataNode (READ_STATUS ERROR for its request id).
  *
- * <p>Not thread-safe: one writing thread (plus the responder of its own).
+ * <p>Thread-safety: every method but {@link #awaitAcked}, {@link #bytesAcked}
+ * and {@link #badNodeIndex} must be called by one thread at a time (the
+ * owner serializes them; {@link RdmaOutputStream} holds its monitor);
+ * {@link #awaitAcked} may be called by any number of threads meanwhile and
+ * never changes the pipeline (a failure it sees is recovered by
+ * {@link #recoverIfFailed()} under the owner's serialization). An
+ * InterruptedIOException leaves the writer intact: the call may be repeated.
+ * Buffer ownership: write copies the caller's bytes before it returns.
  */
 public final class RdmaBlockWriter implements Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(RdmaBlockWriter.class);
@@ -128,12 +136,13 @@ public final class RdmaBlockWriter implements Closeable {
   private int bufLen;
   private long offset;        // block offset of buf[0]
   private long seqno;
-  private boolean closed;
+  private volatile boolean closed;
   private boolean lastSent;
   private long lastSentEnd;   // block offset after the last packet sent
   private boolean hflushed;
   private int recoveries;
   private boolean corruptNext; // test hook
+  private volatile long slowdownMs;
 
   // guarded by this
   private final ArrayDeque<Packet> unacked = new ArrayDeque<>();
@@ -142,8 +151,53 @@ public final class RdmaBlockWriter implements Closeable {
   private IOException failure;
   private int badNode = -1;
 
-  /** A packet sent and not acknowledged yet: what a recovery sends again. */
-  private record Packet(long seqno, long start, int len, byte[] data, boolean last, boolean sync) {
+  /**
+   * A packet sent and not acknowledged yet: what a recovery sends again.
+   * {@code corrupt}: the fault injector corrupted it for good (every send
+   * flips its last data byte on the wire).
+   */
+  private static final class Packet {
+    final long seqno;
+    final long start;
+    final int len;
+    final byte[] data;
+    final boolean last;
+    final boolean sync;
+    boolean corrupt;
+
+    Packet(long seqno, long start, int len, byte[] data, boolean last, boolean sync) {
+      this.seqno = seqno;
+      this.start = start;
+      this.len = len;
+      this.data = data;
+      this.last = last;
+      this.sync = sync;
+    }
+
+    long seqno() {
+      return seqno;
+    }
+
+    long start() {
+      return start;
+    }
+
+    int len() {
+      return len;
+    }
+
+    byte[] data() {
+      return data;
+    }
+
+    boolean last() {
+      return last;
+    }
+
+    boolean sync() {
+      return sync;
+    }
+
     long end() {
       return start + len;
     }
@@ -343,13 +397,73 @@ public final class RdmaBlockWriter implements Closeable {
    * it acks. Returns the bytes acknowledged (the block's visible length).
    */
   public long flush(boolean sync) throws IOException {
+    long target = send(sync);
+    waitFor(() -> acked >= target || lastAcked);
+    return bytesAcked();
+  }
+
+  /**
+   * The sending half of {@link #flush}: sends the bytes buffered so far (with
+   * {@code sync}, a packet even if there are none) and returns the block
+   * offset every DataNode must acknowledge for the flush to be done.
+   */
+  public long send(boolean sync) throws IOException {
     checkOpen();
     if (sync || offset + bufLen > lastSentEnd) {
       sendPacket(false, sync);
     }
     hflushed = true;
-    waitFor(unacked::isEmpty);
-    return bytesAcked();
+    return lastSentEnd;
+  }
+
+  /**
+   * Waits, without changing the pipeline, until every DataNode acknowledged
+   * the block up to {@code target} (or the writer closed with every packet
+   * acknowledged): true. False: the pipeline failed, or no ack came within
+   * the timeout (which fails it); the owner recovers it
+   * ({@link #recoverIfFailed()}) and the caller waits again.
+   *
+   * @throws InterruptedIOException interrupted (the interrupt status is cleared, as stock)
+   */
+  public boolean awaitAcked(long target) throws IOException {
+    long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
+    synchronized (this) {
+      while (true) {
+        if (acked >= target || lastAcked) {
+          return true;
+        }
+        if (failure != null || closed) {
+          return false;
+        }
+        long left = (deadline - System.nanoTime()) / 1_000_000L;
+        if (left <= 0) {
+          fail(new SocketTimeoutException("no ack for " + block + " within " + timeoutMs + " ms ("
+              + unacked.size() + " packets unacked)"), -1);
+          return false;
+        }
+        try {
+          wait(left);
+        } catch (InterruptedException e) {
+          throw new InterruptedIOException("Interrupted while waiting for data to be acknowledged by pipeline ("
+              + block + ")");
+        }
+      }
+    }
+  }
+
+  /**
+   * Recovers the pipeline if it failed (one thread at a time, see the class
+   * comment); nothing if another caller recovered it already.
+   *
+   * @throws IOException the pipeline cannot be recovered, or the writer is closed
+   */
+  public void recoverIfFailed() throws IOException {
+    checkOpen();
+  }
+
+  /** As stock's DataStreamer (a test knob): sleep this long after each data packet sent. */
+  public void setArtificialSlowdown(long ms) {
+    slowdownMs = ms;
   }
 
   /** Test hook: flips one data byte of the next packet on the wire, after its checksums are computed. */
@@ -365,19 +479,30 @@ public final class RdmaBlockWriter implements Closeable {
     }
     try {
       checkOpen();
-      if (bufLen > 0 && offset + bufLen > lastSentEnd) {
-        sendPacket(false, false);
+      if (!lastSent) {
+        if (bufLen > 0 && offset + bufLen > lastSentEnd) {
+          sendPacket(false, false);
+        }
+        waitFor(unacked::isEmpty); // as stock: every data packet is acknowledged before the last one goes
+        sendPacket(true, false);
       }
-      waitFor(unacked::isEmpty); // as stock: every data packet is acknowledged before the last one goes
-      sendPacket(true, false);
       waitFor(() -> lastAcked);
+    } catch (InterruptedIOException e) {
+      throw e; // as stock: the stream stays open, a second close goes on from here
     } catch (IOException | RuntimeException e) {
       abandon();
+      finish();
       throw e;
-    } finally {
-      closed = true;
-      stopResponder();
     }
+    finish();
+  }
+
+  private void finish() {
+    synchronized (this) {
+      closed = true;
+      notifyAll(); // waiters of awaitAcked see the end
+    }
+    stopResponder();
   }
 
   /** Gives the write up at the DataNode (the replica stays RBW; the NameNode recovers it). */
@@ -451,8 +576,9 @@ public final class RdmaBlockWriter implements Closeable {
           try {
             wait(left);
           } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new InterruptedIOException("interrupted writing " + block);
+            // as stock: the status is cleared, the writer intact (the call may be repeated)
+            throw new InterruptedIOException("Interrupted while waiting for data to be acknowledged by pipeline ("
+                + block + ")");
           }
           continue;
         }
@@ -510,6 +636,17 @@ public final class RdmaBlockWriter implements Closeable {
         corruptNext = false;
         out.put(at + p.len() / 2, (byte) (out.get(at + p.len() / 2) ^ 0x5a));
       }
+      if (p.len() > 0 && !p.last()) {
+        // stock's fault injector, as DFSPacket#writeTo: the last data byte flipped after the checksums;
+        // not "uncorrupted", it stays so for every resend
+        if (p.corrupt || FaultInjection.corruptPacket()) {
+          int i = at + p.len() - 1;
+          out.put(i, (byte) (out.get(i) ^ 0xff));
+          if (!p.corrupt && !FaultInjection.uncorruptPacket()) {
+            p.corrupt = true;
+          }
+        }
+      }
       MessageCodec.finish(m);
     } catch (IOException | RuntimeException e) {
       if (m != null) {
@@ -520,6 +657,14 @@ public final class RdmaBlockWriter implements Closeable {
       return;
     }
     conn.send(m, pending); // a failed send fails the pending request, which the responder reports
+    long slow = slowdownMs;
+    if (slow > 0 && !p.last()) {
+      try {
+        Thread.sleep(slow);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt(); // the packet is sent; the next wait reports the interrupt
+      }
+    }
   }
 
   // -------------------------------------------------------------- recovery

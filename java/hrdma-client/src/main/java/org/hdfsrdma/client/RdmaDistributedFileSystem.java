@@ -44,6 +44,7 @@ import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
 import org.apache.hadoop.net.NetUtils;
+import org.hdfsrdma.client.compat.OpCounts;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -103,7 +104,8 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
   }
 
   /**
-   * Creates the file at the NameNode and returns an {@link RdmaOutputStream}
+   * Creates the file at the NameNode (one {@code ClientProtocol.create}, as
+   * stock) and returns an HdfsDataOutputStream around an {@link RdmaOutputStream}
    * (every {@code FileSystem.create} overload without favored nodes comes
    * here). The stock stream is used instead when hrdma is disabled, for
    * appends, another checksum than CRC32C or one asked for explicitly,
@@ -124,6 +126,7 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
     FsPermission perm = permission == null ? FsPermission.getFileDefault() : permission;
     FsPermission masked = FsCreateModes.applyUMask(perm, FsPermission.getUMask(getConf()));
     statistics.incrementWriteOps(1);
+    OpCounts.countCreate();
     HdfsFileStatus st;
     try {
       st = getClient().getNamenode().create(src, masked, getClient().getClientName(), new EnumSetWritable<>(cflags),
@@ -147,10 +150,10 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
       again.add(CreateFlag.OVERWRITE);
       return super.create(f, permission, again, bufferSize, replication, blockSize, progress, checksumOpt);
     }
-    RdmaOutputStream out = new RdmaOutputStream(this, src, st.getFileId(), st.getReplication(), st.getBlockSize(),
-        getConf(), () -> super.create(f, permission, cflags, bufferSize, replication, blockSize, progress, checksumOpt));
+    RdmaOutputStream out = new RdmaOutputStream(this, src, st, cflags, progress, getConf());
     streamOpened(out);
-    return new FSDataOutputStream(out, statistics);
+    // as stock: an HdfsDataOutputStream (hsync with SyncFlags, getCurrentBlockReplication) around the stream
+    return getClient().createWrappedOutputStream(out, statistics);
   }
 
   /** Deletes the empty file a stream of ours created, before the stock client creates it again. */

@@ -2,118 +2,151 @@ package org.hdfsrdma.client;
 
 import java.io.IOException;
 import java.io.InterruptedIOException;
-import java.io.OutputStream;
+import java.nio.channels.ClosedChannelException;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.List;
 import java.util.EnumSet;
+import java.util.List;
 import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.CreateFlag;
 import org.apache.hadoop.fs.StreamCapabilities;
-import org.apache.hadoop.fs.Syncable;
 import org.apache.hadoop.hdfs.AddBlockFlag;
+import org.apache.hadoop.hdfs.DFSOutputStream;
 import org.apache.hadoop.hdfs.client.HdfsClientConfigKeys;
+import org.apache.hadoop.hdfs.client.HdfsDataOutputStream.SyncFlag;
 import org.apache.hadoop.hdfs.protocol.ClientProtocol;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.apache.hadoop.hdfs.protocol.HdfsFileStatus;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.security.token.block.InvalidBlockTokenException;
 import org.apache.hadoop.ipc.RemoteException;
+import org.apache.hadoop.util.DataChecksum;
+import org.apache.hadoop.util.Progressable;
+import org.hdfsrdma.client.compat.DfsOutputStreamShell;
+import org.hdfsrdma.client.compat.StockFileStream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * The output stream of a file created through {@link RdmaDistributedFileSystem}:
  * the file was created at the NameNode by {@code ClientProtocol.create}; each
- * block is allocated with {@code addBlock} and written through an
- * {@link RdmaBlockWriter} (packets in registered buffers, a window of
- * {@value RdmaBlockWriter#WINDOW_BYTES_KEY} bytes in flight, its responder
+ * block is allocated with {@code addBlock} when its first packet is ready to
+ * go (as stock: a file written and not flushed has no block yet) and written
+ * through an {@link RdmaBlockWriter} (packets in registered buffers, a window
+ * of {@value RdmaBlockWriter#WINDOW_BYTES_KEY} bytes in flight, its responder
  * thread taking the acks); {@link #close()} completes the file, retrying
  * {@code complete} while the NameNode answers false, as stock does.
  *
+ * <p>It is a {@link DFSOutputStream} (one without a DataStreamer, see
+ * {@link DfsOutputStreamShell}), so {@code create} returns an
+ * {@link org.apache.hadoop.hdfs.client.HdfsDataOutputStream} around it as stock
+ * does: {@code hsync(EnumSet<SyncFlag>)} with UPDATE_LENGTH (the NameNode
+ * learns the last block's length) and END_BLOCK (the block is finished and the
+ * next byte starts a new one), {@code getCurrentBlockReplication()} (the
+ * DataNodes of the current pipeline) and {@code getPipeline()} are ours.
+ *
  * <p>{@link #hflush()}: every byte written so far is acknowledged by every
  * DataNode of the pipeline (new readers see it). {@link #hsync()}: the same,
- * the DataNodes fsync the replica before acking, and the length of the last
- * block goes to the NameNode ({@code ClientProtocol.fsync}).
+ * and the DataNodes fsync the replica before acking.
  *
  * <p>Fallback: when the pipeline of the file's first block cannot be set up
- * over hrdma (a DataNode without the plugin, a transport that does not
- * connect), the block is abandoned, the (still empty) file deleted and
- * created again through the stock client, and the whole file is written by
- * the stock stream ({@link RdmaDistributedFileSystem#stockWriteFallbacks()}).
+ * over hrdma (a DataNode without the plugin or refusing the write, a transport
+ * that does not connect), the block is abandoned and the file, as it is
+ * (created, empty, under this client's lease), is written by a stock
+ * DFSOutputStream from its first byte ({@link StockFileStream}); no byte has
+ * left this stream before that, so the file's bytes and length are the same
+ * ({@link RdmaDistributedFileSystem#stockWriteFallbacks()}).
  *
- * <p>Failures after that: a DataNode failing while a block is written (an
- * error ack, a lost connection, no ack in time) is taken out of the pipeline
- * and the pipeline is recovered by the {@link RdmaBlockWriter} (new
- * generation stamp, the surviving DataNodes, a replacement when
- * {@code dfs.client.block.write.replace-datanode-on-failure.*} asks for one;
- * {@link RdmaDistributedFileSystem#pipelineRecoveries()} counts them). A
- * later block whose pipeline cannot be set up is abandoned and allocated
- * again without the DataNode that failed, up to
+ * <p>Failures after that: a DataNode failing while a block is written is
+ * taken out of the pipeline and the pipeline recovered by the
+ * {@link RdmaBlockWriter}; a later block whose pipeline cannot be set up is
+ * abandoned and allocated again without the DataNode that failed, up to
  * {@code dfs.client.block.write.retries} times, as stock does.
  *
- * <p>Not thread-safe beyond what OutputStream promises: one writing thread.
+ * <p>Thread-safety: as DFSOutputStream. Every method may be called from any
+ * thread; writes, the sending half of a flush and close hold the stream's
+ * monitor, and a flush waits for its acks without it, so many threads may
+ * write and hflush one stream (the HBase WAL pattern) and one may close it
+ * meanwhile. A flush whose bytes were acknowledged returns normally even if
+ * the stream is closed meanwhile; one started after close throws
+ * ClosedChannelException. An interrupted flush or close throws
+ * InterruptedIOException with the interrupt status cleared and leaves the
+ * stream open and intact (a second close completes the file), as stock.
+ * Buffer ownership: the caller's arrays are copied before write returns.
  */
-final class RdmaOutputStream extends OutputStream implements Syncable, StreamCapabilities {
+final class RdmaOutputStream extends DfsOutputStreamShell {
   private static final Logger LOG = LoggerFactory.getLogger(RdmaOutputStream.class);
-
-  /** Re-creates the file through the stock client (the fallback), after the empty file was deleted. */
-  interface StockCreate {
-    FSDataOutputStream create() throws IOException;
-  }
 
   /** The NameNode's exception (a server class) for "the previous block is not replicated yet". */
   private static final String NOT_REPLICATED_YET = "org.apache.hadoop.hdfs.server.namenode.NotReplicatedYetException";
 
   private final RdmaDistributedFileSystem fs;
   private final ClientProtocol namenode;
-  private final String src;
-  private final long fileId;
   private final String clientName;
-  private final long blockSize;
+  private final short replication;
   private final Configuration conf;
-  private final StockCreate stockCreate;
+  private final HdfsFileStatus stat;
+  private final EnumSet<CreateFlag> flags;
+  private final Progressable progress;
+  private final DataChecksum checksum;
   private final int addBlockRetries;
   private final int blockWriteRetries;
   private final RdmaBlockWriter.RecoveryContext recovery;
   private final byte[] one = new byte[1];
+  /** Bytes of a block whose pipeline is not set up yet (stock allocates a block when its first packet is full). */
+  private final byte[] head;
 
+  // guarded by this
+  private int headLen;
   private RdmaBlockWriter writer;
   private ExtendedBlock previous;   // the last block written completely
   private long bytesWritten;
-  private FSDataOutputStream stock; // after a fallback
+  private DFSOutputStream stock;    // after a fallback
   private IOException failure;
-  private boolean closed;
+  private boolean persistBlocks;    // a block was allocated since the last flush: its length goes to the NameNode
+  private volatile long slowdownMs;
 
-  RdmaOutputStream(RdmaDistributedFileSystem fs, String src, long fileId, short replication, long blockSize,
-      Configuration conf, StockCreate stockCreate) {
+  RdmaOutputStream(RdmaDistributedFileSystem fs, String src, HdfsFileStatus stat, EnumSet<CreateFlag> flags,
+      Progressable progress, Configuration conf) {
+    this(fs, src, stat, flags, progress, conf, defaultChecksum(fs.getClient()));
+  }
+
+  private RdmaOutputStream(RdmaDistributedFileSystem fs, String src, HdfsFileStatus stat, EnumSet<CreateFlag> flags,
+      Progressable progress, Configuration conf, DataChecksum checksum) {
+    super(fs.getClient(), src, stat, flags, progress, checksum, 0);
     this.fs = fs;
     this.namenode = fs.getClient().getNamenode();
     this.clientName = fs.getClient().getClientName();
-    this.src = src;
-    this.fileId = fileId;
-    this.blockSize = blockSize;
+    this.replication = stat.getReplication();
     this.conf = conf;
-    this.stockCreate = stockCreate;
+    this.stat = stat;
+    this.flags = flags;
+    this.progress = progress;
+    this.checksum = checksum;
     this.addBlockRetries = conf.getInt("dfs.client.block.write.locateFollowingBlock.retries", 5);
     this.blockWriteRetries = conf.getInt(HdfsClientConfigKeys.BlockWrite.RETRIES_KEY,
         HdfsClientConfigKeys.BlockWrite.RETRIES_DEFAULT);
     this.recovery = new RdmaBlockWriter.RecoveryContext(fs.getClient(), src, fileId, replication,
         fs::countPipelineRecovery);
+    // as stock: a block is allocated once a stock packet's worth (dfs.client-write-packet-size) is written
+    int packet = conf.getInt(HdfsClientConfigKeys.DFS_CLIENT_WRITE_PACKET_SIZE_KEY,
+        HdfsClientConfigKeys.DFS_CLIENT_WRITE_PACKET_SIZE_DEFAULT);
+    this.head = new byte[(int) Math.max(1, Math.min(Math.max(packet, 1), blockSize))];
   }
 
   @Override
-  public void write(int b) throws IOException {
+  public synchronized void write(int b) throws IOException {
     one[0] = (byte) b;
     write(one, 0, 1);
   }
 
   @Override
-  public void write(byte[] b, int off, int len) throws IOException {
+  public synchronized void write(byte[] b, int off, int len) throws IOException {
     if (off < 0 || len < 0 || off + len > b.length) {
       throw new IndexOutOfBoundsException("off " + off + ", len " + len + ", array " + b.length);
     }
-    checkOpen();
+    checkClosed();
     if (stock != null) {
       stock.write(b, off, len);
       return;
@@ -121,10 +154,16 @@ final class RdmaOutputStream extends OutputStream implements Syncable, StreamCap
     try {
       while (len > 0) {
         if (writer == null) {
-          if (!startBlock()) {
+          int n = Math.min(len, head.length - headLen);
+          System.arraycopy(b, off, head, headLen, n);
+          headLen += n;
+          off += n;
+          len -= n;
+          if (headLen == head.length && !startBlock()) {
             stock.write(b, off, len); // fell back
             return;
           }
+          continue;
         }
         int n = (int) Math.min(len, blockSize - writer.position());
         writer.write(b, off, n);
@@ -136,12 +175,17 @@ final class RdmaOutputStream extends OutputStream implements Syncable, StreamCap
           endBlock();
         }
       }
+    } catch (InterruptedIOException e) {
+      throw interrupted(e);
     } catch (IOException e) {
       throw fail(e);
     }
   }
 
-  /** Allocates the next block and opens its pipeline; false: fell back to the stock stream. */
+  /**
+   * Allocates the next block, opens its pipeline and hands it the bytes
+   * held for it; false: fell back to the stock stream (which has them now).
+   */
   private boolean startBlock() throws IOException {
     List<DatanodeInfo> excluded = new ArrayList<>();
     for (int attempt = 0;; attempt++) {
@@ -149,7 +193,9 @@ final class RdmaOutputStream extends OutputStream implements Syncable, StreamCap
       IOException e;
       try {
         writer = RdmaBlockWriter.create(fs.blockClient(), lb, conf, recovery);
-        return true;
+        writer.setArtificialSlowdown(slowdownMs);
+        persistBlocks = true;
+        break;
       } catch (IOException ex) {
         e = ex;
       }
@@ -158,10 +204,14 @@ final class RdmaOutputStream extends OutputStream implements Syncable, StreamCap
       } catch (IOException ae) {
         LOG.debug("hrdma: cannot abandon {}: {}", lb.getBlock(), ae.toString());
       }
+      if (e instanceof InterruptedIOException) {
+        throw e; // nothing was sent: the next write, flush or close allocates again
+      }
       String msg = "hrdma: cannot set up the write pipeline of " + lb.getBlock() + " to "
           + Arrays.toString(lb.getLocations()) + " (first DataNode " + lb.getLocations()[0] + "): " + e.getMessage();
-      if (previous == null && bytesWritten == 0) {
-        return fallBack(msg, e);
+      if (previous == null) {
+        fallBack(msg);
+        return false;
       }
       if (e instanceof InvalidBlockTokenException || attempt >= blockWriteRetries) {
         throw new IOException(msg, e);
@@ -173,18 +223,30 @@ final class RdmaOutputStream extends OutputStream implements Syncable, StreamCap
       excluded.add(bad);
       LOG.warn("{}; excluding {} and allocating the block again", msg, bad);
     }
+    int n = headLen;
+    headLen = 0;
+    writer.write(head, 0, n);
+    bytesWritten += n;
+    fs.countRdmaBytesWritten(n);
+    if (writer.position() == blockSize) {
+      endBlock();
+    }
+    return true;
   }
 
-  /** The first block's pipeline could not be set up: the whole file goes through the stock client. */
-  private boolean fallBack(String msg, IOException e) throws IOException {
+  /**
+   * The first block's pipeline could not be set up: the stock stream writes
+   * the file from its first byte (the bytes held so far go to it first). The
+   * file stays the one created, under the same lease (our renewer keeps it).
+   */
+  private void fallBack(String msg) throws IOException {
     LOG.warn("{}; {} is written through the stock data path", msg, src);
     fs.countStockWriteFallback();
-    fs.streamClosed(this); // the stock stream holds the lease from now on
-    if (!fs.deleteForFallback(src)) {
-      throw new IOException(msg + "; and the empty file could not be deleted for the stock client", e);
-    }
-    stock = stockCreate.create();
-    return false;
+    DFSOutputStream s = StockFileStream.open(fs.getClient(), src, stat, flags, progress, checksum);
+    stock = s;
+    int n = headLen;
+    headLen = 0;
+    s.write(head, 0, n);
   }
 
   private LocatedBlock addBlock(List<DatanodeInfo> excluded) throws IOException {
@@ -204,52 +266,138 @@ final class RdmaOutputStream extends OutputStream implements Syncable, StreamCap
     }
   }
 
+  /** Closes the current block's pipeline (its last packet acknowledged: the replicas are final). */
   private void endBlock() throws IOException {
     RdmaBlockWriter w = writer;
-    writer = null;
     w.close();
+    writer = null;
     previous = w.block();
   }
 
   @Override
   public void hflush() throws IOException {
-    checkOpen();
-    if (stock != null) {
-      stock.hflush();
-      return;
-    }
-    if (writer != null) {
-      try {
-        writer.flush(false);
-      } catch (IOException e) {
-        throw fail(e);
-      }
-    }
+    flushOrSync(false, EnumSet.noneOf(SyncFlag.class));
   }
 
   @Override
   public void hsync() throws IOException {
-    checkOpen();
-    if (stock != null) {
-      stock.hsync();
+    flushOrSync(true, EnumSet.noneOf(SyncFlag.class));
+  }
+
+  @Override
+  public void hsync(EnumSet<SyncFlag> syncFlags) throws IOException {
+    flushOrSync(true, syncFlags);
+  }
+
+  /**
+   * Sends what is buffered under the monitor, waits for its acks without it
+   * (other threads may write and flush meanwhile), then does END_BLOCK and
+   * UPDATE_LENGTH as stock's flushOrSync.
+   */
+  private void flushOrSync(boolean sync, EnumSet<SyncFlag> syncFlags) throws IOException {
+    try {
+      flushOrSync0(sync, syncFlags);
+    } catch (InterruptedIOException e) {
+      throw interrupted(e);
+    }
+  }
+
+  private void flushOrSync0(boolean sync, EnumSet<SyncFlag> syncFlags) throws IOException {
+    RdmaBlockWriter w = null;
+    long target = 0;
+    DFSOutputStream s;
+    synchronized (this) {
+      checkClosed();
+      s = stock;
+      if (s == null) {
+        try {
+          if (writer == null && headLen > 0 && !startBlock()) {
+            s = stock;
+          } else if (writer != null) {
+            w = writer;
+            target = w.send(sync);
+          }
+        } catch (InterruptedIOException e) {
+          throw e;
+        } catch (IOException e) {
+          throw fail(e);
+        }
+      }
+    }
+    if (s != null) {
+      if (sync) {
+        s.hsync(syncFlags);
+      } else {
+        s.hflush();
+      }
       return;
     }
-    try {
-      long length = -1;
-      if (writer != null) {
-        writer.flush(true);
-        length = writer.position();
+    if (w != null) {
+      awaitAcked(w, target);
+    }
+    boolean updateLength = sync && syncFlags.contains(SyncFlag.UPDATE_LENGTH);
+    long lastBlockLength = -1;
+    boolean persist;
+    synchronized (this) {
+      if (sync && syncFlags.contains(SyncFlag.END_BLOCK) && w != null && writer == w) {
+        try {
+          endBlock();
+        } catch (InterruptedIOException e) {
+          throw e;
+        } catch (IOException e) {
+          throw fail(e);
+        }
       }
-      namenode.fsync(src, fileId, clientName, length);
-    } catch (IOException e) {
-      throw fail(e);
+      persist = persistBlocks;
+      persistBlocks = false;
+      if (updateLength || persist) {
+        // as stock: the length of the last block allocated, as far as acknowledged
+        lastBlockLength = writer != null ? writer.bytesAcked() : previous != null ? previous.getNumBytes() : -1;
+      }
+    }
+    if (updateLength || persist) {
+      try {
+        // as stock: persists the block list, and the last block's length
+        namenode.fsync(src, fileId, clientName, lastBlockLength);
+      } catch (IOException e) {
+        // as stock: another thread may have closed the file meanwhile; then the stream is closed
+        LOG.warn("hrdma: cannot persist the blocks of {} in a flush: {}", src, e.toString());
+        checkClosed();
+        throw e;
+      }
+    }
+  }
+
+  /**
+   * Waits until {@code w} acknowledged up to {@code target}, or closed having
+   * all of it acknowledged. A failure of its pipeline is recovered under the
+   * monitor (by whichever thread gets there first) and the wait goes on.
+   */
+  private void awaitAcked(RdmaBlockWriter w, long target) throws IOException {
+    while (!w.awaitAcked(target)) {
+      synchronized (this) {
+        if (failure != null) {
+          throw new IOException("the stream of " + src + " failed: " + failure.getMessage(), failure);
+        }
+        try {
+          w.recoverIfFailed();
+        } catch (InterruptedIOException e) {
+          throw e;
+        } catch (IOException e) {
+          throw fail(e);
+        }
+      }
     }
   }
 
   @Override
   public void flush() throws IOException {
-    if (stock != null) {
-      stock.flush();
+    DFSOutputStream s;
+    synchronized (this) {
+      s = stock;
+    }
+    if (s != null) {
+      s.flush();
     }
   }
 
@@ -264,32 +412,50 @@ final class RdmaOutputStream extends OutputStream implements Syncable, StreamCap
     }
   }
 
-  /** Sends what is left, closes the last block's pipeline and completes the file. Idempotent. */
+  /**
+   * Sends what is left, closes the last block's pipeline and completes the
+   * file. Idempotent; interrupted, it throws InterruptedIOException and the
+   * stream stays open (call close again), as stock.
+   */
   @Override
-  public void close() throws IOException {
+  public synchronized void close() throws IOException {
     if (closed) {
       return;
     }
-    closed = true;
-    try {
-      if (stock != null) {
+    if (stock != null) {
+      try {
         stock.close();
+      } finally {
+        setClosedNow();
+      }
+      return;
+    }
+    if (failure != null) {
+      abort();
+      throw new IOException(failure.getMessage(), failure);
+    }
+    try {
+      if (writer == null && headLen > 0 && !startBlock()) {
+        close(); // fell back: the stock stream closes the file
         return;
       }
-      if (failure != null) {
-        throw new IOException(failure.getMessage(), failure);
-      }
-      ExtendedBlock last = previous;
       if (writer != null) {
-        RdmaBlockWriter w = writer;
-        writer = null;
-        w.close();
-        last = w.block();
+        endBlock();
       }
-      complete(last);
-    } finally {
-      fs.streamClosed(this);
+      complete(previous);
+      setClosedNow();
+    } catch (InterruptedIOException e) {
+      throw interrupted(e); // the stream stays open: a second close goes on
+    } catch (IOException e) {
+      fail(e);
+      abort();
+      throw e;
     }
+  }
+
+  private void setClosedNow() {
+    closed = true;
+    fs.streamClosed(this);
   }
 
   private void complete(ExtendedBlock last) throws IOException {
@@ -307,16 +473,24 @@ final class RdmaOutputStream extends OutputStream implements Syncable, StreamCap
   }
 
   /** Ends the stream after a failure (fs close): the writer is abandoned, the file not completed. */
-  void abort() {
+  synchronized void abort() {
     if (closed) {
       return;
     }
-    closed = true;
+    setClosedNow();
     RdmaBlockWriter w = writer;
     writer = null;
     if (w != null) {
       try {
         w.close();
+      } catch (IOException e) {
+        LOG.debug("hrdma: aborting {}: {}", src, e.toString());
+      }
+    }
+    DFSOutputStream s = stock;
+    if (s != null) {
+      try {
+        s.close();
       } catch (IOException e) {
         LOG.debug("hrdma: aborting {}: {}", src, e.toString());
       }
@@ -327,39 +501,94 @@ final class RdmaOutputStream extends OutputStream implements Syncable, StreamCap
     return src;
   }
 
-  /** The DataNodes of the current block's pipeline, or none between blocks (tests). */
-  DatanodeInfo[] pipeline() {
+  /** The DataNodes of the current block's pipeline, or none between blocks. */
+  synchronized DatanodeInfo[] pipeline() {
     RdmaBlockWriter w = writer;
     return w == null ? new DatanodeInfo[0] : w.pipeline();
   }
 
-  private IOException fail(IOException e) {
+  /** As stock: the DataNodes of the current pipeline, null between blocks. */
+  @Override
+  public synchronized DatanodeInfo[] getPipeline() {
+    if (stock != null) {
+      return stock.getPipeline();
+    }
+    return writer == null ? null : writer.pipeline();
+  }
+
+  /** As stock: the DataNodes of the current pipeline, or the file's replication between blocks. */
+  @Override
+  public synchronized int getCurrentBlockReplication() throws IOException {
+    if (stock != null) {
+      return stock.getCurrentBlockReplication();
+    }
+    return writer == null ? replication : writer.pipeline().length;
+  }
+
+  @Override
+  @Deprecated
+  public synchronized int getNumCurrentReplicas() throws IOException {
+    return getCurrentBlockReplication();
+  }
+
+  /** As stock (a test knob): sleep this long after sending each packet. */
+  @Override
+  public synchronized void setArtificialSlowdown(long period) {
+    slowdownMs = period;
+    if (writer != null) {
+      writer.setArtificialSlowdown(period);
+    }
+    if (stock != null) {
+      stock.setArtificialSlowdown(period);
+    }
+  }
+
+  /** Whether the bytes go through the stock data path (after a fallback). */
+  synchronized boolean onStockPath() {
+    return stock != null;
+  }
+
+  private synchronized IOException fail(IOException e) {
     if (failure == null) {
       failure = e;
     }
     return e;
   }
 
-  private void checkOpen() throws IOException {
+  @Override
+  protected synchronized void checkClosed() throws IOException {
     if (closed) {
-      throw new IOException("Stream closed: " + src); // ClosedChannelException in stock; message as contract
+      if (failure != null) {
+        throw new IOException("the stream of " + src + " failed: " + failure.getMessage(), failure);
+      }
+      throw new ClosedChannelException(); // stock's words for a closed stream
     }
     if (failure != null) {
       throw new IOException("the stream of " + src + " failed earlier: " + failure.getMessage(), failure);
     }
   }
 
+  /**
+   * As stock, an InterruptedIOException leaves the interrupt status cleared:
+   * the stock caller only waits for acks, while ours also makes the
+   * NameNode calls (addBlock, complete), whose IPC client sets it again.
+   */
+  private static InterruptedIOException interrupted(InterruptedIOException e) {
+    Thread.interrupted();
+    return e;
+  }
+
   private static void sleep(long ms) throws IOException {
     try {
       Thread.sleep(ms);
     } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
       throw new InterruptedIOException("interrupted");
     }
   }
 
   @Override
-  public String toString() {
-    return "RdmaOutputStream[" + src + ", " + bytesWritten + " bytes" + (stock != null ? ", stock" : "") + "]";
+  public synchronized String toString() {
+    return "RdmaOutputStream[" + src + ", " + (bytesWritten + headLen) + " bytes" + (stock != null ? ", stock" : "")
+        + "]";
   }
 }
