@@ -163,8 +163,8 @@ class StockReadSemanticsTest {
 
   @SuppressWarnings("deprecation")
   private static long[] statisticsOf(FileSystem f, Path p, int size, byte[] data) throws IOException {
-    // where applications and Hadoop's tests look, for both
-    FileSystem.Statistics s = FileSystem.getStatistics(f.getUri().getScheme(), DistributedFileSystem.class);
+    // where Hadoop's tests look (DFSTestUtil.getStatistics): each file system class keeps its own
+    FileSystem.Statistics s = FileSystem.getStatistics(f.getUri().getScheme(), f.getClass());
     FileSystem.Statistics before = new FileSystem.Statistics(s);
     try (FSDataInputStream in = f.open(p)) {
       assertArrayEquals(data, readAll(in, size));
