@@ -18,9 +18,6 @@ import org.apache.hadoop.crypto.CryptoProtocolVersion;
 import org.apache.hadoop.fs.CreateFlag;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
-import org.apache.hadoop.fs.GlobalStorageStatistics;
-import org.apache.hadoop.fs.StorageStatistics;
-import org.apache.hadoop.hdfs.DFSOpsCountStatistics;
 import org.apache.hadoop.fs.FileAlreadyExistsException;
 import org.apache.hadoop.fs.Options.ChecksumOpt;
 import org.apache.hadoop.fs.ParentNotDirectoryException;
@@ -254,10 +251,7 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
     }
     // as stock: one read op, one OPEN, and the stream wrapped as an HdfsDataInputStream
     statistics.incrementReadOps(1);
-    StorageStatistics ops = GlobalStorageStatistics.INSTANCE.get(DFSOpsCountStatistics.NAME);
-    if (ops instanceof DFSOpsCountStatistics) {
-      ((DFSOpsCountStatistics) ops).incrementOpCounter(DFSOpsCountStatistics.OpType.OPEN);
-    }
+    OpCounts.countOpen();
     return getClient().createWrappedInputStream(new RdmaInputStream(this, src, bufferSize, verifyChecksum,
         located));
   }

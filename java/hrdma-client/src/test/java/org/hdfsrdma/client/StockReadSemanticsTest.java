@@ -161,7 +161,9 @@ class StockReadSemanticsTest {
     assertEquals(got[0], got[1], "all from this host");
   }
 
+  @SuppressWarnings("deprecation")
   private static long[] statisticsOf(FileSystem f, Path p, int size, byte[] data) throws IOException {
+    // where Hadoop's tests look (DFSTestUtil.getStatistics): each file system class keeps its own
     FileSystem.Statistics s = FileSystem.getStatistics(f.getUri().getScheme(), f.getClass());
     FileSystem.Statistics before = new FileSystem.Statistics(s);
     try (FSDataInputStream in = f.open(p)) {

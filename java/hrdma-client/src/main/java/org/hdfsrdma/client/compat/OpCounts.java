@@ -12,6 +12,14 @@ import org.apache.hadoop.hdfs.DFSOpsCountStatistics;
 public final class OpCounts {
   private OpCounts() {}
 
+  /** One OPEN, as DistributedFileSystem#open counts it. */
+  public static void countOpen() {
+    StorageStatistics s = GlobalStorageStatistics.INSTANCE.get(DFSOpsCountStatistics.NAME);
+    if (s instanceof DFSOpsCountStatistics ops) {
+      ops.incrementOpCounter(DFSOpsCountStatistics.OpType.OPEN);
+    }
+  }
+
   /** One CREATE, as DistributedFileSystem#create counts it. */
   public static void countCreate() {
     StorageStatistics s = GlobalStorageStatistics.INSTANCE.get(DFSOpsCountStatistics.NAME);
