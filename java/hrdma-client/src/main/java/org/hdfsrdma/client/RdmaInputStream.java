@@ -464,6 +464,9 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
     if (off < 0 || len < 0 || len > b.length - off) {
       throw new IndexOutOfBoundsException("offset " + off + ", length " + len + ", buffer " + b.length);
     }
+    if (len == 0) {
+      return 0; // as stock: an empty array read is 0 even at the end (an empty ByteBuffer's is -1 there)
+    }
     return readSequential(arraySink(b, off), len);
   }
 

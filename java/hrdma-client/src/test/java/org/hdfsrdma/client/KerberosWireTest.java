@@ -37,6 +37,18 @@ import org.junit.jupiter.api.Timeout;
 class KerberosWireTest extends SaslDataTransferTestCase {
   private MiniDFSCluster cluster;
 
+  /**
+   * Kerberos login is JVM-wide: the next test classes in this JVM must find Hadoop in simple
+   * mode again (else their MiniDFSClusters ask for keytabs).
+   */
+  @org.junit.jupiter.api.AfterAll
+  static void backToSimpleSecurity() {
+    org.apache.hadoop.conf.Configuration simple = new org.apache.hadoop.conf.Configuration();
+    simple.set("hadoop.security.authentication", "simple");
+    org.apache.hadoop.security.UserGroupInformation.reset();
+    org.apache.hadoop.security.UserGroupInformation.setConfiguration(simple);
+  }
+
   @AfterEach
   void stop() {
     FrameTap.set(null);
