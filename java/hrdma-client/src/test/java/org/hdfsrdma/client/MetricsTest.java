@@ -42,6 +42,7 @@ class MetricsTest {
   void start() throws Exception {
     Configuration conf = PluginCluster.baseConf();
     conf.setBoolean(HrdmaClientKeys.READ_SHM_KEY, false); // reads over the transport: its bytes are counted
+    conf.setBoolean(HrdmaClientKeys.READ_LOCAL_KEY, false); // not short-circuit (on by default)
     cluster = PluginCluster.start(conf, getClass(), 1);
     clientConf = new Configuration(conf);
     clientConf.set("fs.hdfs.impl", RdmaDistributedFileSystem.class.getName());
