@@ -68,6 +68,20 @@ class MetricsTest {
     return m;
   }
 
+  /**
+   * The bean once {@code attr} reads {@code expected}: Hadoop's metrics system serves JMX from a
+   * snapshot it refreshes at most once a period (10 s), and it took one when the source was registered.
+   */
+  private static Map<String, Object> beanWhen(String name, String attr, long expected) throws Exception {
+    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
+    Map<String, Object> b = bean(name);
+    while (num(b, attr) != expected && System.nanoTime() < deadline) {
+      Thread.sleep(250);
+      b = bean(name);
+    }
+    return b;
+  }
+
   private static long num(Map<String, Object> bean, String attr) {
     Object v = bean.get(attr);
     assertNotNull(v, attr + " in " + bean.keySet());
@@ -106,7 +120,7 @@ class MetricsTest {
       assertTrue(fs.rdmaBytesRead() >= data.length && fs.rdmaBytesWritten() >= data.length,
           fs.rdmaBytesRead() + " read, " + fs.rdmaBytesWritten() + " written over hrdma");
 
-      Map<String, Object> c = bean(clientBean);
+      Map<String, Object> c = beanWhen(clientBean, "RdmaBytesRead", fs.rdmaBytesRead());
       assertEquals(fs.rdmaBytesRead(), num(c, "RdmaBytesRead"));
       assertEquals(fs.rdmaBytesWritten(), num(c, "RdmaBytesWritten"));
       assertEquals(0, num(c, "StockBytesRead"));
@@ -116,7 +130,7 @@ class MetricsTest {
       assertEquals(num(c, "OpenConnections"), connectionsPerTransport(c), "connections per transport add up: " + c);
 
       RdmaDataNodePlugin plugin = RdmaDataNodePlugin.running().get(0);
-      Map<String, Object> p = bean(plugin.metricsName());
+      Map<String, Object> p = beanWhen(plugin.metricsName(), "OpenConnections", plugin.openConnections());
       assertEquals(plugin.openConnections(), num(p, "OpenConnections"));
       assertTrue(num(p, "OpenConnections") >= 1, p.toString());
       assertEquals(plugin.sharedSegmentsGranted(), num(p, "SharedSegmentsGranted"));
