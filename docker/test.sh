@@ -62,6 +62,9 @@ start_dockerd() {
   fi
   [ "$(id -u)" -eq 0 ] || { echo "docker-test: no docker daemon answers (and not root to start one)" >&2; exit 2; }
   log "starting dockerd (storage driver vfs; log $WORK/dockerd.log)"
+  # dockerd sets the host's FORWARD policy to DROP, which cuts traffic between network
+  # namespaces (bin/hrdma bench --net, NetLabTest): remember it, and put it back at the end
+  FORWARD_POLICY=$(iptables -S FORWARD 2>/dev/null | awk '$1 == "-P" {print $3; exit}')
   dockerd --storage-driver=vfs >"$WORK/dockerd.log" 2>&1 &
   DOCKERD_PID=$!
   for _ in $(seq 60); do
@@ -131,6 +134,9 @@ teardown() {
     log "stopping the dockerd it started (pid $DOCKERD_PID)"
     kill "$DOCKERD_PID" 2>/dev/null
     wait "$DOCKERD_PID" 2>/dev/null
+    if [ -n "${FORWARD_POLICY:-}" ]; then
+      iptables -P FORWARD "$FORWARD_POLICY" 2>/dev/null || true
+    fi
   fi
   log "$([ $rc -eq 0 ] && echo PASSED || echo "FAILED (exit $rc)") in $(( $(date +%s) - START )) s"
   exit $rc

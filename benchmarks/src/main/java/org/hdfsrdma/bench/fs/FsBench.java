@@ -108,7 +108,8 @@ public final class FsBench {
       out.println();
       out.println(title);
       out.print(table);
-      out.println("'ours transport %': share of our client's bytes that went over our transport (its counters; "
+      out.println("'ours transport %': share of our client's bytes that went over our transport or "
+          + "our short-circuit reader (its counters; "
           + "'-' = no counter)");
     }
     for (String f : failures) {

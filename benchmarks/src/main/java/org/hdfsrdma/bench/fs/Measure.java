@@ -121,7 +121,8 @@ final class Measure {
       if (!(fs instanceof RdmaDistributedFileSystem r)) {
         return new Counters(false, 0, 0, 0, 0);
       }
-      return new Counters(true, r.rdmaBytesRead(), r.stockBytesRead(), r.rdmaBytesWritten(),
+      // reads: over our transports or by our short-circuit reader (on by default)
+      return new Counters(true, r.rdmaBytesRead() + r.localBytesRead(), r.stockBytesRead(), r.rdmaBytesWritten(),
           r.stockFallbacks() + r.stockWriteFallbacks() + r.protectionFallbacks());
     }
 

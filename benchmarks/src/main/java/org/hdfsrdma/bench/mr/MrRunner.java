@@ -191,7 +191,7 @@ public final class MrRunner {
       Files.writeString(log, t.stdout);
       FileSystem used = FileSystem.get(URI.create(conf.get("fs.defaultFS")), conf);
       if (used instanceof RdmaDistributedFileSystem r) {
-        t.rdmaRead = r.rdmaBytesRead();
+        t.rdmaRead = r.rdmaBytesRead() + r.localBytesRead(); // over our transports or our short-circuit reader
         t.rdmaWritten = r.rdmaBytesWritten();
       }
       FileSystem.closeAll();

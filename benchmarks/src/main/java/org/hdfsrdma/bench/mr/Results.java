@@ -78,7 +78,7 @@ public final class Results {
     b.append("MB/s: dfsio = TestDFSIO's \"Throughput mb/sec\" (bytes over the sum of the tasks' I/O times, a "
         + "per-file rate) in 10^6-byte MB; randomwriter, sort = output bytes / job wall time.\n");
     b.append("CPU s/GB: client JVM (the tasks run in it) + DataNodes, per 10^9 bytes; ours transport %: "
-        + "bytes our client's counters saw over our transport.\n");
+        + "bytes our client's counters saw over our transport or our short-circuit reader.\n");
     List<String> diffs = largestDifferences(3);
     if (!diffs.isEmpty()) {
       b.append("largest differences (MB/s, ours/stock furthest from 1):\n");
