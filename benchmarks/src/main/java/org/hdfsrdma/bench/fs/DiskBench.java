@@ -29,7 +29,7 @@ import org.hdfsrdma.datanode.disk.DiskStatus;
 import org.hdfsrdma.nativelib.NativeDisk;
 
 /**
- * {@code hrdma bench disk}: seed 000's experiments on this machine's disk. One DataNode
+ * {@code hrdma bench disk}: the concurrent-streams experiments on this machine's disk. One DataNode
  * with one volume, 128 MB blocks, replication 1. For 1..4 concurrent writers, then
  * readers: aggregate bandwidth (writes include the sync that puts them on disk; reads
  * start with the files dropped from the page cache), extents per block (FIEMAP),
@@ -152,12 +152,12 @@ public final class DiskBench {
     }
   }
 
-  /** Seed 000's experiments: 1..4 writers and readers; scheduler on, stock, scheduler off. */
+  /** The concurrent-streams experiments: 1..4 writers and readers; scheduler on, stock, scheduler off. */
   private static void streamsPart(java.nio.file.Path base, Options o, PrintStream out) throws Exception {
     {
       List<String[]> rows = new ArrayList<>();
       Map<String, Double> agg = new HashMap<>();
-      // 1. the scheduler on with the rotational policy (seed 000's experiment), the stock path on the same cluster
+      // 1. the scheduler on with the rotational policy (the concurrent-streams experiment), the stock path on the same cluster
       Map<String, String> on = baseConf(o);
       on.putIfAbsent(DiskSettings.POLICY_KEY_PREFIX + "disk", "rotational");
       try (LocalCluster c = LocalCluster.start(base.resolve("sched-on"), 1, on, out)) {

@@ -77,7 +77,7 @@ public record MrOptions(String command, String job, int files, long fileBytes, l
         """;
     if (command.equals("sweep")) {
       return "usage: hrdma bench sweep [--job dfsio] [--sweep NAME=V1,V2,...]... [options]\n"
-          + "  seed 003's sweeps, ours and stock side by side at every point: block-size (4M..1G),\n"
+          + "  the design-factor sweeps, ours and stock side by side at every point: block-size (4M..1G),\n"
           + "  datanodes (3..8), clients (1..8), replication (1..3); the others stay at their defaults.\n"
           + "  --sweep block-size=4M,64M,1G  only this parameter (repeatable); default: all four\n"
           + "  --job dfsio|randomwriter|sort the program at each point [dfsio]\n" + common;
@@ -228,7 +228,7 @@ public record MrOptions(String command, String job, int files, long fileBytes, l
         yarn, nets, sweep, conf, cluster);
   }
 
-  /** Seed 003's ranges; --quick: three points each, small. */
+  /** The sweeps' ranges; --quick: three points each, small. */
   static List<Long> defaultSweep(String name, boolean quick) {
     return switch (name) {
       case "block-size" -> quick ? List.of(4L << 20, 16L << 20, 64L << 20)

@@ -91,7 +91,7 @@ public final class RdmaBlockWriter implements Closeable {
   /** Data bytes per packet (rounded down to whole chunks). */
   public static final String PACKET_BYTES_KEY = HrdmaClientKeys.WRITE_PACKET_BYTES_KEY;
   public static final int PACKET_BYTES_DEFAULT = HrdmaClientKeys.WRITE_PACKET_BYTES_DEFAULT;
-  /** Bytes of packets sent and not acknowledged yet (seed 000's 5 MB FIFO). */
+  /** Bytes of packets sent and not acknowledged yet (a FIFO that decouples the writer from the pipeline). */
   public static final String WINDOW_BYTES_KEY = HrdmaClientKeys.WRITE_WINDOW_BYTES_KEY;
   public static final long WINDOW_BYTES_DEFAULT = HrdmaClientKeys.WRITE_WINDOW_BYTES_DEFAULT;
   /** Pipeline recoveries of one block before the write gives up (stock: 5 per packet). */

@@ -8,7 +8,7 @@ public final class Policies {
   private Policies() {}
 
   /**
-   * Rotational disks (seed 000, section IV-A): one request in flight; one
+   * Rotational disks (concurrent streams cost seeks): one request in flight; one
    * stream at a time for up to {@code sliceBytes}, then the next stream
    * round-robin, so the head sees long sequential runs. A stream whose queue
    * runs dry in mid-slice keeps its turn for {@code lingerNanos} after its
@@ -147,7 +147,7 @@ public final class Policies {
   }
 
   /**
-   * SSDs whose speed varies (seed 001, section 7): round-robin like
+   * SSDs whose speed varies: round-robin like
    * {@link RoundRobin}, and every {@code windowRequests} completions the
    * volume's throughput over that window is compared with its recent best
    * (a baseline that decays slowly), and each stream's with its own. When

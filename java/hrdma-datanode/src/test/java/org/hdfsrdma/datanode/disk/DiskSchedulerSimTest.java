@@ -22,7 +22,7 @@ class DiskSchedulerSimTest {
   private static final int KB = 1 << 10;
   private static final int MB = 1 << 20;
 
-  /** A 150 MB/s disk with an 8 ms seek (seed 000's class of disk). */
+  /** A 150 MB/s disk with an 8 ms seek (a rotational disk). */
   private static SimulatedDevice hdd() {
     return new SimulatedDevice(1, 8 * MS, 150e6, 0);
   }
