@@ -103,6 +103,11 @@ void hrdma_restore_signal_handlers(void);
 /* Version string of the UCX library loaded at run time, e.g. "1.13.1". */
 const char *hrdma_ucx_version(void);
 
+/* Whether UCX's memory-event hooks are on in this process (1) or off (0).
+ * They are off when libhrdma-preload ran before UCX loaded; a JVM needs them
+ * off (native/src/preload/ucx_env.c says why). */
+int hrdma_ucx_memory_hooks(void);
+
 /* UCX configuration overrides, "NAME=value" entries without the UCX_ prefix
  * separated by ';' (e.g. "TLS=sm,tcp;MM_ERROR_HANDLING=y"), may be NULL or
  * "". Names and values are validated before UCX sees them (a bad connection

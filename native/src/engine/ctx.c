@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <signal.h>
+#include <ucm/api/ucm.h>
 #include <ucs/debug/debug.h>
 #include <ucs/config/parser.h>
 #include <stdio.h>
@@ -27,6 +28,11 @@ void hrdma_restore_signal_handlers(void)
 const char *hrdma_ucx_version(void)
 {
     return ucp_get_version_string();
+}
+
+int hrdma_ucx_memory_hooks(void)
+{
+    return ucm_global_opts.enable_events ? 1 : 0;
 }
 
 static int hrdma_config_name_valid(const char *name)

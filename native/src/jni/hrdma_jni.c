@@ -139,6 +139,12 @@ JNIEXPORT jstring JNICALL JNI_CLASS(ucxVersion0)(JNIEnv *env, jclass cls)
     return (*env)->NewStringUTF(env, hrdma_ucx_version());
 }
 
+JNIEXPORT jboolean JNICALL JNI_CLASS(ucxMemoryHooks0)(JNIEnv *env, jclass cls)
+{
+    (void)env; (void)cls;
+    return hrdma_ucx_memory_hooks() ? JNI_TRUE : JNI_FALSE;
+}
+
 JNIEXPORT jstring JNICALL JNI_CLASS(statusString0)(JNIEnv *env, jclass cls,
                                                    jint status)
 {

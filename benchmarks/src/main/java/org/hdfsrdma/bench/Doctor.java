@@ -96,6 +96,9 @@ public final class Doctor {
     }
     out.println("  available: ABI " + HrdmaNative.abiVersion() + ", UCX " + HrdmaNative.ucxVersion()
         + " (needs >= " + HrdmaNative.MIN_UCX + ")");
+    out.println("  UCX memory hooks: " + (HrdmaNative.ucxMemoryHooks()
+        ? "on (UCX_MEM_EVENTS set by the user; they patch libc while the JVM runs)"
+        : "off (UCX_MEM_EVENTS=no)"));
     String ucxConf = tc.get(TransportConf.UCX_CONFIG_KEY, TransportConf.UCX_CONFIG_DEFAULT);
     out.println("== UCX transports and devices" + (ucxConf.isEmpty() ? "" : " (" + ucxConf + ")"));
     try {

@@ -62,6 +62,7 @@ class ShadedJarContentTest {
         "org/hdfsrdma/transport/tcp/TcpTransport.class",
         "org/hdfsrdma/transport/ucx/UcxTransportProvider.class",
         "org/hdfsrdma/nativelib/linux-x86_64/libhrdma.so",
+        "org/hdfsrdma/nativelib/linux-x86_64/libhrdma-preload.so",
         SHADED + "io/netty/channel/MultiThreadIoEventLoopGroup.class",
         SHADED + "io/netty/channel/epoll/EpollIoHandler.class",
         SHADED + "com/google/protobuf/GeneratedMessageV3.class",

@@ -8,7 +8,8 @@ import java.nio.file.StandardCopyOption;
 
 /**
  * Loads libhrdma: from {@code -Dhrdma.native.library=/path/libhrdma.so} when
- * set, else from the copy packed in this jar. The load checks the native ABI
+ * set, else from the copy packed in this jar; libhrdma-preload.so (from beside
+ * it, or from the jar) is loaded first. The load checks the native ABI
  * version against {@link #ABI_VERSION} and the UCX version against
  * {@link #MIN_UCX}; {@link #isAvailable()} and {@link #unavailabilityCause()}
  * say whether it worked and why not.
@@ -19,7 +20,9 @@ public final class HrdmaNative {
   /** Oldest UCX the native core is built and tested against. */
   public static final String MIN_UCX = "1.13";
   public static final String LIBRARY_PROPERTY = "hrdma.native.library";
-  private static final String RESOURCE = "/org/hdfsrdma/nativelib/linux-x86_64/libhrdma.so";
+  private static final String RESOURCE_DIR = "/org/hdfsrdma/nativelib/linux-x86_64/";
+  /** Loaded before libhrdma; native/src/preload/ucx_env.c says why. */
+  static final String PRELOAD_NAME = "libhrdma-preload.so";
 
   private static final Throwable CAUSE;
   private static final String UCX_VERSION;
@@ -50,7 +53,14 @@ public final class HrdmaNative {
   private static void load() throws IOException {
     String path = System.getProperty(LIBRARY_PROPERTY);
     if (path != null && !path.isEmpty()) {
-      System.load(Path.of(path).toAbsolutePath().toString());
+      Path lib = Path.of(path).toAbsolutePath();
+      Path preload = lib.resolveSibling(PRELOAD_NAME);
+      if (!Files.isRegularFile(preload)) {
+        throw new UnsatisfiedLinkError(PRELOAD_NAME + " must sit beside " + lib
+            + " (it keeps UCX from patching libc while the JVM runs)");
+      }
+      System.load(preload.toString());
+      System.load(lib.toString());
       return;
     }
     if (!"Linux".equals(System.getProperty("os.name"))
@@ -58,14 +68,21 @@ public final class HrdmaNative {
       throw new UnsatisfiedLinkError("libhrdma is built for linux-x86_64 only, not "
           + System.getProperty("os.name") + "-" + System.getProperty("os.arch"));
     }
-    try (InputStream in = HrdmaNative.class.getResourceAsStream(RESOURCE)) {
+    // The preload first: it turns UCX's memory hooks off before libhrdma pulls UCX in.
+    System.load(extract(RESOURCE_DIR + PRELOAD_NAME).toString());
+    System.load(extract(RESOURCE_DIR + "libhrdma.so").toString());
+  }
+
+  private static Path extract(String resource) throws IOException {
+    try (InputStream in = HrdmaNative.class.getResourceAsStream(resource)) {
       if (in == null) {
-        throw new UnsatisfiedLinkError("libhrdma.so is not in the jar (" + RESOURCE + ")");
+        throw new UnsatisfiedLinkError(resource + " is not in the jar");
       }
-      Path tmp = Files.createTempFile("libhrdma", ".so");
+      String name = Path.of(resource).getFileName().toString();
+      Path tmp = Files.createTempFile(name.substring(0, name.length() - 3), ".so");
       tmp.toFile().deleteOnExit();
       Files.copy(in, tmp, StandardCopyOption.REPLACE_EXISTING);
-      System.load(tmp.toString());
+      return tmp;
     }
   }
 
@@ -110,6 +127,16 @@ public final class HrdmaNative {
   public static int abiVersion() {
     ensureAvailable();
     return Jni.abiVersion0();
+  }
+
+  /**
+   * Whether UCX's memory-event hooks are on in this process. They patch libc's
+   * code while other threads run it, which can crash a JVM; the loader turns them
+   * off unless {@code UCX_MEM_EVENTS} was set by the user.
+   */
+  public static boolean ucxMemoryHooks() {
+    ensureAvailable();
+    return Jni.ucxMemoryHooks0();
   }
 
   /** Version of the UCX library loaded at run time. */

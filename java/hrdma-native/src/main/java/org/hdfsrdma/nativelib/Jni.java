@@ -21,6 +21,8 @@ public final class Jni {
 
   static native String ucxVersion0();
 
+  static native boolean ucxMemoryHooks0();
+
   public static native String statusString0(int status);
 
   static native String probe0() throws NativeException;

@@ -2,6 +2,7 @@ package org.hdfsrdma.nativelib;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -29,6 +30,18 @@ class HrdmaNativeTest {
     assertTrue(HrdmaNative.compareVersions("1.12.9", "1.13") < 0);
     assertTrue(HrdmaNative.compareVersions("1.13.1", "1.13") > 0);
     assertEquals(0, HrdmaNative.compareVersions("1.13", "1.13.0"));
+  }
+
+  @Test
+  void ucxMemoryHooksAreOffUnlessTheUserAskedForThem() {
+    // UCX's default is on; only the preload library turns them off. On, they patch
+    // libc's brk/mmap while other JVM threads run them (a DataNode died of SIGILL).
+    if (System.getenv("UCX_MEM_EVENTS") == null) {
+      assertFalse(HrdmaNative.ucxMemoryHooks(), "libhrdma-preload did not run before UCX loaded");
+    } else {
+      assertEquals(!System.getenv("UCX_MEM_EVENTS").matches("(?i)n|no|off|0|false"),
+          HrdmaNative.ucxMemoryHooks());
+    }
   }
 
   @Test

@@ -1,0 +1,22 @@
+/*
+ * libhrdma-preload: loaded by the Java loader just before libhrdma.
+ *
+ * UCX's memory hooks (UCM, "bistro" mode) rewrite the first bytes of libc's
+ * brk, sbrk, mmap, munmap, ... while libucs is being loaded. In a JVM other
+ * threads call those functions all the time; a thread that runs one of them
+ * while it is half rewritten dies of SIGILL or SIGSEGV and takes the process
+ * (a DataNode) with it. UCX 1.13 has no lock against this.
+ *
+ * Every buffer the native core hands to UCX is registered once (ucp_mem_map)
+ * and kept, so UCX's registration cache, the only user of the memory events,
+ * is not needed. This library turns the events off before libucs loads,
+ * unless the user chose a value: it has no dependency and does nothing but
+ * this, so nothing of UCX runs before it.
+ */
+#include <stdlib.h>
+
+__attribute__((constructor)) static void hrdma_preload_ucx_env(void)
+{
+    /* overwrite=0: an explicit UCX_MEM_EVENTS from the user wins. */
+    setenv("UCX_MEM_EVENTS", "no", 0);
+}
