@@ -87,6 +87,9 @@ class DataNodeLimitsTest {
     conf.setInt("hrdma.datanode.max-request-bytes", 4096);
     conf.setLong(TransportConf.READ_TIMEOUT_KEY, READ_TIMEOUT_MS);
     conf.set("hrdma.datanode.disk.policy.disk", "fifo"); // volume workers a test can hold
+    conf.setInt("hrdma.datanode.write.threads", 1); // fewer than the writes a hung volume holds
+    // a loaded machine may take seconds over a hello: a write must not drift to the stock path
+    conf.setLong("hrdma.transport.connect-timeout-ms", 20_000);
     java.io.File base = new java.io.File("target/test-dir/" + getClass().getSimpleName());
     cluster = new MiniDFSCluster.Builder(conf, base).numDataNodes(2).storagesPerDatanode(2).build();
     cluster.waitActive();
@@ -412,17 +415,7 @@ class DataNodeLimitsTest {
     VolumeScheduler hung = p.disk().schedulers().get(hungVolume);
     assertTrue(hung != null && !hung.policy().inline(), "volume " + hungVolume + " has no workers to hold");
     CountDownLatch unhang = new CountDownLatch(1);
-    List<CompletableFuture<Object>> holds = new ArrayList<>();
-    for (int i = 0; i < hung.policy().maxDepth(); i++) { // every worker of the volume waits: the volume hangs
-      holds.add(hung.submit(new Object(), false, i << 20, 4096, () -> {
-        try {
-          unhang.await(120, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
-        return null;
-      }));
-    }
+    hold(hung, unhang);
     ExecutorService readers = Executors.newCachedThreadPool();
     List<FileSystem> clients = new ArrayList<>();
     try {
@@ -455,6 +448,116 @@ class DataNodeLimitsTest {
       for (FileSystem c : clients) {
         c.close();
       }
+    }
+  }
+
+  /** Every disk worker of {@code volume} waits for {@code unhang}: the volume hangs. */
+  private static void hold(VolumeScheduler volume, CountDownLatch unhang) throws IOException {
+    for (int i = 0; i < volume.policy().maxDepth(); i++) {
+      volume.submit(new Object(), false, i << 20, 4096, () -> {
+        try {
+          unhang.await(120, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+        return null;
+      });
+    }
+  }
+
+  /**
+   * A hung volume delays only its own writes: with one disk volume of each DataNode held, the
+   * writes whose replicas land on a held volume wait (more of them than a DataNode's write
+   * threads), and the writes landing on the other volumes complete meanwhile; once the volumes
+   * are back, every file is whole.
+   */
+  @Test
+  @Order(9)
+  @Timeout(180)
+  void aHungVolumeDelaysOnlyItsOwnWrites() throws Exception {
+    List<String> hungVolumes = new ArrayList<>();
+    CountDownLatch unhang = new CountDownLatch(1);
+    for (int d = 0; d < 2; d++) {
+      RdmaDataNodePlugin p = plugin(dn(d));
+      String v = new java.util.TreeSet<>(p.disk().schedulers().keySet()).first();
+      VolumeScheduler hung = p.disk().schedulers().get(v);
+      assertTrue(!hung.policy().inline(), "volume " + v + " has no workers to hold");
+      hold(hung, unhang);
+      hungVolumes.add(v);
+    }
+    int writes = 12;
+    byte[] data = PluginCluster.random(300_000, 12);
+    ExecutorService writers = Executors.newCachedThreadPool();
+    List<Path> files = new ArrayList<>();
+    List<Future<Long>> done = new ArrayList<>();
+    // one client for all writes (a loaded machine may not finish a dozen fresh clients' hellos
+    // within the plugin's hello timeout; they would take the stock path)
+    FileSystem c = FileSystem.newInstance(PluginCluster.rdmaClientConf(cluster));
+    try {
+      for (int i = 0; i < writes; i++) {
+        Path f = new Path("/limits/hung-write-" + i);
+        files.add(f);
+        done.add(writers.submit(() -> {
+          try (FSDataOutputStream out = c.create(f, true, 4096, (short) 1, PluginCluster.BLOCK)) {
+            out.write(data);
+          }
+          return System.nanoTime();
+        }));
+        Thread.sleep(100); // one at a time into the volume choosing policy
+      }
+      // where each write went: the volume its DataNode created the replica on (the NameNode's
+      // storage ID is only a hint the volume choosing policy may not follow)
+      boolean[] onHung = new boolean[writes];
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+      for (int i = 0; i < writes; i++) {
+        String volume = null;
+        while (volume == null) {
+          assertTrue(System.nanoTime() < deadline, files.get(i) + " got no replica");
+          List<LocatedBlock> blocks = fs.getClient().getLocatedBlocks(files.get(i).toString(), 0).getLocatedBlocks();
+          LocatedBlock lb = blocks.isEmpty() ? null : blocks.get(0);
+          if (lb != null && lb.getLocations().length > 0) {
+            for (DataNode d : cluster.getDataNodes()) {
+              if (d.getDatanodeUuid().equals(lb.getLocations()[0].getDatanodeUuid())) {
+                try {
+                  volume = d.getFSDataset().getVolume(lb.getBlock()).getStorageID();
+                } catch (RuntimeException notYet) {
+                  // no replica yet
+                }
+              }
+            }
+          }
+          if (volume == null) {
+            Thread.sleep(50);
+          }
+        }
+        onHung[i] = hungVolumes.contains(volume);
+      }
+      int stuck = 0;
+      for (int i = 0; i < writes; i++) {
+        if (onHung[i]) {
+          stuck++;
+        } else { // the other volumes' writes finish while the held ones hang
+          done.get(i).get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        }
+      }
+      Thread.sleep(1000); // time for a write of a held volume to finish, were it not held
+      long unhungAt = System.nanoTime();
+      unhang.countDown();
+      for (int i = 0; i < writes; i++) {
+        long finished = done.get(i).get(60, TimeUnit.SECONDS);
+        System.err.println("hrdma test: " + files.get(i) + (onHung[i] ? " on a held volume" : " on a free volume")
+            + " finished " + TimeUnit.NANOSECONDS.toMillis(finished - unhungAt) + " ms after the volumes came back");
+        if (onHung[i]) {
+          assertTrue(finished > unhungAt, files.get(i) + " on a held volume finished while it was held (not our"
+              + " write path?)");
+        }
+        assertArrayEquals(data, readAll(fs, files.get(i)), files.get(i) + " content");
+      }
+      assertTrue(stuck > 2 && stuck < writes, stuck + " of " + writes + " writes on the held volumes");
+    } finally {
+      unhang.countDown();
+      writers.shutdownNow();
+      c.close();
     }
   }
 }

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
@@ -57,6 +58,8 @@ final class BlockWriteTask implements WriteMirror.Listener {
   private volatile WriteMirror mirror;
   private PacketReceiver receiver;
   private volatile boolean ready;
+  // null until set-up: then the executor of the replica's volume, where the packets are written
+  private volatile ExecutorService volumeExecutor;
 
   // touched only by the executor (serialized by `scheduled`)
   private boolean setupDone;
@@ -122,13 +125,15 @@ final class BlockWriteTask implements WriteMirror.Listener {
   /**
    * The timer: an open write that received no packet for {@code timeoutNs} fails as stock's
    * does on its socket timeout: the replica stays RBW for recovery and the connection closes.
+   * Only a write that waits for the peer times out: one whose packets wait for a slow disk does
+   * not (stock's timeout, too, is on the socket read, not on the disk write).
    */
   void checkPacketTimeout(long now, long timeoutNs) {
     if (!ready || responder.ended() || now - lastPacketNanos <= timeoutNs) {
       return;
     }
     synchronized (lock) {
-      if (aborted || finished) {
+      if (aborted || finished || scheduled) {
         return;
       }
     }
@@ -224,7 +229,8 @@ final class BlockWriteTask implements WriteMirror.Listener {
       scheduled = true;
     }
     try {
-      ctx.writeExecutor().execute(this::run);
+      ExecutorService v = volumeExecutor;
+      (v != null ? v : ctx.writeExecutor()).execute(this::run);
     } catch (RejectedExecutionException e) {
       synchronized (lock) {
         scheduled = false;
@@ -262,16 +268,31 @@ final class BlockWriteTask implements WriteMirror.Listener {
             }
           } else {
             responder.pipeline(String.valueOf(setup.block), setup.replica, mirror != null);
-            receiver = new PacketReceiver(setup.block, setup.replica, setup.disk, setup.checksum,
-                setup.startOffset, dn.syncOnClose(), ctx.limits().maxPacketBytes(), responder,
-                String.valueOf(up.remoteAddress()));
+            volumeExecutor = ctx.volumeWriteExecutor(setup.replica.storageUuid());
             lastPacketNanos = System.nanoTime();
             synchronized (lock) {
               ready = true;
             }
           }
           sendUp(MessageKind.WRITE_RESPONSE, BlockOps.writeResponse(Status.SUCCESS, "", null));
+          if (volumeExecutor != null) {
+            synchronized (lock) {
+              scheduled = false;
+            }
+            schedule(); // on to the volume's threads: everything from here touches its disk
+            return;
+          }
         }
+      }
+      boolean abortedNow;
+      synchronized (lock) {
+        abortedNow = aborted;
+      }
+      if (receiver == null && volumeExecutor != null && !abortedNow) {
+        setup.openDisk();
+        receiver = new PacketReceiver(setup.block, setup.replica, setup.disk, setup.checksum,
+            setup.startOffset, dn.syncOnClose(), ctx.limits().maxPacketBytes(), responder,
+            String.valueOf(up.remoteAddress()));
       }
       while (true) {
         if (responder.finalizeDue()) {
@@ -289,6 +310,7 @@ final class BlockWriteTask implements WriteMirror.Listener {
           m = packets.poll();
           if (m == null) {
             scheduled = false;
+            lastPacketNanos = System.nanoTime(); // idle from now: the peer's turn
             return;
           }
         }

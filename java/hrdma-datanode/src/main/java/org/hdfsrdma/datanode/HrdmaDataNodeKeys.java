@@ -27,7 +27,7 @@ public final class HrdmaDataNodeKeys {
   /** Address the plugin listens on; empty: the host of the DataNode's xfer address. */
   public static final String BIND_HOST_KEY = "hrdma.datanode.bind-host";
   public static final String BIND_HOST_DEFAULT = "";
-  /** Threads that set up write pipelines and write received packets to disk (per plugin). */
+  /** Threads per volume that write received packets to disk; as many again, shared, set up write pipelines. */
   public static final String WRITE_THREADS_KEY = "hrdma.datanode.write.threads";
   public static final int WRITE_THREADS_DEFAULT = 8;
   /** How long a write's setup waits for the downstream DataNode's response. */

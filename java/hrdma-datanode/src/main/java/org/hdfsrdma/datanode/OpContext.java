@@ -68,8 +68,14 @@ final class OpContext {
     return volumeExecutors.of(storageId);
   }
 
+  /** Where a block write's set-up runs (block token, replica creation, the downstream); no disk I/O. */
   ExecutorService writeExecutor() {
     return writeExecutor;
+  }
+
+  /** Where the packets of a block write to volume {@code storageId} are written (its own threads). */
+  ExecutorService volumeWriteExecutor(String storageId) {
+    return volumeExecutors.writesOf(storageId);
   }
 
   /** The connector to the next DataNode of a write pipeline (made on first use). */

@@ -61,6 +61,7 @@ final class PipelineSetup {
   volatile WriteMirror mirror;
   BlockConstructionStage stage;
   long startOffset;
+  private long reserveBytes; // what openDisk preallocates
   boolean registered;  // the task is the block's registered writer on this DataNode
 
   PipelineSetup(OpContext ctx, BlockWriteTask task, Endpoint up, Message request, WriteMirror.Listener listener) {
@@ -190,8 +191,7 @@ final class PipelineSetup {
         replica = dn.createRbw(BlockOps.storageType(op), BlockOps.storageId(op), reserve, false);
         replica.clearWriter();
         replica.openStreams(checksum);
-        disk = ctx.disk().openWrite(replica, reserve.getNumBytes()); // hrdma disk: preallocate, volume scheduler
-        replica.setDirectWriter(disk); // hrdma disk: O_DIRECT where it can
+        reserveBytes = reserve.getNumBytes();
       }
       case PIPELINE_SETUP_STREAMING_RECOVERY -> {
         // truncated to what every node acknowledged; the client sends the unacknowledged packets again
@@ -199,8 +199,7 @@ final class PipelineSetup {
         replica.clearWriter();
         block.setGenerationStamp(newGs);
         replica.openStreamsForRecovery(checksum);
-        disk = ctx.disk().openWrite(replica, dn.estimatedBlockSize()); // hrdma disk: as for a new replica
-        replica.setDirectWriter(disk);
+        reserveBytes = dn.estimatedBlockSize(); // hrdma disk: as for a new replica
         startOffset = replica.bytesOnDisk();
         LOG.info("hrdma datanode: recovered {} at {} bytes for a new pipeline", block, startOffset);
       }
@@ -214,6 +213,16 @@ final class PipelineSetup {
       }
       default -> throw new AssertionError(stage);
     }
+  }
+
+  /**
+   * The replica's disk stream (preallocation, O_DIRECT where it can), through its volume's
+   * scheduler: on the volume's write thread, after {@link #run()}, so a hung volume stalls
+   * only its own writes.
+   */
+  void openDisk() {
+    disk = ctx.disk().openWrite(replica, reserveBytes); // hrdma disk
+    replica.setDirectWriter(disk);
   }
 
   /**

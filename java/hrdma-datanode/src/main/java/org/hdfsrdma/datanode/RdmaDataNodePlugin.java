@@ -175,9 +175,10 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     }
     this.tconf = tconf;
     ThreadPoolExecutor executor = newExecutor(settings.threads(), "hrdma-dn-read-" + dn.xferPort() + "-");
-    ThreadPoolExecutor wexecutor = newExecutor(writeThreads, "hrdma-dn-write-" + dn.xferPort() + "-");
+    // a write's set-up (token, replica, downstream) runs here; its packets on its volume's threads
+    ThreadPoolExecutor wexecutor = newExecutor(writeThreads, "hrdma-dn-write-setup-" + dn.xferPort() + "-");
     DiskIo diskIo = new DiskIo(diskSettings, dn.volumes());
-    VolumeExecutors vexecutors = new VolumeExecutors(settings.threads(), "hrdma-dn-read-" + dn.xferPort() + "-");
+    VolumeExecutors vexecutors = new VolumeExecutors(settings.threads(), writeThreads, dn.xferPort());
     RequestDispatcher d = new RequestDispatcher(new OpContext(dn, settings, limits, executor, vexecutors, wexecutor,
         this::connector, setupTimeoutMs, diskIo));
     ScheduledThreadPoolExecutor timer = newTimer("hrdma-dn-timer-" + dn.xferPort());

@@ -1,5 +1,7 @@
 package org.hdfsrdma.datanode;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -9,25 +11,40 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * One read executor per volume: a block read runs on the threads of the volume that holds
- * its replica, so a slow or hung volume holds up only its own reads, never another volume's
- * (stock gives each DataXceiver its own thread, with the same effect). Each has
- * {@code threads} daemon threads, made on demand and gone when idle, and a bounded queue (a
- * full one refuses the read with an error). Thread-safe.
+ * One read executor and one write executor per volume: a block read runs on the threads of
+ * the volume that holds its replica, and a block write's packets on the threads of the volume
+ * its replica was created on, so a slow or hung volume holds up only its own reads and writes,
+ * never another volume's (stock gives each DataXceiver its own thread, with the same effect).
+ * Each has its own number of daemon threads, made on demand and gone when idle, and a bounded
+ * queue (a full one refuses the operation with an error). Thread-safe.
  */
 final class VolumeExecutors implements AutoCloseable {
-  private final int threads;
+  private final int readThreads;
+  private final int writeThreads;
   private final String prefix;
-  private final ConcurrentHashMap<String, ThreadPoolExecutor> byVolume = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<String, ThreadPoolExecutor> reads = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<String, ThreadPoolExecutor> writes = new ConcurrentHashMap<>();
   private volatile boolean closed;
 
-  VolumeExecutors(int threads, String prefix) {
-    this.threads = threads;
-    this.prefix = prefix;
+  /** Threads are named "hrdma-dn-read-" or "hrdma-dn-write-" + {@code port} + "-" + volume + "-" + n. */
+  VolumeExecutors(int readThreads, int writeThreads, int port) {
+    this.readThreads = readThreads;
+    this.writeThreads = writeThreads;
+    this.prefix = "-" + port + "-";
   }
 
-  /** The executor of volume {@code storageId}, made on first use; refuses work once closed. */
+  /** The read executor of volume {@code storageId}, made on first use; refuses work once closed. */
   ExecutorService of(String storageId) {
+    return get(reads, readThreads, "hrdma-dn-read", storageId);
+  }
+
+  /** The write executor of volume {@code storageId}, made on first use; refuses work once closed. */
+  ExecutorService writesOf(String storageId) {
+    return get(writes, writeThreads, "hrdma-dn-write", storageId);
+  }
+
+  private ExecutorService get(ConcurrentHashMap<String, ThreadPoolExecutor> byVolume, int threads, String kind,
+      String storageId) {
     if (closed) {
       throw new RejectedExecutionException("the plugin is stopping");
     }
@@ -35,7 +52,7 @@ final class VolumeExecutors implements AutoCloseable {
       AtomicInteger n = new AtomicInteger();
       ThreadPoolExecutor x = new ThreadPoolExecutor(threads, threads, 30, TimeUnit.SECONDS,
           new ArrayBlockingQueue<>(1024), r -> {
-            Thread t = new Thread(r, prefix + id + "-" + n.incrementAndGet());
+            Thread t = new Thread(r, kind + prefix + id + "-" + n.incrementAndGet());
             t.setDaemon(true);
             return t;
           });
@@ -48,19 +65,31 @@ final class VolumeExecutors implements AutoCloseable {
     return e;
   }
 
-  /** Volumes with an executor so far (tests). */
+  /** Volumes with a read executor so far (tests). */
   int volumes() {
-    return byVolume.size();
+    return reads.size();
+  }
+
+  /** Volumes with a write executor so far (tests). */
+  int writeVolumes() {
+    return writes.size();
+  }
+
+  private List<ThreadPoolExecutor> all() {
+    List<ThreadPoolExecutor> l = new ArrayList<>(reads.values());
+    l.addAll(writes.values());
+    return l;
   }
 
   /** Stops every volume's threads and waits up to {@code timeoutMs} in all for them. */
   void shutdown(long timeoutMs) throws InterruptedException {
     closed = true;
-    for (ThreadPoolExecutor e : byVolume.values()) {
+    List<ThreadPoolExecutor> all = all();
+    for (ThreadPoolExecutor e : all) {
       e.shutdownNow();
     }
     long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
-    for (ThreadPoolExecutor e : byVolume.values()) {
+    for (ThreadPoolExecutor e : all) {
       e.awaitTermination(Math.max(0, end - System.nanoTime()), TimeUnit.NANOSECONDS);
     }
   }
@@ -68,7 +97,7 @@ final class VolumeExecutors implements AutoCloseable {
   @Override
   public void close() {
     closed = true;
-    for (ThreadPoolExecutor e : byVolume.values()) {
+    for (ThreadPoolExecutor e : all()) {
       e.shutdownNow();
     }
   }
