@@ -10,9 +10,9 @@ import org.apache.hadoop.metrics2.MetricsCollector;
 import org.apache.hadoop.metrics2.MetricsException;
 import org.apache.hadoop.metrics2.MetricsInfo;
 import org.apache.hadoop.metrics2.MetricsRecordBuilder;
-import org.apache.hadoop.metrics2.MetricsSource;
 import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
 import org.apache.hadoop.metrics2.lib.Interns;
+import org.hdfsrdma.protocol.metrics.HrdmaMetricsSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -26,19 +26,17 @@ import org.slf4j.LoggerFactory;
  * the prefix {@code HrdmaClient}, so the bean is there. Values are read from the file system
  * when metrics are collected; thread-safe.
  */
-final class ClientMetrics implements MetricsSource {
+final class ClientMetrics extends HrdmaMetricsSource {
   private static final Logger LOG = LoggerFactory.getLogger(ClientMetrics.class);
   static final String PREFIX = "HrdmaClient-";
   static final String SYSTEM_PREFIX = "HrdmaClient";
   static final MetricsInfo TRANSPORT = Interns.info("Transport", "the transport's name");
   private static final AtomicInteger SEQ = new AtomicInteger();
 
-  private final String name;
   private final RdmaDistributedFileSystem fs;
-  private volatile boolean registered;
 
   private ClientMetrics(String name, RdmaDistributedFileSystem fs) {
-    this.name = name;
+    super(name);
     this.fs = fs;
   }
 
@@ -49,11 +47,11 @@ final class ClientMetrics implements MetricsSource {
       if (!metricsSystemRunning()) {
         DefaultMetricsSystem.initialize(SYSTEM_PREFIX);
       }
-      DefaultMetricsSystem.instance().register(m.name, "hrdma client", m);
-      m.registered = true;
     } catch (MetricsException e) {
-      LOG.warn("hrdma client: cannot register metrics source {}: {}", m.name, e.toString());
+      LOG.warn("hrdma client: cannot start a metrics system for {}: {}", m.name(), e.toString());
+      return m;
     }
+    m.register("hrdma client");
     return m;
   }
 
@@ -65,21 +63,6 @@ final class ClientMetrics implements MetricsSource {
     } catch (MalformedObjectNameException e) {
       throw new AssertionError(e);
     }
-  }
-
-  String name() {
-    return name;
-  }
-
-  void unregister() {
-    if (registered) {
-      registered = false;
-      DefaultMetricsSystem.instance().unregisterSource(name);
-    }
-  }
-
-  private static MetricsInfo info(String n, String d) {
-    return Interns.info(n, d);
   }
 
   @Override

@@ -3,16 +3,12 @@ package org.hdfsrdma.datanode;
 import java.util.Map;
 import java.util.TreeMap;
 import org.apache.hadoop.metrics2.MetricsCollector;
-import org.apache.hadoop.metrics2.MetricsException;
 import org.apache.hadoop.metrics2.MetricsInfo;
 import org.apache.hadoop.metrics2.MetricsRecordBuilder;
-import org.apache.hadoop.metrics2.MetricsSource;
-import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
 import org.apache.hadoop.metrics2.lib.Interns;
+import org.hdfsrdma.protocol.metrics.HrdmaMetricsSource;
 import org.hdfsrdma.transport.select.HrdmaServer;
 import org.hdfsrdma.transport.Transport;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The plugin's counters as a Hadoop metrics2 source, and so as the JMX bean
@@ -23,45 +19,22 @@ import org.slf4j.LoggerFactory;
  * {@link org.hdfsrdma.datanode.disk.DiskMetrics}'. Values are read from the plugin when
  * metrics are collected; thread-safe.
  */
-final class PluginMetrics implements MetricsSource {
-  private static final Logger LOG = LoggerFactory.getLogger(PluginMetrics.class);
+final class PluginMetrics extends HrdmaMetricsSource {
   static final String PREFIX = "HrdmaDataNode-";
   static final MetricsInfo TRANSPORT = Interns.info("Transport", "the transport's name");
 
-  private final String name;
   private final RdmaDataNodePlugin plugin;
-  private volatile boolean registered;
 
   private PluginMetrics(String name, RdmaDataNodePlugin plugin) {
-    this.name = name;
+    super(name);
     this.plugin = plugin;
   }
 
   /** Registers the source of the plugin of the DataNode with this xfer port (a failure is logged, never thrown). */
   static PluginMetrics register(int xferPort, RdmaDataNodePlugin plugin) {
     PluginMetrics m = new PluginMetrics(PREFIX + xferPort, plugin);
-    try {
-      DefaultMetricsSystem.instance().register(m.name, "hrdma DataNode plugin", m);
-      m.registered = true;
-    } catch (MetricsException e) {
-      LOG.warn("hrdma datanode plugin: cannot register metrics source {}: {}", m.name, e.toString());
-    }
+    m.register("hrdma DataNode plugin");
     return m;
-  }
-
-  String name() {
-    return name;
-  }
-
-  void unregister() {
-    if (registered) {
-      registered = false;
-      DefaultMetricsSystem.instance().unregisterSource(name);
-    }
-  }
-
-  private static MetricsInfo info(String n, String d) {
-    return Interns.info(n, d);
   }
 
   @Override

@@ -2,60 +2,33 @@ package org.hdfsrdma.datanode.disk;
 
 import java.util.Map;
 import org.apache.hadoop.metrics2.MetricsCollector;
-import org.apache.hadoop.metrics2.MetricsException;
 import org.apache.hadoop.metrics2.MetricsInfo;
 import org.apache.hadoop.metrics2.MetricsRecordBuilder;
-import org.apache.hadoop.metrics2.MetricsSource;
-import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
 import org.apache.hadoop.metrics2.lib.Interns;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
+import org.hdfsrdma.protocol.metrics.HrdmaMetricsSource;
 
 /**
  * The volumes' scheduler statistics as a Hadoop metrics2 source (one record
  * per volume, tagged with its storage id and policy), and so as the JMX bean
  * {@code Hadoop:service=DataNode,name=HrdmaDisk-<xfer port>}.
  */
-public final class DiskMetrics implements MetricsSource {
-  private static final Logger LOG = LoggerFactory.getLogger(DiskMetrics.class);
+public final class DiskMetrics extends HrdmaMetricsSource {
 
   static final MetricsInfo STORAGE = Interns.info("StorageId", "the volume's storage id");
   static final MetricsInfo POLICY = Interns.info("Policy", "the volume's scheduling policy");
 
-  private final String name;
   private final DiskIo disk;
-  private boolean registered;
 
   private DiskMetrics(String name, DiskIo disk) {
-    this.name = name;
+    super(name);
     this.disk = disk;
   }
 
   /** Registers with the process's metrics system (a failure is logged, never thrown). */
   public static DiskMetrics register(String name, DiskIo disk) {
     DiskMetrics m = new DiskMetrics(name, disk);
-    try {
-      DefaultMetricsSystem.instance().register(name, "hrdma per-volume disk schedulers", m);
-      m.registered = true;
-    } catch (MetricsException e) {
-      LOG.warn("hrdma disk: cannot register metrics source {}: {}", name, e.toString());
-    }
+    m.register("hrdma per-volume disk schedulers");
     return m;
-  }
-
-  public String name() {
-    return name;
-  }
-
-  public void unregister() {
-    if (registered) {
-      registered = false;
-      DefaultMetricsSystem.instance().unregisterSource(name);
-    }
-  }
-
-  private static MetricsInfo info(String n, String d) {
-    return Interns.info(n, d);
   }
 
   @Override
