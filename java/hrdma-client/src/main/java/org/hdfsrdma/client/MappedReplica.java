@@ -1,0 +1,207 @@
+package org.hdfsrdma.client;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.apache.hadoop.hdfs.server.datanode.BlockMetadataHeader;
+import org.apache.hadoop.util.DataChecksum;
+import org.hdfsrdma.nativelib.NativeException;
+import org.hdfsrdma.nativelib.NativeFiles;
+
+/**
+ * A finalized replica on this host mapped read-only for zero-copy reads
+ * ({@code read(ByteBufferPool, int, EnumSet<ReadOption>)}): the block file
+ * from the chunk holding the first offset asked for to the replica's end (at
+ * most 2 GiB, a ByteBuffer's reach) and the whole .meta file, mapped from the
+ * descriptors the DataNode passed ({@link ShortCircuitClient}), as stock's
+ * {@code ShortCircuitReplica#getOrCreateClientMmap}. The slices it hands out
+ * are read-only views of the page cache; their chunks are verified against
+ * the .meta file before they are handed out unless the caller skips
+ * checksums or the DataNode caches the replica (stock hands out mapped bytes
+ * only then, and verifies nothing itself).
+ *
+ * <p>Reference-counted: the stream holds one reference while it reads the
+ * replica, each slice handed out holds one until it is released; the files
+ * are unmapped when the last goes, so no slice ever points at unmapped
+ * memory however the stream and the caller interleave. Not thread-safe (the
+ * stream's lock guards it).
+ */
+final class MappedReplica {
+  /** Replicas mapped and not unmapped yet, process-wide (leak checks). */
+  private static final AtomicLong OPEN = new AtomicLong();
+
+  private final ExtendedBlock block;
+  private final DatanodeInfo dn;
+  private final String name;
+  private final NativeFiles.Mapping dataMap;
+  private final ByteBuffer data; // [mapStart, mapEnd) of the block file; only sliced
+  private final NativeFiles.Mapping metaMap;
+  private final ByteBuffer meta;
+  private final DataChecksum checksum;
+  private final int bpc;
+  private final long mapStart;
+  private final long mapEnd;
+  private final boolean cached;
+  /** Chunk-aligned range of the block verified so far (one contiguous range: reads are sequential). */
+  private long verifiedFrom;
+  private long verifiedTo;
+  private int refs = 1;
+
+  private MappedReplica(ExtendedBlock block, DatanodeInfo dn, NativeFiles.Mapping dataMap, NativeFiles.Mapping metaMap,
+      DataChecksum checksum, long mapStart, long mapEnd, boolean cached) {
+    this.block = block;
+    this.dn = dn;
+    this.name = "replica " + block;
+    this.dataMap = dataMap;
+    this.data = dataMap.buffer();
+    this.metaMap = metaMap;
+    this.meta = metaMap.buffer();
+    this.checksum = checksum;
+    this.bpc = checksum.getBytesPerChecksum();
+    this.mapStart = mapStart;
+    this.mapEnd = mapEnd;
+    this.cached = cached;
+    this.verifiedFrom = mapStart;
+    this.verifiedTo = mapStart;
+    OPEN.incrementAndGet();
+  }
+
+  /**
+   * Maps {@code f}'s replica (of {@code visibleLength} bytes) from the chunk
+   * holding {@code offsetInBlock} on; the caller still closes {@code f} (the
+   * mappings outlive the descriptors).
+   */
+  static MappedReplica map(ExtendedBlock block, DatanodeInfo dn, ShortCircuitClient.Fds f, long visibleLength, long offsetInBlock)
+      throws IOException {
+    if (offsetInBlock < 0 || offsetInBlock >= visibleLength) {
+      throw new IOException("offset " + offsetInBlock + " is not in " + block + " of " + visibleLength + " bytes");
+    }
+    if (f.data().size() < visibleLength) {
+      throw new IOException("the block file of " + block + " has " + f.data().size() + " bytes, " + visibleLength
+          + " expected");
+    }
+    long metaSize = f.meta().size();
+    if (metaSize < BlockMetadataHeader.getHeaderSize() || metaSize > Integer.MAX_VALUE) {
+      throw new IOException("the .meta file of " + block + " has " + metaSize + " bytes");
+    }
+    NativeFiles.Mapping mm = map(f.meta(), 0, metaSize, block);
+    NativeFiles.Mapping dm = null;
+    try {
+      DataChecksum c = LocalBlockReader.checksumOf(mm.buffer(), block);
+      int bpc = c.getBytesPerChecksum();
+      long start = offsetInBlock / bpc * bpc;
+      // whole chunks up to 2 GiB of mapping; the replica's last chunk may be short
+      long end = Math.min(visibleLength, start + (long) (Integer.MAX_VALUE / bpc) * bpc);
+      dm = map(f.data(), start, end - start, block);
+      return new MappedReplica(block, dn, dm, mm, c, start, end, f.cached());
+    } catch (IOException | RuntimeException e) {
+      mm.close();
+      if (dm != null) {
+        dm.close();
+      }
+      throw e;
+    }
+  }
+
+  private static NativeFiles.Mapping map(NativeFiles.Fd fd, long offset, long length, ExtendedBlock block)
+      throws IOException {
+    try {
+      return fd.map(offset, length);
+    } catch (NativeException e) {
+      throw new IOException("cannot map [" + offset + ", " + (offset + length) + ") of a file of " + block + ": "
+          + e.getMessage(), e);
+    }
+  }
+
+  ExtendedBlock block() {
+    return block;
+  }
+
+  /** The DataNode whose replica this is. */
+  DatanodeInfo datanode() {
+    return dn;
+  }
+
+  /** Whether the DataNode caches the replica (no checksum work then). */
+  boolean cached() {
+    return cached;
+  }
+
+  /** Whether {@code offsetInBlock} lies in the mapped range. */
+  boolean covers(long offsetInBlock) {
+    return offsetInBlock >= mapStart && offsetInBlock < mapEnd;
+  }
+
+  /**
+   * A read-only slice of at most {@code max} bytes from {@code offsetInBlock}
+   * (which {@link #covers}), its chunks verified first unless {@code verify}
+   * is false; the slice holds a reference until {@link #release()}.
+   *
+   * @throws org.apache.hadoop.fs.ChecksumException a chunk of the range is bad (nothing handed out)
+   */
+  ByteBuffer slice(long offsetInBlock, int max, boolean verify) throws IOException {
+    if (refs <= 0) {
+      throw new IllegalStateException(this + " is unmapped");
+    }
+    int n = (int) Math.min(max, mapEnd - offsetInBlock);
+    if (verify) {
+      verify(offsetInBlock, offsetInBlock + n);
+    }
+    ByteBuffer b = data.slice((int) (offsetInBlock - mapStart), n).asReadOnlyBuffer();
+    refs++;
+    return b;
+  }
+
+  /** Verifies the chunks of {@code [from, to)} not verified yet. */
+  private void verify(long from, long to) throws IOException {
+    long a = from / bpc * bpc;
+    long b = Math.min(mapEnd, (to + bpc - 1) / bpc * bpc);
+    if (a >= verifiedFrom && b <= verifiedTo) {
+      return;
+    }
+    if (a >= verifiedFrom && a <= verifiedTo) {
+      a = verifiedTo; // sequential reads: only what follows the verified range
+    }
+    try {
+      LocalBlockReader.verifyChunks(checksum, meta, data.slice((int) (a - mapStart), (int) (b - a)), a, name,
+          block);
+    } catch (InternalError e) { // a fault reading the mapping: the file shrank under us
+      throw new IOException("the block file of " + block + " changed while it was read: " + e.getMessage(), e);
+    }
+    if (a == verifiedTo && verifiedFrom <= a) {
+      verifiedTo = b;
+    } else {
+      verifiedFrom = a;
+      verifiedTo = b;
+    }
+  }
+
+  /** Drops one reference; the last unmaps both files. */
+  void release() {
+    if (refs <= 0) {
+      throw new IllegalStateException(this + " released more often than referenced");
+    }
+    if (--refs == 0) {
+      dataMap.close();
+      metaMap.close();
+      OPEN.decrementAndGet();
+    }
+  }
+
+  /** References held: the stream's and the slices out (tests). */
+  int references() {
+    return refs;
+  }
+
+  /** Replicas mapped for zero-copy reads and not unmapped yet, in this process. */
+  static long open() {
+    return OPEN.get();
+  }
+
+  @Override
+  public String toString() {
+    return "MappedReplica[" + block + ", [" + mapStart + ", " + mapEnd + ")" + (cached ? ", cached" : "") + "]";
+  }
+}
