@@ -2,6 +2,11 @@ package org.hdfsrdma.client;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
@@ -22,11 +27,20 @@ import org.hdfsrdma.nativelib.NativeFiles;
  * checksums or the DataNode caches the replica (stock hands out mapped bytes
  * only then, and verifies nothing itself).
  *
+ * <p>Verifying ahead: as a short-circuit reader's, the windows beyond the
+ * slice being handed out go to the client's verifier (up to {@code ahead}
+ * windows of {@code window} bytes), so their pages are faulted in and checked
+ * on the other core while the caller works on the slice it has; a window the
+ * verifier has not started when the caller reaches it is verified by the
+ * caller. No slice is handed out before its chunks are verified.
+ *
  * <p>Reference-counted: the stream holds one reference while it reads the
- * replica, each slice handed out holds one until it is released; the files
- * are unmapped when the last goes, so no slice ever points at unmapped
- * memory however the stream and the caller interleave. Not thread-safe (the
- * stream's lock guards it).
+ * replica ({@link #detach()} gives it up after withdrawing or waiting for the
+ * windows out with the verifier), each slice handed out holds one until it is
+ * released; the files are unmapped when the last goes, so no slice and no
+ * verifier ever touch unmapped memory however the stream and the caller
+ * interleave. Not thread-safe (the stream's lock guards it); the verifier
+ * only reads what the constructor set up.
  */
 final class MappedReplica {
   /** Replicas mapped and not unmapped yet, process-wide (leak checks). */
@@ -48,6 +62,11 @@ final class MappedReplica {
   private long verifiedFrom;
   private long verifiedTo;
   private int refs = 1;
+  private Executor verifier; // null: the caller verifies
+  private int window;
+  private int ahead;
+  /** Windows handed to the verifier from {@link #verifiedTo} on, in block order. */
+  private final ArrayDeque<Ahead> queued = new ArrayDeque<>();
 
   private MappedReplica(ExtendedBlock block, DatanodeInfo dn, NativeFiles.Mapping dataMap, NativeFiles.Mapping metaMap,
       DataChecksum checksum, long mapStart, long mapEnd, boolean cached) {
@@ -129,6 +148,19 @@ final class MappedReplica {
     return cached;
   }
 
+  /**
+   * Lets {@code verifier} check up to {@code ahead} windows of
+   * {@code windowBytes} (whole chunks) beyond what the caller reads.
+   */
+  MappedReplica verifyAhead(Executor verifier, int windowBytes, int ahead) {
+    if (verifier != null && ahead > 0) {
+      this.verifier = verifier;
+      this.window = Math.max(1, windowBytes / bpc) * bpc;
+      this.ahead = ahead;
+    }
+    return this;
+  }
+
   /** Whether {@code offsetInBlock} lies in the mapped range. */
   boolean covers(long offsetInBlock) {
     return offsetInBlock >= mapStart && offsetInBlock < mapEnd;
@@ -154,28 +186,139 @@ final class MappedReplica {
     return b;
   }
 
-  /** Verifies the chunks of {@code [from, to)} not verified yet. */
+  /** Verifies the chunks of {@code [from, to)} not verified yet, then hands the windows beyond to the verifier. */
   private void verify(long from, long to) throws IOException {
     long a = from / bpc * bpc;
     long b = Math.min(mapEnd, (to + bpc - 1) / bpc * bpc);
     if (a >= verifiedFrom && b <= verifiedTo) {
       return;
     }
-    if (a >= verifiedFrom && a <= verifiedTo) {
-      a = verifiedTo; // sequential reads: only what follows the verified range
+    if (a < verifiedFrom || a > verifiedTo) { // a seek: what was verified ahead is elsewhere
+      withdrawAll();
+      verifiedFrom = a;
+      verifiedTo = a;
     }
+    while (verifiedTo < b) {
+      Ahead w = queued.peekFirst();
+      if (w != null) {
+        if (!w.verify()) { // the verifier has it: wait, it is one window's work
+          w.await();
+        }
+        w.rethrow(); // stays queued: every later slice of it fails the same way
+        queued.removeFirst();
+        verifiedTo = w.to;
+      } else {
+        long end = Math.max(b, Math.min(mapEnd, verifiedTo + window));
+        verifyChunks(verifiedTo, end);
+        verifiedTo = end;
+      }
+    }
+    long next = queued.isEmpty() ? verifiedTo : queued.peekLast().to;
+    while (verifier != null && queued.size() < ahead && next < mapEnd) {
+      Ahead w = new Ahead(next, Math.min(mapEnd, next + window));
+      queued.addLast(w);
+      next = w.to;
+      try {
+        verifier.execute(w);
+      } catch (RejectedExecutionException e) {
+        // the verifier is full or shut down: the caller verifies this window when it gets there
+      }
+    }
+  }
+
+  private void verifyChunks(long a, long b) throws IOException {
     try {
       LocalBlockReader.verifyChunks(checksum, meta, data.slice((int) (a - mapStart), (int) (b - a)), a, name,
           block);
     } catch (InternalError e) { // a fault reading the mapping: the file shrank under us
       throw new IOException("the block file of " + block + " changed while it was read: " + e.getMessage(), e);
     }
-    if (a == verifiedTo && verifiedFrom <= a) {
-      verifiedTo = b;
-    } else {
-      verifiedFrom = a;
-      verifiedTo = b;
+  }
+
+  /** Takes back the windows the verifier has not started and waits for those it verifies. */
+  private void withdrawAll() {
+    for (Ahead w : queued) {
+      if (w.withdraw() && verifier instanceof ThreadPoolExecutor pool) {
+        pool.remove(w);
+      }
     }
+    for (Ahead w : queued) {
+      w.await();
+    }
+    queued.clear();
+  }
+
+  /** A window verified by whichever thread starts it first. */
+  private final class Ahead implements Runnable {
+    private static final int NEW = 0;
+    private static final int RUNNING = 1;
+    private static final int DONE = 2;
+    private static final int WITHDRAWN = 3;
+    final long from;
+    final long to;
+    private final AtomicInteger state = new AtomicInteger();
+    private IOException failure; // written before state turns DONE
+
+    Ahead(long from, long to) {
+      this.from = from;
+      this.to = to;
+    }
+
+    @Override
+    public void run() {
+      verify();
+    }
+
+    /** Verifies the window unless someone started it or it was withdrawn; true if this call did. */
+    boolean verify() {
+      if (!state.compareAndSet(NEW, RUNNING)) {
+        return false;
+      }
+      try {
+        verifyChunks(from, to);
+      } catch (IOException e) {
+        failure = e;
+      } catch (RuntimeException e) {
+        failure = new IOException(e);
+      }
+      synchronized (this) {
+        state.set(DONE);
+        notifyAll();
+      }
+      return true;
+    }
+
+    boolean withdraw() {
+      return state.compareAndSet(NEW, WITHDRAWN);
+    }
+
+    void await() {
+      boolean interrupted = false;
+      synchronized (this) {
+        while (state.get() == RUNNING) {
+          try {
+            wait();
+          } catch (InterruptedException e) {
+            interrupted = true;
+          }
+        }
+      }
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+
+    void rethrow() throws IOException {
+      if (failure != null) {
+        throw failure;
+      }
+    }
+  }
+
+  /** The stream is done with the replica: windows taken back or waited for, then its reference dropped. */
+  void detach() {
+    withdrawAll();
+    release();
   }
 
   /** Drops one reference; the last unmaps both files. */

@@ -247,6 +247,19 @@ public final class RdmaBlockClient implements Closeable {
     }
   }
 
+  /** Short-circuit readers' verifier (null: off), the windows it verifies and how many ahead. */
+  ThreadPoolExecutor localVerifier() {
+    return localVerifier;
+  }
+
+  int localWindowBytes() {
+    return localWindowBytes;
+  }
+
+  int localVerifyAhead() {
+    return localVerifyAhead;
+  }
+
   /**
    * The files of {@code block}'s finalized replica on {@code datanode} (this
    * host), with whether the DataNode caches it; the caller closes them.

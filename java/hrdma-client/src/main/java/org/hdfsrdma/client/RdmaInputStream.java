@@ -792,7 +792,9 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
           continue;
         }
         try (ShortCircuitClient.Fds f = fs.blockClient().localFiles(lb, dn)) {
-          return MappedReplica.map(lb.getBlock(), dn, f, lb.getBlockSize(), inBlock);
+          RdmaBlockClient c = fs.blockClient();
+          return MappedReplica.map(lb.getBlock(), dn, f, lb.getBlockSize(), inBlock)
+              .verifyAhead(c.localVerifier(), c.localWindowBytes(), c.localVerifyAhead());
         } catch (InvalidBlockTokenException e) {
           tokenProblem = true;
         } catch (RdmaBlockClient.LocalReadsRefused e) {
@@ -812,7 +814,7 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
 
   private void dropMapped() {
     if (mapped != null) {
-      mapped.release();
+      mapped.detach();
       mapped = null;
     }
   }

@@ -71,6 +71,9 @@ class ZeroCopyReadTest {
   private static final EnumSet<ReadOption> SKIP = EnumSet.of(ReadOption.SKIP_CHECKSUMS);
   /** What each DataNode may cache (3 of them within this machine's 8 MiB `ulimit -l` when they really mlock). */
   private static final long LOCKED = 2L * BLOCK;
+  /** Small windows verified ahead: every read crosses many of them. */
+  private static final int WINDOW = 16 * 1024;
+  private static final int AHEAD = 3;
 
   private MiniDFSCluster cluster;
   private DistributedFileSystem stock;
@@ -100,6 +103,8 @@ class ZeroCopyReadTest {
     Configuration c = PluginCluster.rdmaClientConf(cluster);
     c.set(ShortCircuitSocket.PATH_KEY, socketDir.resolve("dn-_PORT.sock").toString());
     c.setBoolean(RdmaBlockClient.LOCAL_READS_KEY, local);
+    c.setInt(RdmaBlockClient.LOCAL_WINDOW_BYTES_KEY, WINDOW);
+    c.setInt(RdmaBlockClient.LOCAL_VERIFY_AHEAD_KEY, AHEAD);
     return c;
   }
 
@@ -200,9 +205,12 @@ class ZeroCopyReadTest {
     assertEquals(rdma0, fs.rdmaBytesRead(), "nothing over the transport");
     assertEquals(unverified0, fs.localBytesUnverified(), "every byte verified");
 
+    long ahead0 = fs.blockClient().localVerifier().getCompletedTaskCount();
     try (FSDataInputStream in = fs.open(p)) {
-      assertArrayEquals(data, readAllZeroCopy(in, 300_001, VERIFY), "sequential zero-copy reads, whole file");
+      assertArrayEquals(data, readAllZeroCopy(in, 3000, VERIFY), "sequential zero-copy reads, whole file");
     }
+    assertTrue(fs.blockClient().localVerifier().getCompletedTaskCount() > ahead0,
+        "windows verified ahead by the verifier");
     try (FSDataInputStream in = fs.open(p)) {
       assertArrayEquals(data, readAllZeroCopy(in, Integer.MAX_VALUE, SKIP), "SKIP_CHECKSUMS: the same bytes");
     }
@@ -307,9 +315,10 @@ class ZeroCopyReadTest {
     long errors0 = fs.checksumErrors();
     long reported0 = fs.badReplicasReported();
     try (FSDataInputStream in = fs.open(p)) {
-      ByteBuffer head = in.read(pool, 1, VERIFY); // maps a replica; its first chunk verified
+      // maps a replica: its first window verified, the next AHEAD windows handed to the verifier
+      ByteBuffer head = in.read(pool, 1, VERIFY);
       DatanodeInfo mappedOn = ((RdmaInputStream) in.getWrappedStream()).mappedDataNode();
-      flip(mappedOn, lb, 70_000); // the mapping sees it: the page cache
+      flip(mappedOn, lb, (1 + AHEAD) * WINDOW + 4000); // beyond them; the mapping sees it (the page cache)
       byte[] rest = readAllZeroCopy(in, BLOCK, VERIFY);
       assertEquals(data[0], head.get(0));
       in.releaseBuffer(head);
