@@ -934,7 +934,7 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
   @Override
   public synchronized void unbuffer() {
     releaseOurs();
-    super.unbuffer(); // the superclass's own block reader (zero-copy reads use it)
+    super.unbuffer(); // the superclass's block reader, should anything of the superclass have opened one
   }
 
   private void releaseOurs() {
