@@ -31,11 +31,12 @@ public final class Main {
           case "fs" -> org.hdfsrdma.bench.fs.FsBench.main(more);
           case "disk" -> org.hdfsrdma.bench.fs.DiskBench.main(more);
           case "seal" -> org.hdfsrdma.bench.fs.SealBench.main(more);
+          case "zcr" -> org.hdfsrdma.bench.fs.ZcrBench.main(more);
           case "netns" -> System.exit(org.hdfsrdma.bench.net.NetnsMain.run(more, System.out, System.err));
           case "job-child" -> System.exit(org.hdfsrdma.bench.mr.JobChild.main(more));
           case "dfsio", "randomwriter", "sort", "sweep" -> org.hdfsrdma.bench.mr.MrBench.main(what, more);
           default -> {
-            System.err.println("usage: bench fs|seal|disk|dfsio|randomwriter|sort|sweep|netns [options]   ('bench X --help' "
+            System.err.println("usage: bench fs|zcr|seal|disk|dfsio|randomwriter|sort|sweep|netns [options]   ('bench X --help' "
                 + "lists them)");
             System.exit(2);
           }

@@ -71,6 +71,11 @@ final class ClientMetrics extends HrdmaMetricsSource {
     collector.addRecord("HrdmaClient").setContext("dfs")
         .addCounter(info("RdmaBytesRead", "bytes read over hrdma transports"), fs.rdmaBytesRead())
         .addCounter(info("LocalBytesRead", "bytes read by short-circuit from replica files"), fs.localBytesRead())
+        .addCounter(info("ZeroCopyBytesRead", "bytes handed out as mapped slices of replica files"),
+            fs.zeroCopyBytesRead())
+        .addCounter(info("ZeroCopyFallbacks", "zero-copy reads served by a copying read"), fs.zeroCopyFallbacks())
+        .addCounter(info("LocalBytesUnverified", "short-circuit bytes handed out without checksum work"),
+            fs.localBytesUnverified())
         .addCounter(info("StockBytesRead", "bytes read through the stock data path"), fs.stockBytesRead())
         .addCounter(info("RdmaBytesWritten", "bytes written over hrdma transports"), fs.rdmaBytesWritten())
         .addCounter(info("StockFallbacks", "DataNodes that fell back to the stock data path"), fs.stockFallbacks())

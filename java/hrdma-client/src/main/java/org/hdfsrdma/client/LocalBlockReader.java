@@ -70,6 +70,7 @@ final class LocalBlockReader implements BlockReader {
   private final int window;
   private final Executor verifier; // null: the caller verifies every window
   private final int ahead;         // windows queued beyond the one being read
+  private final boolean verify;    // false: the DataNode caches the replica, no checksum work
   /** Windows made, not yet handed to the caller, in block order; the head is the next to read. */
   private final ArrayDeque<Window> queued = new ArrayDeque<>();
   private long nextWindow;      // block offset of the first window not made yet
@@ -85,10 +86,13 @@ final class LocalBlockReader implements BlockReader {
    * @param windowBytes bytes verified (and at most handed out) at a time, rounded down to whole chunks
    * @param verifier where windows are verified ahead of the caller, or null
    * @param ahead windows the verifier may be given beyond the one being read (0: none)
+   * @param verify whether to verify checksums; false only for a replica the DataNode caches (it
+   *     verified it when it cached it, and mlocked pages are not read from the disk again)
    * @throws IOException the files are not what they should be (too short, no checksums), or cannot be mapped
    */
   LocalBlockReader(ExtendedBlock block, NativeFiles.Fd data, NativeFiles.Fd metaFd, long visibleLength,
-      long offsetInBlock, long length, int windowBytes, Executor verifier, int ahead) throws IOException {
+      long offsetInBlock, long length, int windowBytes, Executor verifier, int ahead, boolean verify)
+      throws IOException {
     if (offsetInBlock < 0 || length < 0 || offsetInBlock + length > visibleLength) {
       throw new IOException("range [" + offsetInBlock + ", " + (offsetInBlock + length) + ") is not in "
           + block + " of " + visibleLength + " bytes");
@@ -107,12 +111,7 @@ final class LocalBlockReader implements BlockReader {
     NativeFiles.Mapping dm = null;
     try {
       this.meta = mm.buffer();
-      byte[] h = new byte[(int) headerBytes];
-      meta.get(0, h);
-      checksum = BlockMetadataHeader.readHeader(new DataInputStream(new ByteArrayInputStream(h))).getChecksum();
-      if (checksum.getChecksumSize() == 0 || checksum.getBytesPerChecksum() <= 0) {
-        throw new IOException("the .meta file of " + block + " holds no checksums (" + checksum + ")");
-      }
+      checksum = checksumOf(meta, block);
       this.bpc = checksum.getBytesPerChecksum();
       this.sumSize = checksum.getChecksumSize();
       this.end = offsetInBlock + length;
@@ -140,11 +139,28 @@ final class LocalBlockReader implements BlockReader {
     this.nextWindow = mapStart;
     this.pos = offsetInBlock;
     // a range of one window is verified by the caller: handing it over would only add a wait
-    boolean overlap = verifier != null && ahead > 0 && end - mapStart > window;
+    this.verify = verify;
+    boolean overlap = verify && verifier != null && ahead > 0 && end - mapStart > window;
     this.verifier = overlap ? verifier : null;
     this.ahead = overlap ? ahead : 0;
     this.buf = map.slice(0, 0);
     queueWindows();
+  }
+
+  /** The checksum a replica's mapped .meta file declares (its header). */
+  static DataChecksum checksumOf(ByteBuffer meta, ExtendedBlock block) throws IOException {
+    byte[] h = new byte[BlockMetadataHeader.getHeaderSize()];
+    meta.get(0, h);
+    DataChecksum c = BlockMetadataHeader.readHeader(new DataInputStream(new ByteArrayInputStream(h))).getChecksum();
+    if (c.getChecksumSize() == 0 || c.getBytesPerChecksum() <= 0) {
+      throw new IOException("the .meta file of " + block + " holds no checksums (" + c + ")");
+    }
+    return c;
+  }
+
+  /** Whether this reader verifies checksums (false: the DataNode caches the replica). */
+  boolean verifies() {
+    return verify;
   }
 
   private NativeFiles.Mapping mapOf(NativeFiles.Fd fd, long offset, long length) throws IOException {
@@ -242,7 +258,9 @@ final class LocalBlockReader implements BlockReader {
       }
       Throwable f = null;
       try {
-        verifyWindow(data.duplicate(), start);
+        if (verify) {
+          verifyWindow(data.duplicate(), start);
+        }
       } catch (InternalError e) { // a fault reading the mapping: the file shrank under us
         f = new IOException("the block file of " + block + " changed while it was read: " + e.getMessage(), e);
       } catch (Throwable t) {
@@ -331,6 +349,19 @@ final class LocalBlockReader implements BlockReader {
    * Hadoop's. Runs on any thread: touches only what the constructor set up.
    */
   private void verifyWindow(ByteBuffer w, long at) throws IOException {
+    verifyChunks(checksum, meta, w, at, name, block);
+  }
+
+  /**
+   * Verifies {@code w} (whole chunks from block offset {@code at}, the
+   * replica's last chunk may be short) against the sums in the mapped .meta
+   * file {@code meta} of {@code checksum}'s type.
+   */
+  static void verifyChunks(DataChecksum checksum, ByteBuffer meta, ByteBuffer w, long at, String name,
+      ExtendedBlock block) throws IOException {
+    long headerBytes = BlockMetadataHeader.getHeaderSize();
+    int bpc = checksum.getBytesPerChecksum();
+    int sumSize = checksum.getChecksumSize();
     int n = w.remaining();
     int chunks = (n + bpc - 1) / bpc;
     long from = headerBytes + at / bpc * sumSize;

@@ -241,11 +241,36 @@ public final class RdmaBlockClient implements Closeable {
    */
   BlockReader openLocal(LocatedBlock block, DatanodeInfo datanode, long offsetInBlock, long length)
       throws IOException {
-    String path = ShortCircuitSocket.path(conf, datanode.getXferPort());
-    try (ShortCircuitClient.Fds f = shortCircuit.request(path, block.getBlock(), block.getBlockToken())) {
+    try (ShortCircuitClient.Fds f = localFiles(block, datanode)) {
       return new LocalBlockReader(block.getBlock(), f.data(), f.meta(), block.getBlockSize(), offsetInBlock,
-          length, localWindowBytes, localVerifier, localVerifyAhead);
+          length, localWindowBytes, localVerifier, localVerifyAhead, !f.cached());
     }
+  }
+
+  /** Short-circuit readers' verifier (null: off), the windows it verifies and how many ahead. */
+  ThreadPoolExecutor localVerifier() {
+    return localVerifier;
+  }
+
+  int localWindowBytes() {
+    return localWindowBytes;
+  }
+
+  int localVerifyAhead() {
+    return localVerifyAhead;
+  }
+
+  /**
+   * The files of {@code block}'s finalized replica on {@code datanode} (this
+   * host), with whether the DataNode caches it; the caller closes them.
+   *
+   * @throws InvalidBlockTokenException the DataNode refused the token
+   * @throws LocalReadsRefused the DataNode serves no short-circuit reads to this client
+   * @throws IOException this replica is refused or the exchange failed
+   */
+  ShortCircuitClient.Fds localFiles(LocatedBlock block, DatanodeInfo datanode) throws IOException {
+    String path = ShortCircuitSocket.path(conf, datanode.getXferPort());
+    return shortCircuit.request(path, block.getBlock(), block.getBlockToken());
   }
 
   /** Reads all of {@code [offsetInBlock, offsetInBlock + length)} into {@code buf} at {@code off}. */

@@ -92,6 +92,10 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
   private final AtomicLong localBytes = new AtomicLong();
   private final java.util.Set<String> noLocal = ConcurrentHashMap.newKeySet();
   private final AtomicLong localFallbacks = new AtomicLong();
+  private final AtomicLong zeroCopyBytes = new AtomicLong();
+  private final AtomicLong zeroCopyFallbacks = new AtomicLong();
+  private final AtomicLong localBytesUnverified = new AtomicLong();
+  private volatile boolean zeroCopy = true;
   private final AtomicLong checksumErrors = new AtomicLong();
   private final AtomicLong badReplicasReported = new AtomicLong();
   private final AtomicLong stockWriteFallbacks = new AtomicLong();
@@ -108,6 +112,7 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
     super.initialize(uri, conf);
     enabled = conf.getBoolean(ENABLED_KEY, HrdmaClientKeys.ENABLED_DEFAULT);
     fallbackRetryNanos = TimeUnit.MILLISECONDS.toNanos(conf.getLong(FALLBACK_RETRY_KEY, FALLBACK_RETRY_DEFAULT));
+    zeroCopy = org.hdfsrdma.client.compat.ZeroCopyFallback.mmapEnabled(conf);
     if (enabled && conf.getBoolean(HrdmaClientKeys.METRICS_ENABLED_KEY, HrdmaClientKeys.METRICS_ENABLED_DEFAULT)) {
       metrics = ClientMetrics.register(this);
     }
@@ -348,6 +353,52 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
 
   public long localBytesRead() {
     return localBytes.get();
+  }
+
+  /** Whether zero-copy reads may map replicas (stock's {@code dfs.client.mmap.enabled}). */
+  boolean zeroCopyEnabled() {
+    return zeroCopy;
+  }
+
+  void countZeroCopyBytes(long n) {
+    zeroCopyBytes.addAndGet(n);
+  }
+
+  /** Bytes handed out by zero-copy reads as mapped slices of replica files (counted in {@link #localBytesRead} too). */
+  public long zeroCopyBytesRead() {
+    return zeroCopyBytes.get();
+  }
+
+  void countZeroCopyFallback() {
+    zeroCopyFallbacks.incrementAndGet();
+  }
+
+  /**
+   * Zero-copy reads ({@code read(ByteBufferPool, ...)}) served by a copying
+   * read into a buffer of the caller's pool: no replica on this host could be
+   * mapped (none there, short-circuit reads off or refused, every local one
+   * bad), or {@code dfs.client.mmap.enabled} is false.
+   */
+  public long zeroCopyFallbacks() {
+    return zeroCopyFallbacks.get();
+  }
+
+  void countLocalBytesUnverified(long n) {
+    localBytesUnverified.addAndGet(n);
+  }
+
+  /**
+   * Short-circuit bytes (copied or mapped) handed out without checksum work:
+   * the DataNode caches the replica (centralized cache management), or a
+   * zero-copy read said {@code SKIP_CHECKSUMS} (or the stream verifies none).
+   */
+  public long localBytesUnverified() {
+    return localBytesUnverified.get();
+  }
+
+  /** Replicas mapped for zero-copy reads and not unmapped yet, in this process (leak checks). */
+  public static long zeroCopyMappings() {
+    return MappedReplica.open();
   }
 
   /** Whether to try a short-circuit read of {@code dn}'s replicas: on, and {@code dn} on this host and not refused. */

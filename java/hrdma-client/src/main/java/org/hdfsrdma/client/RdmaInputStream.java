@@ -4,14 +4,18 @@ import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import org.apache.hadoop.fs.ChecksumException;
 import org.apache.hadoop.fs.FSExceptionMessages;
+import org.apache.hadoop.fs.ReadOption;
 import org.apache.hadoop.hdfs.DFSInputStream;
 import org.apache.hadoop.hdfs.HrdmaInputStreamBase;
 import org.apache.hadoop.hdfs.ReadStatistics;
@@ -20,7 +24,9 @@ import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
 import org.apache.hadoop.hdfs.security.token.block.InvalidBlockTokenException;
+import org.apache.hadoop.io.ByteBufferPool;
 import org.apache.hadoop.util.StringUtils;
+import org.hdfsrdma.client.compat.ZeroCopyFallback;
 
 /**
  * An HDFS file read over hrdma: block locations from the NameNode (through
@@ -46,9 +52,11 @@ import org.apache.hadoop.util.StringUtils;
  * and it keeps the statistics stock streams keep: the stream's
  * {@link ReadStatistics} (short-circuit bytes from replica files read here,
  * local bytes from a DataNode of this host, remote bytes from others) and the
- * file system's bytes read by network distance. Calls this class does not
- * override (zero-copy reads, read-ahead and drop-behind settings, the block
- * list) are the superclass's.
+ * file system's bytes read by network distance. Zero-copy reads
+ * ({@link #read(ByteBufferPool, int, EnumSet)}) hand out mapped slices of a
+ * replica on this host ({@link MappedReplica}), else copy as stock does. Calls
+ * this class does not override (read-ahead and drop-behind settings, the
+ * block list) are the superclass's.
  *
  * <p>One reading thread at a time (methods are synchronized).
  */
@@ -160,12 +168,23 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
     return blockAt(lb.getStartOffset());
   }
 
-  /** The block's replicas in the order to try them: same host first, then the NameNode's. */
+  /**
+   * The block's replicas in the order to try them: same host first (those the
+   * DataNode caches before the others: read with no checksum work), then the
+   * NameNode's.
+   */
   private List<DatanodeInfo> candidates(LocatedBlock lb) {
     List<DatanodeInfo> local = new ArrayList<>();
     List<DatanodeInfo> rest = new ArrayList<>();
+    DatanodeInfo[] cached = lb.getCachedLocations();
     for (DatanodeInfo dn : lb.getLocations()) {
-      (fs.isLocal(dn) ? local : rest).add(dn);
+      if (!fs.isLocal(dn)) {
+        rest.add(dn);
+      } else if (cached.length > 0 && Arrays.asList(cached).contains(dn)) {
+        local.add(0, dn);
+      } else {
+        local.add(dn);
+      }
     }
     local.addAll(rest);
     return local;
@@ -242,8 +261,11 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
    * stock block readers count theirs (short-circuit, same host, remote).
    */
   private void count(Source s, int n, long millis) {
-    if (s.reader instanceof LocalBlockReader) {
+    if (s.reader instanceof LocalBlockReader lr) {
       fs.countLocalBytes(n);
+      if (!lr.verifies()) {
+        fs.countLocalBytesUnverified(n);
+      }
       readStatistics.addShortCircuitBytes(n);
     } else {
       fs.countRdmaBytes(n);
@@ -664,6 +686,166 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
     }
   }
 
+  // ---------------------------------------------------------------- zero-copy reads
+
+  /** What a zero-copy read of 0 bytes returns, as stock. */
+  private static final ByteBuffer EMPTY_BUFFER = ByteBuffer.allocateDirect(0).asReadOnlyBuffer();
+  /** Buffers read(ByteBufferPool, ...) handed out and not released: their MappedReplica, or the pool of a copy. */
+  private final IdentityHashMap<ByteBuffer, Object> extended = new IdentityHashMap<>();
+  /** The replica zero-copy reads slice (the stream's reference), or null. */
+  private MappedReplica mapped;
+
+  /**
+   * As stock: at most {@code maxLength} bytes at the position, within one
+   * block, or null at the end of the file. A replica on this host is mapped
+   * (read-only) and a slice of it handed out, its chunks verified first
+   * unless {@link ReadOption#SKIP_CHECKSUMS} is given, the stream verifies
+   * no checksums, or the DataNode caches the replica; a chunk that fails is a
+   * bad replica (skipped, reported once another serves). Where no replica
+   * can be mapped, the bytes are copied into a buffer of {@code pool} by a
+   * read of this stream (counted: {@link RdmaDistributedFileSystem#zeroCopyFallbacks}).
+   * Either way the caller gives the buffer back with {@link #releaseBuffer}.
+   */
+  @Override
+  public synchronized ByteBuffer read(ByteBufferPool pool, int maxLength, EnumSet<ReadOption> opts)
+      throws IOException {
+    checkOpen();
+    if (maxLength == 0) {
+      return EMPTY_BUFFER;
+    }
+    if (maxLength < 0) {
+      throw new IllegalArgumentException("can't read a negative number of bytes.");
+    }
+    if (pos >= fileLength) {
+      return null;
+    }
+    if (fs.zeroCopyEnabled()) {
+      ByteBuffer b = readMapped(maxLength, verifyChecksum && !opts.contains(ReadOption.SKIP_CHECKSUMS));
+      if (b != null) {
+        return b;
+      }
+    }
+    fs.countZeroCopyFallback();
+    ByteBuffer b = ZeroCopyFallback.read(this, pool, maxLength);
+    if (b != null) {
+      extended.put(b, pool);
+    }
+    return b;
+  }
+
+  /** A slice of a mapped replica at the position, or null when no replica on this host can be mapped. */
+  private ByteBuffer readMapped(int maxLength, boolean verify) throws IOException {
+    while (true) {
+      LocatedBlock lb = blockAt(pos);
+      long inBlock = pos - lb.getStartOffset();
+      if (mapped == null || !mapped.block().equals(lb.getBlock()) || !mapped.covers(inBlock)) {
+        dropMapped();
+        mapped = mapReplica(lb, inBlock);
+        if (mapped == null) {
+          return null;
+        }
+      }
+      boolean check = verify && !mapped.cached();
+      int max = (int) Math.min(maxLength, lb.getBlockSize() - inBlock);
+      long t0 = System.nanoTime();
+      ByteBuffer b;
+      try {
+        b = mapped.slice(inBlock, max, check);
+      } catch (ChecksumException e) {
+        // as a sequential reader's: this replica is bad for the stream, another serves (or the copying read)
+        fs.countChecksumError();
+        DatanodeInfo dn = mapped.datanode();
+        long id = lb.getBlock().getBlockId();
+        if (bad.computeIfAbsent(id, k -> new HashSet<>()).add(dn.getDatanodeUuid())) {
+          unreported.computeIfAbsent(id, k -> new ArrayList<>()).add(dn);
+        }
+        dropMapped();
+        continue;
+      } catch (IOException e) {
+        fs.countLocalFallback(); // the file changed under us: the copying read finds another way
+        dropMapped();
+        return null;
+      }
+      extended.put(b, mapped);
+      int n = b.remaining();
+      pos += n;
+      readStatistics.addZeroCopyBytes(n); // as stock: counted as short-circuit and local bytes too
+      fs.countLocalBytes(n);
+      fs.countZeroCopyBytes(n);
+      if (!check) {
+        fs.countLocalBytesUnverified(n);
+      }
+      countFileSystemRead(0, n, (System.nanoTime() - t0) / 1_000_000);
+      servedFine(lb);
+      return b;
+    }
+  }
+
+  /** Maps the first usable replica of {@code lb} on this host from {@code inBlock} on, or null. */
+  private MappedReplica mapReplica(LocatedBlock lb, long inBlock) throws IOException {
+    boolean refetched = false;
+    while (true) {
+      Set<String> badHere = bad.getOrDefault(lb.getBlock().getBlockId(), Set.of());
+      boolean tokenProblem = false;
+      for (DatanodeInfo dn : candidates(lb)) {
+        if (badHere.contains(dn.getDatanodeUuid()) || fs.onStockPath(dn) || !fs.tryLocal(dn)) {
+          continue;
+        }
+        try (ShortCircuitClient.Fds f = fs.blockClient().localFiles(lb, dn)) {
+          RdmaBlockClient c = fs.blockClient();
+          return MappedReplica.map(lb.getBlock(), dn, f, lb.getBlockSize(), inBlock)
+              .verifyAhead(c.localVerifier(), c.localWindowBytes(), c.localVerifyAhead());
+        } catch (InvalidBlockTokenException e) {
+          tokenProblem = true;
+        } catch (RdmaBlockClient.LocalReadsRefused e) {
+          fs.noLocalReads(dn, e);
+        } catch (IOException e) {
+          fs.countLocalFallback();
+        }
+      }
+      if (tokenProblem && !refetched) {
+        lb = refetch(lb); // as the other read paths: new tokens once
+        refetched = true;
+        continue;
+      }
+      return null;
+    }
+  }
+
+  private void dropMapped() {
+    if (mapped != null) {
+      mapped.detach();
+      mapped = null;
+    }
+  }
+
+  /** As stock: gives back a buffer {@link #read(ByteBufferPool, int, EnumSet)} handed out (also after close). */
+  @Override
+  public synchronized void releaseBuffer(ByteBuffer buffer) {
+    if (buffer == EMPTY_BUFFER) {
+      return;
+    }
+    Object from = extended.remove(buffer);
+    if (from == null) {
+      throw new IllegalArgumentException("tried to release a buffer that was not created by this stream, " + buffer);
+    }
+    if (from instanceof MappedReplica m) {
+      m.release();
+    } else {
+      ((ByteBufferPool) from).putBuffer(buffer);
+    }
+  }
+
+  /** The DataNode whose replica zero-copy reads map now, or null (tests). */
+  synchronized DatanodeInfo mappedDataNode() {
+    return mapped == null ? null : mapped.datanode();
+  }
+
+  /** Buffers handed out by zero-copy reads and not released (tests). */
+  synchronized int buffersOut() {
+    return extended.size();
+  }
+
   // ---------------------------------------------------------------- position
 
   @Override
@@ -752,12 +934,13 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
   @Override
   public synchronized void unbuffer() {
     releaseOurs();
-    super.unbuffer(); // the superclass's own block reader (zero-copy reads use it)
+    super.unbuffer(); // the superclass's block reader, should anything of the superclass have opened one
   }
 
   private void releaseOurs() {
     dropCurrent();
     dropNext();
+    dropMapped();
     if (stock != null) {
       try {
         stock.close();
@@ -772,6 +955,11 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
   @Override
   public synchronized void close() throws IOException {
     if (!closed.get()) {
+      if (!extended.isEmpty()) {
+        // as stock: a warning; the buffers stay valid (their replicas stay mapped) until released
+        org.slf4j.LoggerFactory.getLogger(RdmaInputStream.class).warn("closing file {}, but there are still {} "
+            + "unreleased ByteBuffers allocated by read(). Please release them.", src, extended.size());
+      }
       releaseOurs();
       super.close();
     }

@@ -51,8 +51,13 @@ final class ShortCircuitClient implements AutoCloseable {
   private EventLoopGroup group; // guarded by this; made on first use
   private boolean closed;       // guarded by this
 
-  /** The replica's block and .meta files, open read-only; the caller closes them. */
-  record Fds(NativeFiles.Fd data, NativeFiles.Fd meta) implements AutoCloseable {
+  /**
+   * The replica's block and .meta files, open read-only; the caller closes
+   * them. {@code cached}: the DataNode caches the replica (mlocked, verified
+   * when cached), so reading it needs no checksum work, as stock's anchored
+   * short-circuit replicas.
+   */
+  record Fds(NativeFiles.Fd data, NativeFiles.Fd meta, boolean cached) implements AutoCloseable {
     @Override
     public void close() {
       data.close();
@@ -167,6 +172,7 @@ final class ShortCircuitClient implements AutoCloseable {
     private final String path;
     private NativeFiles.Fd data; // the first descriptor, until the second arrives
     private boolean replied;
+    private boolean cached; // what the SUCCESS reply said
 
     Exchange(CompletableFuture<Fds> result, ExtendedBlock block, String path) {
       this.result = result;
@@ -196,6 +202,7 @@ final class ShortCircuitClient implements AutoCloseable {
           });
           return;
         }
+        cached = ShortCircuitSocket.cached(r);
         // descriptors only from now on; the DataNode sends them after the go-ahead, so none is read as bytes
         ((EpollDomainSocketChannel) ctx.channel()).config().setReadMode(DomainSocketReadMode.FILE_DESCRIPTORS);
         ctx.writeAndFlush(frame(ctx.channel(), new byte[0]));
@@ -222,7 +229,7 @@ final class ShortCircuitClient implements AutoCloseable {
         data = f;
         return;
       }
-      Fds both = new Fds(data, f);
+      Fds both = new Fds(data, f, cached);
       data = null;
       if (!result.complete(both)) {
         both.close(); // the caller gave up meanwhile

@@ -527,7 +527,7 @@ class LocalReadTest {
     LocalBlockReader r;
     try (NativeFiles.Fd d = NativeFiles.adopt(NativeFiles.openForPassing(f.getBlockPath()));
         NativeFiles.Fd m = NativeFiles.adopt(NativeFiles.openForPassing(f.getMetaPath()))) {
-      r = new LocalBlockReader(lb.getBlock(), d, m, BLOCK, 0, BLOCK, WINDOW, held::add, AHEAD);
+      r = new LocalBlockReader(lb.getBlock(), d, m, BLOCK, 0, BLOCK, WINDOW, held::add, AHEAD, true);
     }
     assertEquals(0, NativeFiles.fdsHeld(), "the descriptors are closed, the mappings stay");
     assertTrue(NativeFiles.mappedBytes() > 0);

@@ -587,6 +587,13 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     }
   }
 
+  /** Of {@link #shortCircuitGranted}, those whose replica this DataNode caches (the client skips checksums). */
+  public long shortCircuitGrantedCached() {
+    synchronized (lock) {
+      return shortCircuit == null ? 0 : shortCircuit.grantedCached();
+    }
+  }
+
   /** Short-circuit requests refused so far: token, replica not finalized, bad request (tests, status). */
   public long shortCircuitRefused() {
     synchronized (lock) {

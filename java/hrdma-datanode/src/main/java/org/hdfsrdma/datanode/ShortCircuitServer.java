@@ -76,6 +76,7 @@ final class ShortCircuitServer implements AutoCloseable {
   private final AtomicInteger open = new AtomicInteger();
   private final AtomicLong granted = new AtomicLong();
   private final AtomicLong refused = new AtomicLong();
+  private final AtomicLong grantedCached = new AtomicLong();
 
   private ShortCircuitServer(DataNodeAccess dn, Path path, long timeoutMs, int maxConnections)
       throws IOException {
@@ -150,6 +151,11 @@ final class ShortCircuitServer implements AutoCloseable {
     return granted.get();
   }
 
+  /** Grants whose reply said the replica is cached by this DataNode (the client skips checksums). */
+  long grantedCached() {
+    return grantedCached.get();
+  }
+
   /** Requests refused so far (token, not finalized, bad request, too many connections). */
   long refused() {
     return refused.get();
@@ -158,6 +164,7 @@ final class ShortCircuitServer implements AutoCloseable {
   /** One connection's exchange: request, reply, then (on SUCCESS) the client's go-ahead and the descriptors. */
   private final class Exchange extends SimpleChannelInboundHandler<ByteBuf> {
     private FileDescriptor[] fds; // opened, waiting for the client's go-ahead; event loop only
+    private boolean fdsOfCached;  // the reply said fds' replica is cached
     private boolean counted;
 
     @Override
@@ -201,6 +208,9 @@ final class ShortCircuitServer implements AutoCloseable {
         ctx.writeAndFlush(out[1]).addListener(f -> closeQuietly(out[1]))
             .addListener(ChannelFutureListener.CLOSE);
         granted.incrementAndGet();
+        if (fdsOfCached) {
+          grantedCached.incrementAndGet();
+        }
         return;
       }
       OpRequestShortCircuitAccessProto op;
@@ -244,9 +254,15 @@ final class ShortCircuitServer implements AutoCloseable {
         refuse(ctx, Status.ERROR, "DataNode " + dn.datanodeUuid() + ": " + e.getMessage());
         return;
       }
+      boolean cached;
+      try {
+        cached = dn.isCached(block);
+      } catch (IOException | RuntimeException e) {
+        cached = false; // the client verifies then: never wrong, only slower
+      }
       fds = new FileDescriptor[] {data, meta};
-      send(ctx, BlockOpResponseProto.newBuilder().setStatus(Status.SUCCESS)
-          .setShortCircuitAccessVersion(ShortCircuitSocket.BLOCK_FORMAT_VERSION).build());
+      fdsOfCached = cached;
+      send(ctx, ShortCircuitSocket.granted(cached));
     }
 
     private void refuse(ChannelHandlerContext ctx, Status status, String message) {

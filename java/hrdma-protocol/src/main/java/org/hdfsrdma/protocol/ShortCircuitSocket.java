@@ -3,10 +3,13 @@ package org.hdfsrdma.protocol;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BaseHeaderProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpRequestShortCircuitAccessProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
 import org.apache.hadoop.hdfs.protocolPB.PBHelperClient;
 import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
 import org.apache.hadoop.security.token.Token;
+import org.apache.hadoop.thirdparty.protobuf.UnknownFieldSet;
 
 /**
  * Short-circuit reads' Unix domain socket: where a DataNode's plugin listens
@@ -18,7 +21,10 @@ import org.apache.hadoop.security.token.Token;
  *       {@value #BLOCK_FORMAT_VERSION}), as stock's REQUEST_SHORT_CIRCUIT_FDS;
  *   <li>DataNode: {@code BlockOpResponseProto}: SUCCESS, or an error status
  *       (ERROR_ACCESS_TOKEN for a token refused) and a message; it closes the
- *       socket after an error;
+ *       socket after an error. A SUCCESS says in field {@value #CACHED_FIELD}
+ *       (a varint, 1) that the DataNode caches the replica ({@link #granted});
+ *       the field is ours, not in stock's message, so a parser that does not
+ *       know it keeps it as an unknown field and ignores it;
  *   <li>on SUCCESS, client: an empty message (it reads descriptors now);
  *   <li>DataNode: the block file's then the .meta file's descriptor, each
  *       sent with one byte (SCM_RIGHTS), opened read-only by the DataNode.
@@ -42,7 +48,31 @@ public final class ShortCircuitSocket {
   /** The block file format the DataNode serves (stock's DataNode.CURRENT_BLOCK_FORMAT_VERSION). */
   public static final int BLOCK_FORMAT_VERSION = 1;
 
+  /**
+   * The SUCCESS reply's field that says the DataNode caches the replica
+   * (centralized cache management: mapped and mlocked, its checksums verified
+   * when it was cached). Far above stock's field numbers.
+   */
+  public static final int CACHED_FIELD = 1000;
+
   private ShortCircuitSocket() {}
+
+  /** The SUCCESS reply; {@code cached}: the DataNode caches the replica. */
+  public static BlockOpResponseProto granted(boolean cached) {
+    BlockOpResponseProto.Builder b = BlockOpResponseProto.newBuilder().setStatus(Status.SUCCESS)
+        .setShortCircuitAccessVersion(BLOCK_FORMAT_VERSION);
+    if (cached) {
+      b.setUnknownFields(UnknownFieldSet.newBuilder()
+          .addField(CACHED_FIELD, UnknownFieldSet.Field.newBuilder().addVarint(1).build()).build());
+    }
+    return b.build();
+  }
+
+  /** Whether a SUCCESS reply says the DataNode caches the replica. */
+  public static boolean cached(BlockOpResponseProto reply) {
+    UnknownFieldSet.Field f = reply.getUnknownFields().getField(CACHED_FIELD);
+    return f != null && f.getVarintList().contains(1L);
+  }
 
   /** The socket path of the DataNode whose xfer port is {@code xferPort}. */
   public static String path(Configuration conf, int xferPort) {

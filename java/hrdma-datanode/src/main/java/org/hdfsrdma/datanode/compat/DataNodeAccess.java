@@ -199,6 +199,16 @@ public final class DataNodeAccess {
     return new LocalPaths(b, info.getBlockPath(), info.getMetaPath());
   }
 
+  /**
+   * Whether the DataNode caches (mmaps and mlocks) the replica, by a cache
+   * directive of the NameNode's centralized cache management
+   * ({@code FsDatasetSpi#isCached}, what stock's short-circuit slot is marked
+   * anchorable by). The DataNode verified its checksums when it cached it.
+   */
+  public boolean isCached(ExtendedBlock block) throws IOException {
+    return dataset().isCached(block.getBlockPoolId(), block.getBlockId());
+  }
+
   /** The replica's block file from {@code offset}; the caller closes it. */
   public InputStream blockInputStream(ExtendedBlock block, long offset) throws IOException {
     return dataset().getBlockInputStream(block, offset);
