@@ -4,6 +4,7 @@ import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.net.InetSocketAddress;
 import java.util.EnumSet;
 import java.util.HashSet;
 import java.util.List;
@@ -16,6 +17,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.crypto.CryptoProtocolVersion;
 import org.apache.hadoop.fs.CreateFlag;
+import org.apache.hadoop.hdfs.client.HdfsDataOutputStream;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileAlreadyExistsException;
@@ -137,9 +139,52 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
   @Override
   public FSDataOutputStream create(Path f, FsPermission permission, EnumSet<CreateFlag> cflags, int bufferSize,
       short replication, long blockSize, Progressable progress, ChecksumOpt checksumOpt) throws IOException {
+    return create(f, permission, cflags, true, replication, blockSize, progress, checksumOpt, null,
+        () -> super.create(f, permission, cflags, bufferSize, replication, blockSize, progress, checksumOpt));
+  }
+
+  /**
+   * As {@link #create(Path, FsPermission, EnumSet, int, short, long, Progressable, ChecksumOpt)}
+   * without creating missing parents (HBase's write-ahead log creates its files this way).
+   */
+  @Override
+  public FSDataOutputStream createNonRecursive(Path f, FsPermission permission, EnumSet<CreateFlag> cflags,
+      int bufferSize, short replication, long blockSize, Progressable progress) throws IOException {
+    return create(f, permission, cflags, false, replication, blockSize, progress, null, null,
+        () -> super.createNonRecursive(f, permission, cflags, bufferSize, replication, blockSize, progress));
+  }
+
+  /**
+   * As stock's: the NameNode places the blocks on {@code favoredNodes} where it can; the
+   * blocks go over hrdma to the nodes it chose.
+   */
+  @Override
+  public HdfsDataOutputStream create(Path f, FsPermission permission, boolean overwrite, int bufferSize,
+      short replication, long blockSize, Progressable progress, InetSocketAddress[] favoredNodes) throws IOException {
+    EnumSet<CreateFlag> cflags = overwrite ? EnumSet.of(CreateFlag.CREATE, CreateFlag.OVERWRITE)
+        : EnumSet.of(CreateFlag.CREATE);
+    String[] favored = null;
+    if (favoredNodes != null) { // as DFSClient#getFavoredNodesStr
+      favored = new String[favoredNodes.length];
+      for (int i = 0; i < favoredNodes.length; i++) {
+        favored[i] = favoredNodes[i].getHostName() + ":" + favoredNodes[i].getPort();
+      }
+    }
+    return (HdfsDataOutputStream) create(f, permission, cflags, true, replication, blockSize, progress, null, favored,
+        () -> super.create(f, permission, overwrite, bufferSize, replication, blockSize, progress, favoredNodes));
+  }
+
+  /** The stock create a call falls back to. */
+  private interface StockCreate {
+    FSDataOutputStream create() throws IOException;
+  }
+
+  private FSDataOutputStream create(Path f, FsPermission permission, EnumSet<CreateFlag> cflags,
+      boolean createParent, short replication, long blockSize, Progressable progress, ChecksumOpt checksumOpt,
+      String[] favoredNodes, StockCreate stock) throws IOException {
     if (!enabled || checksumOpt != null || cflags.contains(CreateFlag.APPEND)
         || !"CRC32C".equalsIgnoreCase(getConf().getTrimmed(HdfsClientConfigKeys.DFS_CHECKSUM_TYPE_KEY, "CRC32C"))) {
-      return super.create(f, permission, cflags, bufferSize, replication, blockSize, progress, checksumOpt);
+      return stock.create();
     }
     Path abs = fixRelativePart(f);
     checkPath(abs);
@@ -151,14 +196,14 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
     HdfsFileStatus st;
     try {
       st = getClient().getNamenode().create(src, masked, getClient().getClientName(), new EnumSetWritable<>(cflags),
-          true, replication, blockSize, CryptoProtocolVersion.supported(), null, null);
+          createParent, replication, blockSize, CryptoProtocolVersion.supported(), null, null);
     } catch (RemoteException e) {
       IOException u = e.unwrapRemoteException(AccessControlException.class, FileAlreadyExistsException.class,
           FileNotFoundException.class, ParentNotDirectoryException.class, NSQuotaExceededException.class,
           DSQuotaExceededException.class, QuotaByStorageTypeExceededException.class, SafeModeException.class,
           UnresolvedPathException.class, SnapshotAccessControlException.class);
       if (u instanceof UnresolvedPathException) {
-        return super.create(f, permission, cflags, bufferSize, replication, blockSize, progress, checksumOpt);
+        return stock.create();
       }
       throw u;
     }
@@ -167,11 +212,9 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
       if (!deleteForFallback(src)) {
         throw new IOException("cannot hand " + src + " over to the stock client");
       }
-      EnumSet<CreateFlag> again = EnumSet.copyOf(cflags);
-      again.add(CreateFlag.OVERWRITE);
-      return super.create(f, permission, again, bufferSize, replication, blockSize, progress, checksumOpt);
+      return stock.create(); // the file is gone again: the stock call creates it with the caller's flags
     }
-    RdmaOutputStream out = new RdmaOutputStream(this, src, st, cflags, progress, getConf());
+    RdmaOutputStream out = new RdmaOutputStream(this, src, st, cflags, progress, getConf(), favoredNodes);
     streamOpened(out);
     // as stock: an HdfsDataOutputStream (hsync with SyncFlags, getCurrentBlockReplication) around the stream
     return getClient().createWrappedOutputStream(out, statistics);

@@ -88,6 +88,7 @@ final class RdmaOutputStream extends DfsOutputStreamShell {
   private final Configuration conf;
   private final HdfsFileStatus stat;
   private final EnumSet<CreateFlag> flags;
+  private final String[] favoredNodes; // null: the NameNode's own choice
   private final Progressable progress;
   private final DataChecksum checksum;
   private final int addBlockRetries;
@@ -108,14 +109,16 @@ final class RdmaOutputStream extends DfsOutputStreamShell {
   private boolean persistBlocks;    // a block was allocated since the last flush: its length goes to the NameNode
   private volatile long slowdownMs;
 
+  /** {@code favoredNodes}: "host:port" of DataNodes the NameNode should place the blocks on, or null. */
   RdmaOutputStream(RdmaDistributedFileSystem fs, String src, HdfsFileStatus stat, EnumSet<CreateFlag> flags,
-      Progressable progress, Configuration conf) {
-    this(fs, src, stat, flags, progress, conf, defaultChecksum(fs.getClient()));
+      Progressable progress, Configuration conf, String[] favoredNodes) {
+    this(fs, src, stat, flags, progress, conf, defaultChecksum(fs.getClient()), favoredNodes);
   }
 
   private RdmaOutputStream(RdmaDistributedFileSystem fs, String src, HdfsFileStatus stat, EnumSet<CreateFlag> flags,
-      Progressable progress, Configuration conf, DataChecksum checksum) {
+      Progressable progress, Configuration conf, DataChecksum checksum, String[] favoredNodes) {
     super(fs.getClient(), src, stat, flags, progress, checksum, 0);
+    this.favoredNodes = favoredNodes;
     this.syncBlock = flags.contains(CreateFlag.SYNC_BLOCK);
     this.fs = fs;
     this.namenode = fs.getClient().getNamenode();
@@ -245,7 +248,7 @@ final class RdmaOutputStream extends DfsOutputStreamShell {
   private void fallBack(String msg) throws IOException {
     LOG.warn("{}; {} is written through the stock data path", msg, src);
     fs.countStockWriteFallback();
-    DFSOutputStream s = StockFileStream.open(fs.getClient(), src, stat, flags, progress, checksum);
+    DFSOutputStream s = StockFileStream.open(fs.getClient(), src, stat, flags, progress, checksum, favoredNodes);
     stock = s;
     int n = headLen;
     headLen = 0;
@@ -257,7 +260,8 @@ final class RdmaOutputStream extends DfsOutputStreamShell {
     DatanodeInfo[] ex = excluded.isEmpty() ? null : excluded.toArray(new DatanodeInfo[0]);
     for (int i = 0;; i++) {
       try {
-        return namenode.addBlock(src, clientName, previous, ex, fileId, null, EnumSet.noneOf(AddBlockFlag.class));
+        return namenode.addBlock(src, clientName, previous, ex, fileId, favoredNodes,
+            EnumSet.noneOf(AddBlockFlag.class));
       } catch (RemoteException e) {
         if (!NOT_REPLICATED_YET.equals(e.getClassName()) || i >= addBlockRetries) {
           throw e;

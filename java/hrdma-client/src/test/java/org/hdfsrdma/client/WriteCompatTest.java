@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.io.InterruptedIOException;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
@@ -79,6 +80,44 @@ class WriteCompatTest {
   private int blocks(Path p) throws IOException {
     LocatedBlocks lb = stock.getClient().getLocatedBlocks(p.toUri().getPath(), 0, Long.MAX_VALUE);
     return lb.locatedBlockCount();
+  }
+
+  /**
+   * HBase creates with favored nodes, and its write-ahead log with createNonRecursive: both
+   * go over hrdma, the blocks land where the NameNode placed them for the favored node, and a
+   * missing parent fails as stock's does.
+   */
+  @Test
+  void favoredNodesAndNonRecursiveCreatesGoOverHrdma() throws Exception {
+    byte[] data = PluginCluster.random(200_000, 21);
+    for (int k = 0; k < 3; k++) {
+      org.apache.hadoop.hdfs.server.datanode.DataNode dn = cluster.getDataNodes().get(k);
+      Path f = new Path("/compat/favored-" + k);
+      long before = fs.rdmaBytesWritten();
+      InetSocketAddress favored = InetSocketAddress.createUnresolved("127.0.0.1", dn.getXferPort());
+      try (HdfsDataOutputStream out = fs.create(f, null, true, 4096, (short) 1, 1 << 20, null,
+          new InetSocketAddress[] {favored})) {
+        out.write(data);
+      }
+      assertEquals(data.length, fs.rdmaBytesWritten() - before, f + " went over hrdma");
+      LocatedBlocks lb = stock.getClient().getLocatedBlocks(f.toUri().getPath(), 0, Long.MAX_VALUE);
+      assertEquals(dn.getDatanodeUuid(), lb.get(0).getLocations()[0].getDatanodeUuid(), f + " placement");
+      assertArrayEquals(data, readAll(stock, f));
+    }
+    Path orphan = new Path("/compat/no-such-dir/wal");
+    assertThrows(java.io.FileNotFoundException.class, () -> fs.createNonRecursive(orphan, null,
+        EnumSet.of(org.apache.hadoop.fs.CreateFlag.CREATE), 4096, (short) 2, 1 << 20, null).close());
+    assertFalse(stock.exists(orphan.getParent()), "createNonRecursive made the parent");
+    Path wal = new Path("/compat/wal");
+    long before = fs.rdmaBytesWritten();
+    try (FSDataOutputStream out = fs.createNonRecursive(wal, null, EnumSet.of(org.apache.hadoop.fs.CreateFlag.CREATE),
+        4096, (short) 2, 1 << 20, null)) {
+      assertInstanceOf(HdfsDataOutputStream.class, out);
+      out.write(data);
+      out.hflush();
+    }
+    assertEquals(data.length, fs.rdmaBytesWritten() - before, "createNonRecursive went over hrdma");
+    assertArrayEquals(data, readAll(stock, wal));
   }
 
   @Test

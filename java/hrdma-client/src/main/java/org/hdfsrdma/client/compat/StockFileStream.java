@@ -21,14 +21,14 @@ import org.apache.hadoop.util.Progressable;
 public final class StockFileStream extends DFSOutputStream {
 
   private StockFileStream(DFSClient dfs, String src, HdfsFileStatus stat, EnumSet<CreateFlag> flags,
-      Progressable progress, DataChecksum checksum) {
-    super(dfs, src, stat, flags, progress, checksum, null, true);
+      Progressable progress, DataChecksum checksum, String[] favoredNodes) {
+    super(dfs, src, stat, flags, progress, checksum, favoredNodes, true);
   }
 
   /** Opens the stock stream of {@code stat}'s file (created, empty, leased by {@code dfs}) and starts it. */
   public static DFSOutputStream open(DFSClient dfs, String src, HdfsFileStatus stat, EnumSet<CreateFlag> flags,
-      Progressable progress, DataChecksum checksum) {
-    StockFileStream s = new StockFileStream(dfs, src, stat, flags, progress, checksum);
+      Progressable progress, DataChecksum checksum, String[] favoredNodes) {
+    StockFileStream s = new StockFileStream(dfs, src, stat, flags, progress, checksum, favoredNodes);
     s.start();
     return s;
   }
