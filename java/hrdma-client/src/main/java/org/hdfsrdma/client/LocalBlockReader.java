@@ -70,6 +70,8 @@ final class LocalBlockReader implements BlockReader {
   private final int window;
   private final Executor verifier; // null: the caller verifies every window
   private final int ahead;         // windows queued beyond the one being read
+  private final long readAhead;    // bytes the kernel is asked to read ahead of the windows made; 0: none
+  private long advised;            // block offset up to which it was asked
   /** Windows made, not yet handed to the caller, in block order; the head is the next to read. */
   private final ArrayDeque<Window> queued = new ArrayDeque<>();
   private long nextWindow;      // block offset of the first window not made yet
@@ -85,10 +87,15 @@ final class LocalBlockReader implements BlockReader {
    * @param windowBytes bytes verified (and at most handed out) at a time, rounded down to whole chunks
    * @param verifier where windows are verified ahead of the caller, or null
    * @param ahead windows the verifier may be given beyond the one being read (0: none)
+   * @param readAheadBytes how far beyond the windows made the kernel is asked to read the block file
+   *     into the page cache (MADV_WILLNEED), in steps of half of it: a cold file's pages are then on
+   *     their way before the reader or the verifier faults on them, several requests deep, where
+   *     faults alone read it a fault's read-around at a time; 0: not asked
    * @throws IOException the files are not what they should be (too short, no checksums), or cannot be mapped
    */
   LocalBlockReader(ExtendedBlock block, NativeFiles.Fd data, NativeFiles.Fd metaFd, long visibleLength,
-      long offsetInBlock, long length, int windowBytes, Executor verifier, int ahead) throws IOException {
+      long offsetInBlock, long length, int windowBytes, Executor verifier, int ahead, long readAheadBytes)
+      throws IOException {
     if (offsetInBlock < 0 || length < 0 || offsetInBlock + length > visibleLength) {
       throw new IOException("range [" + offsetInBlock + ", " + (offsetInBlock + length) + ") is not in "
           + block + " of " + visibleLength + " bytes");
@@ -138,6 +145,8 @@ final class LocalBlockReader implements BlockReader {
     this.metaMap = mm;
     this.dataMap = dm;
     this.nextWindow = mapStart;
+    this.advised = mapStart;
+    this.readAhead = readAheadBytes;
     this.pos = offsetInBlock;
     // a range of one window is verified by the caller: handing it over would only add a wait
     boolean overlap = verifier != null && ahead > 0 && end - mapStart > window;
@@ -166,6 +175,7 @@ final class LocalBlockReader implements BlockReader {
    * the ones beyond it) and hands them to the verifier.
    */
   private void queueWindows() {
+    adviseAhead();
     while (queued.size() <= ahead && nextWindow < end) {
       int n = (int) Math.min(window, fileEnd - nextWindow);
       Window w = new Window(nextWindow, map.slice((int) (nextWindow - mapStart), n));
@@ -178,6 +188,21 @@ final class LocalBlockReader implements BlockReader {
           // the verifier is full or shut down: the caller verifies this window when it gets there
         }
       }
+    }
+  }
+
+  /**
+   * Keeps the kernel reading up to {@code readAhead} beyond the next window to make: asks
+   * for the next half once the part asked for and not yet reached is down to a half.
+   */
+  private void adviseAhead() {
+    if (readAhead <= 0 || dataMap == null || advised >= fileEnd) {
+      return;
+    }
+    long to = Math.min(fileEnd, nextWindow + readAhead);
+    if (to - advised >= readAhead / 2 || (to == fileEnd && to > advised)) {
+      dataMap.willNeed(advised - mapStart, to - advised);
+      advised = to;
     }
   }
 
