@@ -49,6 +49,13 @@ int main(void)
     CHECK_EQ(hrdma_fd_mapped_bytes(), FILE_BYTES); /* from the first page's start */
     OK("map an unaligned range: the file's bytes, whole pages counted");
 
+    /* read-ahead asked for an unaligned part of the mapping: taken, the bytes unchanged */
+    CHECK_EQ(hrdma_fd_willneed(a + 100, FILE_BYTES - 4100), HRDMA_OK);
+    CHECK_EQ(hrdma_fd_willneed(a, 0), HRDMA_ERR_INVALID);
+    CHECK_EQ(hrdma_fd_willneed(NULL, 10), HRDMA_ERR_INVALID);
+    CHECK(memcmp(a, data + 4000, FILE_BYTES - 4000) == 0);
+    OK("willneed on a mapped range");
+
     /* past the end, empty, bad descriptor: refused, nothing mapped */
     CHECK_EQ(hrdma_fd_map(fd, 4000, FILE_BYTES - 3999, &addr), HRDMA_ERR_INVALID);
     CHECK_EQ(hrdma_fd_map(fd, 0, 0, &addr), HRDMA_ERR_INVALID);

@@ -370,6 +370,9 @@ int hrdma_fd_close(int fd);
 int hrdma_fd_map(int fd, uint64_t offset, size_t len, const void **addr_p);
 /* Unmaps what hrdma_fd_map mapped (its addr and len). */
 int hrdma_fd_unmap(const void *addr, size_t len);
+/* Asks the kernel to start reading [addr, addr + len) of a mapping made by
+ * hrdma_fd_map into the page cache (MADV_WILLNEED: asynchronous, advisory). */
+int hrdma_fd_willneed(const void *addr, size_t len);
 /* Bytes mapped by hrdma_fd_map and not unmapped yet (whole pages from the
  * range's page start). */
 uint64_t hrdma_fd_mapped_bytes(void);

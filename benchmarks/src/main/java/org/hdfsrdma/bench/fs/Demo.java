@@ -12,7 +12,10 @@ import org.hdfsrdma.bench.UsageException;
 /**
  * {@code hrdma demo}: a local cluster (NameNode + 3 DataNodes with the plugin), one file
  * written through our client and one through the stock client, each read back through
- * both, content (CRC32C of the streams) and getFileChecksum verified, one table.
+ * both, content (CRC32C of the streams) and getFileChecksum verified, one table. The reads:
+ * each client's own file right after writing it (the figure a user meets first), each
+ * client the other's file (warm: each was just read), and each its own file with the page
+ * cache dropped (cold, fio on the same block files beside it); then ours beside stock.
  */
 public final class Demo {
   private Demo() {}
@@ -45,6 +48,9 @@ public final class Demo {
         FileSystem ours = c.newClient(true);
         FileSystem stock = c.newClient(false)) {
       Measure m = new Measure(c.dataNodePids());
+      boolean fio = ColdReads.fioAvailable();
+      java.util.Map<Integer, List<Double>> fioRuns = new java.util.TreeMap<>();
+      List<Sample> all = new ArrayList<>();
       List<List<String>> rows = new ArrayList<>();
       List<String> failures = new ArrayList<>();
       FileChecksum oursSum = null;
@@ -54,16 +60,25 @@ public final class Demo {
         Path byStock = new Path(DIR, "by-stock");
         List<Sample> s = new ArrayList<>();
         Sample wo = m.write("ours", ours, byOurs, o.size(), repl);
+        Sample ro = m.read("ours", ours, byOurs, "ours", repl, FsBench.READ_AFTER_WRITE);
         Sample ws = m.write("stock", stock, byStock, o.size(), repl);
-        s.add(wo);
-        s.add(ws);
-        s.add(m.read("ours", ours, byOurs, "ours", repl));
-        s.add(m.read("ours", ours, byStock, "stock", repl));
-        s.add(m.read("stock", stock, byOurs, "ours", repl));
-        s.add(m.read("stock", stock, byStock, "stock", repl));
+        Sample rs = m.read("stock", stock, byStock, "stock", repl, FsBench.READ_AFTER_WRITE);
+        s.addAll(List.of(wo, ws, ro, rs));
+        s.add(m.read("ours", ours, byStock, "stock", repl, FsBench.READ_WARM));
+        s.add(m.read("stock", stock, byOurs, "ours", repl, FsBench.READ_WARM));
+        ColdReads.dropCache(c);
+        s.add(m.read("ours", ours, byOurs, "ours", repl, FsBench.READ_COLD));
+        ColdReads.dropCache(c);
+        s.add(m.read("stock", stock, byStock, "stock", repl, FsBench.READ_COLD));
+        if (fio) {
+          ColdReads.dropCache(c);
+          fioRuns.computeIfAbsent(repl, k -> new ArrayList<>()).add(ColdReads.fio(ColdReads.blockFiles(c, stock,
+              byOurs)));
+        }
+        all.addAll(s);
         for (Sample x : s) {
           rows.add(FsTable.demoRow(run, x));
-          if (x.op().equals("read")) {
+          if (x.op().startsWith("read")) {
             long want = x.writtenBy().equals("ours") ? wo.crc() : ws.crc();
             if (x.crc() != want || x.bytes() != o.size()) {
               failures.add(String.format("run %d: %s client read %s: %d bytes, CRC32C %08x; written %d bytes, "
@@ -87,7 +102,13 @@ public final class Demo {
           + "process CPU, DataNodes = utime+stime of the %d DataNode JVMs; bytes from the clients' counters)%n",
           org.hdfsrdma.bench.Sizes.format(o.size()), repl, o.runs(), LocalCluster.DATANODES);
       out.print(FsTable.render(FsTable.DEMO_HEADER, rows, 4));
-      out.println("reads: page cache as the writes left it; 'file by' = the client that wrote the file");
+      out.println("'file by' = the client that wrote the file; 'read after write': its writer reads it at once "
+          + "(the page cache as the write left it); 'read warm': the other client's file, just read; 'read cold': "
+          + "own file, page cache dropped");
+      out.println();
+      List<FsTable.Summary> sum = FsTable.summarize(all);
+      out.print(FsTable.render(FsTable.DEMO_SUMMARY_HEADER, FsTable.demoSummaryRows(sum), 2));
+      out.print(FsBench.fioLines(sum, fioRuns));
       out.println("content: CRC32C of every read stream " + (failures.stream().anyMatch(f -> f.contains("CRC32C"))
           ? "DIFFERS from the written one" : "equals the written stream's"));
       out.println("getFileChecksum: by ours " + oursSum);

@@ -164,11 +164,11 @@ public final class DiskBench {
         streams(c, o, "ours, scheduler on", true, rows, agg, out);
         streams(c, o, "stock", false, rows, agg, out);
       }
-      // 2. the scheduler off: no queueing, no preallocation, no cache dropping
+      // 2. the scheduler off: no queueing, no preallocation, buffered writes left in the page cache
       Map<String, String> off = baseConf(o);
       off.put(DiskSettings.SCHEDULER_KEY, "false");
       off.put(DiskSettings.PREALLOCATE_KEY, "false");
-      off.put(DiskSettings.DROP_BEHIND_WRITES_KEY, "false");
+      off.put(DiskSettings.WRITE_MODE_KEY_PREFIX + "disk", DiskSettings.WriteMode.CACHE.key());
       try (LocalCluster c = LocalCluster.start(base.resolve("sched-off"), 1, off, out)) {
         streams(c, o, "ours, scheduler off", true, rows, agg, out);
       }

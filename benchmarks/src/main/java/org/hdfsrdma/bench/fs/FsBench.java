@@ -16,12 +16,18 @@ import org.hdfsrdma.bench.UsageException;
 /**
  * {@code hrdma bench fs}: write and read through our client and the stock one on one
  * local cluster, alternating ours, stock, ours, stock... at each replication; medians,
- * CPU seconds per GiB, ratios; results also to results/DATE-COMMIT/.
+ * CPU seconds per GiB, ratios; results also to results/DATE-COMMIT/. Reads in three cases:
+ * each client's own file right after writing it (the page cache as the write left it: what
+ * a user meets first), warm (read once before), and cold (the files' page cache dropped;
+ * fio on the same block files beside it).
  */
 public final class FsBench {
   private FsBench() {}
 
   static final Path DIR = new Path("/hrdma-bench");
+  static final String READ_AFTER_WRITE = "read after write";
+  static final String READ_WARM = "read warm";
+  static final String READ_COLD = "read cold";
 
   public static void main(String[] args) {
     FsMain.quietLogging();
@@ -43,45 +49,68 @@ public final class FsBench {
     }
     PrintStream log = o.json() ? err : out;
     List<Sample> samples = new ArrayList<>();
+    java.util.Map<Integer, List<Double>> fioRuns = new java.util.TreeMap<>();
     List<String> failures = new ArrayList<>();
     LocalDateTime started = LocalDateTime.now();
     // a step: one write (or read) by each client
     try (org.hdfsrdma.bench.Progress progress = new org.hdfsrdma.bench.Progress(err,
-        2 * o.runs() * o.replications().size(), err == System.err && System.console() != null);
+        4 * o.runs() * o.replications().size(), err == System.err && System.console() != null);
         LocalCluster c = LocalCluster.start(o.dir(), o.conf(), log);
         FileSystem ours = c.newClient(true);
         FileSystem stock = c.newClient(false)) {
       progress.restartStepClock();
       Measure m = new Measure(c.dataNodePids());
+      boolean fio = ColdReads.fioAvailable();
+      if (!fio) {
+        log.println("bench fs: fio is not installed (bin/hrdma setup installs it): cold reads without fio beside them");
+      }
       for (int repl : o.replications()) {
         Path d = new Path(DIR, "r" + repl);
         Path byOurs = new Path(d, "by-ours");
         Path byStock = new Path(d, "by-stock");
         long crc = -1;
+        // each client writes its file and reads it back at once: the page cache as its write left it
         for (int run = 1; run <= o.runs(); run++) {
           progress.phase(String.format("bench fs: replication %d, write run %d/%d", repl, run, o.runs()));
           Sample a = m.write("ours", ours, byOurs, o.size(), repl);
+          Sample ar = m.read("ours", ours, byOurs, "ours", repl, READ_AFTER_WRITE);
+          progress.stepDone();
           Sample b = m.write("stock", stock, byStock, o.size(), repl);
+          Sample br = m.read("stock", stock, byStock, "stock", repl, READ_AFTER_WRITE);
           progress.stepDone();
-          samples.add(a);
-          samples.add(b);
+          samples.addAll(List.of(a, b, ar, br));
           crc = b.crc();
+          check(ar, a.crc(), o.size(), failures);
+          check(br, b.crc(), o.size(), failures);
         }
-        // reads: both clients read the same file (the stock-written one) with a warm page cache
+        // warm: both clients read the same file (the stock-written one), read once before
         m.warm(stock, byStock);
-        m.warm(ours, byOurs);
+        m.warm(ours, byStock);
         for (int run = 1; run <= o.runs(); run++) {
-          progress.phase(String.format("bench fs: replication %d, read run %d/%d", repl, run, o.runs()));
-          Sample a = m.read("ours", ours, byStock, "stock", repl);
-          Sample b = m.read("stock", stock, byStock, "stock", repl);
+          progress.phase(String.format("bench fs: replication %d, warm read run %d/%d", repl, run, o.runs()));
+          Sample a = m.read("ours", ours, byStock, "stock", repl, READ_WARM);
+          Sample b = m.read("stock", stock, byStock, "stock", repl, READ_WARM);
           progress.stepDone();
-          for (Sample x : List.of(a, b)) {
-            samples.add(x);
-            if (x.crc() != crc || x.bytes() != o.size()) {
-              failures.add(String.format("%s read of %s: %d bytes, CRC32C %08x, written CRC32C %08x", x.client(),
-                  x.file(), x.bytes(), x.crc(), crc));
-            }
+          samples.addAll(List.of(a, b));
+          check(a, crc, o.size(), failures);
+          check(b, crc, o.size(), failures);
+        }
+        // cold: the same file with its page cache dropped before each read; fio on its block files
+        List<java.nio.file.Path> blocks = ColdReads.blockFiles(c, stock, byStock);
+        for (int run = 1; run <= o.runs(); run++) {
+          progress.phase(String.format("bench fs: replication %d, cold read run %d/%d", repl, run, o.runs()));
+          ColdReads.dropCache(c);
+          Sample a = m.read("ours", ours, byStock, "stock", repl, READ_COLD);
+          ColdReads.dropCache(c);
+          Sample b = m.read("stock", stock, byStock, "stock", repl, READ_COLD);
+          if (fio) {
+            ColdReads.dropCache(c);
+            fioRuns.computeIfAbsent(repl, k -> new ArrayList<>()).add(ColdReads.fio(blocks));
           }
+          progress.stepDone();
+          samples.addAll(List.of(a, b));
+          check(a, crc, o.size(), failures);
+          check(b, crc, o.size(), failures);
         }
         if (!java.util.Objects.equals(stock.getFileChecksum(byOurs), stock.getFileChecksum(byStock))) {
           failures.add("replication " + repl + ": getFileChecksum of the file written by ours differs from stock's");
@@ -98,9 +127,9 @@ public final class FsBench {
     List<FsTable.Summary> sum = FsTable.summarize(samples);
     String machine = Machine.describe();
     String title = String.format("# hrdma bench fs  size=%s  runs=%d  order: ours, stock, ours, stock...  "
-        + "reads: warm page cache (each file read once before timing), both clients read the file the stock "
-        + "client wrote  (MB = 10^6 bytes; medians)", Sizes.format(o.size()), o.runs());
-    String table = FsTable.render(FsTable.BENCH_HEADER, FsTable.benchRows(sum), 3);
+        + "(MB = 10^6 bytes; medians)", Sizes.format(o.size()), o.runs());
+    String table = FsTable.render(FsTable.BENCH_HEADER, FsTable.benchRows(sum), 3) + READS_LEGEND
+        + fioLines(sum, fioRuns);
     List<String> jsonLines = jsonLines(o, machine, samples, sum);
     if (o.json()) {
       jsonLines.forEach(out::println);
@@ -131,10 +160,41 @@ public final class FsBench {
     return failures.isEmpty() ? 0 : 1;
   }
 
+  static final String READS_LEGEND = """
+      'read after write': each client reads its own file right after writing it (the page cache as the write
+        left it: the first read a user meets); 'read warm': both clients read the stock-written file, read once
+        before; 'read cold': the same file with its page cache dropped before each read
+      """;
+
+  /** A read's content is the written stream's, or a failure is noted. */
+  private static void check(Sample x, long crc, long size, List<String> failures) {
+    if (x.crc() != crc || x.bytes() != size) {
+      failures.add(String.format("%s %s of %s: %d bytes, CRC32C %08x, written CRC32C %08x", x.client(), x.op(),
+          x.file(), x.bytes(), x.crc(), crc));
+    }
+  }
+
+  /** Per replication: the cold reads' medians beside fio's on the same block files. */
+  static String fioLines(List<FsTable.Summary> sum, java.util.Map<Integer, List<Double>> fioRuns) {
+    StringBuilder b = new StringBuilder();
+    for (var e : fioRuns.entrySet()) {
+      Stats f = Stats.of(e.getValue().stream().mapToDouble(Double::doubleValue).toArray());
+      for (FsTable.Summary s : sum) {
+        if (s.op().equals(READ_COLD) && s.replication() == e.getKey() && s.metric().equals("MB/s")) {
+          b.append(FsTable.fmt("cold reads, replication %d: ours %.1f MB/s, stock %.1f, fio %.1f [%.1f..%.1f]"
+              + " (%s): ours/fio %.2f, stock/fio %.2f%n", e.getKey(), s.ours().median(), s.stock().median(),
+              f.median(), f.min(), f.max(), ColdReads.FIO_DESCRIPTION, s.ours().median() / f.median(),
+              s.stock().median() / f.median()));
+        }
+      }
+    }
+    return b.toString();
+  }
+
   static List<String> jsonLines(FsOptions o, String machine, List<Sample> samples, List<FsTable.Summary> sum) {
     List<String> l = new ArrayList<>();
     l.add(new Json().put("type", "config").put("size", o.size()).put("runs", o.runs())
-        .put("replication", o.replications().toString()).put("reads", "warm page cache, read once before timing")
+        .put("replication", o.replications().toString()).put("reads", "after write (own file), warm (read once before), cold (page cache dropped)")
         .put("machine", machine).toString());
     for (Sample s : samples) {
       l.add(new Json().put("type", "sample").put("client", s.client()).put("op", s.op()).put("file_by", s.writtenBy())

@@ -69,6 +69,20 @@ public final class FsTable {
   static final List<String> BENCH_HEADER = List.of("op", "repl", "metric", "ours median", "ours min..max",
       "stock median", "stock min..max", "ours/stock");
 
+  static final List<String> DEMO_SUMMARY_HEADER = List.of("op", "repl", "ours MB/s", "stock MB/s", "ours/stock");
+
+  /** The demo's summary: MB/s of each case, ours beside stock (medians over the runs). */
+  static List<List<String>> demoSummaryRows(List<Summary> summaries) {
+    List<List<String>> rows = new ArrayList<>();
+    for (Summary s : summaries) {
+      if (s.metric().equals("MB/s")) {
+        rows.add(List.of(s.op(), Integer.toString(s.replication()), num("%.1f", s.ours().median()),
+            num("%.1f", s.stock().median()), num("%.2f", s.ratio())));
+      }
+    }
+    return rows;
+  }
+
   static List<List<String>> benchRows(List<Summary> summaries) {
     List<List<String>> rows = new ArrayList<>();
     for (Summary s : summaries) {

@@ -61,6 +61,12 @@ final class Measure {
 
   /** Reads {@code p} through {@code fs} to the end. */
   Sample read(String client, FileSystem fs, Path p, String writtenBy, int replication) throws IOException {
+    return read(client, fs, p, writtenBy, replication, "read");
+  }
+
+  /** Reads {@code p} through {@code fs} to the end; the sample's op is {@code op} (which case of read). */
+  Sample read(String client, FileSystem fs, Path p, String writtenBy, int replication, String op)
+      throws IOException {
     Counters before = Counters.of(fs);
     CRC32C crc = new CRC32C();
     double dn0 = dataNodeCpu();
@@ -79,7 +85,7 @@ final class Measure {
     double dn1 = dataNodeCpu();
     Counters after = Counters.of(fs);
     long[] split = after.readSince(before, total);
-    return new Sample(client, "read", p.toString(), writtenBy, replication, total, nanos, (cpu1 - cpu0) / 1e9,
+    return new Sample(client, op, p.toString(), writtenBy, replication, total, nanos, (cpu1 - cpu0) / 1e9,
         dn1 - dn0, split[0], split[1], after.fallbacks - before.fallbacks, crc.getValue());
   }
 

@@ -22,9 +22,20 @@ class DemoEndToEndTest {
     System.out.println(text);
     assertEquals(0, rc, text);
     assertTrue(text.contains(String.join("  ", "run", "path ", "op   ")), "table header:\n" + text);
-    for (String row : new String[] {"1    ours   write  ours", "1    stock  write  stock", "1    ours   read   ours",
-        "1    ours   read   stock", "1    stock  read   ours", "1    stock  read   stock"}) {
-      assertTrue(text.contains(row), "row '" + row + "':\n" + text);
+    // every case, each client: writes, its own file right after, the other's warm, its own cold
+    for (String row : new String[] {"1 ours write ours", "1 stock write stock", "1 ours read after write ours",
+        "1 stock read after write stock", "1 ours read warm stock", "1 stock read warm ours",
+        "1 ours read cold ours", "1 stock read cold stock"}) {
+      assertTrue(text.matches("(?s).*\\n" + row.replace(" ", "\\s+") + "\\s.*"), "row '" + row + "':\n" + text);
+    }
+    // the summary: ours beside stock with the ratio, per case
+    for (String op : new String[] {"write", "read after write", "read warm", "read cold"}) {
+      assertTrue(text.matches("(?s).*\\n" + op.replace(" ", "\\s") + "\\s+3\\s+[0-9.]+\\s+[0-9.]+\\s+[0-9.]+\\n.*"),
+          "summary row '" + op + "':\n" + text);
+    }
+    if (ColdReads.fioAvailable()) {
+      assertTrue(text.matches("(?s).*cold reads, replication 3: ours [0-9.]+ MB/s, stock [0-9.]+, fio [0-9.]+.*"),
+          text);
     }
     assertTrue(text.contains("content: CRC32C of every read stream equals the written stream's"), text);
     assertTrue(text.matches("(?s).*by stock MD5-of-\\S+  \\(equal\\).*"), text);

@@ -56,6 +56,22 @@ class FsTableTest {
   }
 
   @Test
+  void demoSummaryAndColdReadsBesideFio() {
+    List<Sample> samples = List.of(s("ours", "write", 400, 1, 2, 1L << 30), s("stock", "write", 200, 1, 2, 0),
+        s("ours", FsBench.READ_AFTER_WRITE, 1500, 1, 1, 1L << 30), s("stock", FsBench.READ_AFTER_WRITE, 1000, 1, 1, 0),
+        s("ours", FsBench.READ_COLD, 760, 1, 1, 1L << 30), s("stock", FsBench.READ_COLD, 400, 1, 1, 0));
+    List<FsTable.Summary> sum = FsTable.summarize(samples);
+    List<List<String>> rows = FsTable.demoSummaryRows(sum);
+    assertEquals(List.of(List.of("write", "3", "400.0", "200.0", "2.00"),
+        List.of(FsBench.READ_AFTER_WRITE, "3", "1500.0", "1000.0", "1.50"),
+        List.of(FsBench.READ_COLD, "3", "760.0", "400.0", "1.90")), rows);
+    String fio = FsBench.fioLines(sum, java.util.Map.of(3, List.of(700.0, 800.0, 900.0)));
+    assertTrue(fio.startsWith("cold reads, replication 3: ours 760.0 MB/s, stock 400.0, fio 800.0 [700.0..900.0]"), fio);
+    assertTrue(fio.trim().endsWith("ours/fio 0.95, stock/fio 0.50"), fio);
+    assertEquals("", FsBench.fioLines(sum, java.util.Map.of()), "no fio: no line");
+  }
+
+  @Test
   void renderAlignsAndRules() {
     String t = FsTable.render(List.of("a", "number"), List.of(List.of("xyz", "1"), List.of("b", "22.5")), 1);
     assertEquals("a    number\n-----------\nxyz       1\nb      22.5\n", t);

@@ -85,4 +85,10 @@ public final class HrdmaClientKeys {
   /** Windows a short-circuit reader hands to the verifier beyond the one being read. */
   public static final String READ_LOCAL_VERIFY_AHEAD_KEY = "hrdma.client.read.local.verify-ahead";
   public static final int READ_LOCAL_VERIFY_AHEAD_DEFAULT = 2;
+  /**
+   * How far ahead of a short-circuit reader the kernel is asked to read the block file into the page
+   * cache (MADV_WILLNEED, in halves of this); 0: off, the reader's page faults read it.
+   */
+  public static final String READ_LOCAL_READ_AHEAD_BYTES_KEY = "hrdma.client.read.local.read-ahead-bytes";
+  public static final long READ_LOCAL_READ_AHEAD_BYTES_DEFAULT = 16L << 20;
 }

@@ -71,6 +71,8 @@ final class LocalBlockReader implements BlockReader {
   private final Executor verifier; // null: the caller verifies every window
   private final int ahead;         // windows queued beyond the one being read
   private final boolean verify;    // false: the DataNode caches the replica, no checksum work
+  private final long readAhead;    // bytes the kernel is asked to read ahead of the windows made; 0: none
+  private long advised;            // block offset up to which it was asked
   /** Windows made, not yet handed to the caller, in block order; the head is the next to read. */
   private final ArrayDeque<Window> queued = new ArrayDeque<>();
   private long nextWindow;      // block offset of the first window not made yet
@@ -88,10 +90,15 @@ final class LocalBlockReader implements BlockReader {
    * @param ahead windows the verifier may be given beyond the one being read (0: none)
    * @param verify whether to verify checksums; false only for a replica the DataNode caches (it
    *     verified it when it cached it, and mlocked pages are not read from the disk again)
+   * @param readAheadBytes how far beyond the windows made the kernel is asked to read the block file
+   *     into the page cache (MADV_WILLNEED), in steps of half of it: a cold file's pages are then on
+   *     their way before the reader or the verifier faults on them, several requests deep, where
+   *     faults alone read it a fault's read-around at a time; 0: not asked
    * @throws IOException the files are not what they should be (too short, no checksums), or cannot be mapped
    */
   LocalBlockReader(ExtendedBlock block, NativeFiles.Fd data, NativeFiles.Fd metaFd, long visibleLength,
-      long offsetInBlock, long length, int windowBytes, Executor verifier, int ahead, boolean verify)
+      long offsetInBlock, long length, int windowBytes, Executor verifier, int ahead, boolean verify,
+      long readAheadBytes)
       throws IOException {
     if (offsetInBlock < 0 || length < 0 || offsetInBlock + length > visibleLength) {
       throw new IOException("range [" + offsetInBlock + ", " + (offsetInBlock + length) + ") is not in "
@@ -137,6 +144,8 @@ final class LocalBlockReader implements BlockReader {
     this.metaMap = mm;
     this.dataMap = dm;
     this.nextWindow = mapStart;
+    this.advised = mapStart;
+    this.readAhead = readAheadBytes;
     this.pos = offsetInBlock;
     // a range of one window is verified by the caller: handing it over would only add a wait
     this.verify = verify;
@@ -182,6 +191,7 @@ final class LocalBlockReader implements BlockReader {
    * the ones beyond it) and hands them to the verifier.
    */
   private void queueWindows() {
+    adviseAhead();
     while (queued.size() <= ahead && nextWindow < end) {
       int n = (int) Math.min(window, fileEnd - nextWindow);
       Window w = new Window(nextWindow, map.slice((int) (nextWindow - mapStart), n));
@@ -194,6 +204,21 @@ final class LocalBlockReader implements BlockReader {
           // the verifier is full or shut down: the caller verifies this window when it gets there
         }
       }
+    }
+  }
+
+  /**
+   * Keeps the kernel reading up to {@code readAhead} beyond the next window to make: asks
+   * for the next half once the part asked for and not yet reached is down to a half.
+   */
+  private void adviseAhead() {
+    if (readAhead <= 0 || dataMap == null || advised >= fileEnd) {
+      return;
+    }
+    long to = Math.min(fileEnd, nextWindow + readAhead);
+    if (to - advised >= readAhead / 2 || (to == fileEnd && to > advised)) {
+      dataMap.willNeed(advised - mapStart, to - advised);
+      advised = to;
     }
   }
 

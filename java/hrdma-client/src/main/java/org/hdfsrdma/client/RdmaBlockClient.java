@@ -106,6 +106,9 @@ public final class RdmaBlockClient implements Closeable {
   /** Windows a short-circuit reader hands to the verifier beyond the one being read. */
   public static final String LOCAL_VERIFY_AHEAD_KEY = HrdmaClientKeys.READ_LOCAL_VERIFY_AHEAD_KEY;
   public static final int LOCAL_VERIFY_AHEAD_DEFAULT = HrdmaClientKeys.READ_LOCAL_VERIFY_AHEAD_DEFAULT;
+  /** Bytes of the block file the kernel is asked to read ahead of a short-circuit reader; 0: none. */
+  public static final String LOCAL_READ_AHEAD_BYTES_KEY = HrdmaClientKeys.READ_LOCAL_READ_AHEAD_BYTES_KEY;
+  public static final long LOCAL_READ_AHEAD_BYTES_DEFAULT = HrdmaClientKeys.READ_LOCAL_READ_AHEAD_BYTES_DEFAULT;
   /** Windows waiting for the verifier, over all readers, per verifier thread; beyond, readers verify their own. */
   private static final int VERIFY_QUEUE_PER_THREAD = 64;
   /** An idle verifier thread ends after this long. */
@@ -125,6 +128,7 @@ public final class RdmaBlockClient implements Closeable {
   private final boolean shmReads;
   private final int localWindowBytes;
   private final int localVerifyAhead;
+  private final long localReadAhead;
   /** Verifies short-circuit readers' windows ahead of them; null when off. Daemon threads that end when idle. */
   private final ThreadPoolExecutor localVerifier;
   /** Asks DataNodes on this host for replicas' descriptors. */
@@ -171,6 +175,10 @@ public final class RdmaBlockClient implements Closeable {
     this.localWindowBytes = conf.getInt(LOCAL_WINDOW_BYTES_KEY, LOCAL_WINDOW_BYTES_DEFAULT);
     int verifyThreads = conf.getInt(LOCAL_VERIFY_THREADS_KEY, LOCAL_VERIFY_THREADS_DEFAULT);
     this.localVerifyAhead = conf.getInt(LOCAL_VERIFY_AHEAD_KEY, LOCAL_VERIFY_AHEAD_DEFAULT);
+    this.localReadAhead = conf.getLongBytes(LOCAL_READ_AHEAD_BYTES_KEY, LOCAL_READ_AHEAD_BYTES_DEFAULT);
+    if (localReadAhead < 0) {
+      throw new IllegalArgumentException(LOCAL_READ_AHEAD_BYTES_KEY + " = " + localReadAhead + " is negative");
+    }
     if (localWindowBytes < 1 || verifyThreads < 0 || localVerifyAhead < 0) {
       throw new IllegalArgumentException("bad hrdma.client.read.local settings: window-bytes " + localWindowBytes
           + ", verify-threads " + verifyThreads + ", verify-ahead " + localVerifyAhead);
@@ -243,7 +251,7 @@ public final class RdmaBlockClient implements Closeable {
       throws IOException {
     try (ShortCircuitClient.Fds f = localFiles(block, datanode)) {
       return new LocalBlockReader(block.getBlock(), f.data(), f.meta(), block.getBlockSize(), offsetInBlock,
-          length, localWindowBytes, localVerifier, localVerifyAhead, !f.cached());
+          length, localWindowBytes, localVerifier, localVerifyAhead, !f.cached(), localReadAhead);
     }
   }
 

@@ -527,7 +527,7 @@ class LocalReadTest {
     LocalBlockReader r;
     try (NativeFiles.Fd d = NativeFiles.adopt(NativeFiles.openForPassing(f.getBlockPath()));
         NativeFiles.Fd m = NativeFiles.adopt(NativeFiles.openForPassing(f.getMetaPath()))) {
-      r = new LocalBlockReader(lb.getBlock(), d, m, BLOCK, 0, BLOCK, WINDOW, held::add, AHEAD, true);
+      r = new LocalBlockReader(lb.getBlock(), d, m, BLOCK, 0, BLOCK, WINDOW, held::add, AHEAD, true, 0);
     }
     assertEquals(0, NativeFiles.fdsHeld(), "the descriptors are closed, the mappings stay");
     assertTrue(NativeFiles.mappedBytes() > 0);
@@ -555,6 +555,58 @@ class LocalReadTest {
     assertTrue(e.getMessage().contains("closed"), e.getMessage());
     assertThrows(IOException.class, () -> r.read(ByteBuffer.allocate(10)));
     r.close(); // idempotent
+  }
+
+  /**
+   * A cold block file: the reader asks the kernel to read ahead of it (MADV_WILLNEED), so the
+   * pages beyond the first window arrive in the page cache before anything faults on them (the
+   * verifier here holds its windows, the caller has read nothing); without read-ahead they do
+   * not. Either way the bytes read are the block's.
+   */
+  @Test
+  void aColdBlockIsReadAheadOfTheReaderAndReadsBack() throws Exception {
+    byte[] data = PluginCluster.random(BLOCK, 29);
+    Path p = writeStock("/local/cold", data);
+    LocatedBlock lb = stock.getClient().getLocatedBlocks(p.toString(), 0).get(0);
+    BlockLocalPathInfo f = files(lb.getLocations()[0], lb);
+    java.nio.file.Path blk = java.nio.file.Path.of(f.getBlockPath());
+    for (long readAhead : new long[] {0, BLOCK}) {
+      try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(blk);
+          org.hdfsrdma.nativelib.NativeDisk.File nf = org.hdfsrdma.nativelib.NativeDisk.File.open(blk, 0)) {
+        ch.force(false);
+        nf.dropCache(0, 0, false);
+        assertFalse(tailLoaded(ch), "the page cache was dropped");
+        List<Runnable> held = new ArrayList<>();
+        LocalBlockReader r;
+        try (NativeFiles.Fd d = NativeFiles.adopt(NativeFiles.openForPassing(f.getBlockPath()));
+            NativeFiles.Fd m = NativeFiles.adopt(NativeFiles.openForPassing(f.getMetaPath()))) {
+          r = new LocalBlockReader(lb.getBlock(), d, m, BLOCK, 0, BLOCK, WINDOW, held::add, AHEAD, true, readAhead);
+        }
+        try {
+          long until = System.nanoTime() + 10_000_000_000L;
+          boolean loaded = tailLoaded(ch);
+          while (!loaded && readAhead > 0 && System.nanoTime() < until) {
+            Thread.sleep(20);
+            loaded = tailLoaded(ch);
+          }
+          if (readAhead == 0) {
+            Thread.sleep(200);
+            loaded = tailLoaded(ch);
+          }
+          assertEquals(readAhead > 0, loaded, "the block's second half in the page cache, read-ahead " + readAhead);
+          byte[] got = new byte[BLOCK];
+          r.readFully(got, 0, got.length);
+          assertArrayEquals(data, got, "read-ahead " + readAhead);
+        } finally {
+          r.close();
+        }
+      }
+    }
+  }
+
+  /** Whether the second half of the file is all in the page cache (mincore, through a mapping nobody touches). */
+  private static boolean tailLoaded(java.nio.channels.FileChannel ch) throws IOException {
+    return ch.map(java.nio.channels.FileChannel.MapMode.READ_ONLY, BLOCK / 2, BLOCK / 2).isLoaded();
   }
 
   /** Ranges that start inside a chunk: the bytes from their start; an empty one ends at once. */

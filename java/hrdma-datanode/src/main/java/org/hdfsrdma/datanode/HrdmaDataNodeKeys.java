@@ -17,6 +17,11 @@ public final class HrdmaDataNodeKeys {
   public static final String DISK_PREFIX = "hrdma.datanode.disk.";
   /** Policy per storage type: {@code hrdma.datanode.disk.policy.<type>} (ssd, disk, archive, ...) = a policy name. */
   public static final String DISK_POLICY_KEY_PREFIX = DISK_PREFIX + "policy.";
+  /**
+   * How block data is written per storage type: {@code hrdma.datanode.disk.write-mode.<type>} = cache,
+   * drop-behind, direct or auto (what that leaves in the page cache).
+   */
+  public static final String DISK_WRITE_MODE_KEY_PREFIX = DISK_PREFIX + "write-mode.";
 
   /**
    * How long the plugin waits for the DataNode's dataset and UUID before giving up (the DataNode runs on
@@ -135,9 +140,12 @@ public final class HrdmaDataNodeKeys {
   /** Preallocate a block's file (fallocate) when its write starts, trimmed at finalize. */
   public static final String DISK_PREALLOCATE_KEY = "hrdma.datanode.disk.preallocate";
   public static final boolean DISK_PREALLOCATE_DEFAULT = true;
-  /** Write back and drop from the page cache what a write stream has written. */
-  public static final String DISK_DROP_BEHIND_WRITES_KEY = "hrdma.datanode.disk.drop-cache-behind-writes";
-  public static final boolean DISK_DROP_BEHIND_WRITES_DEFAULT = true;
+  /**
+   * Per-volume write-mode overrides: comma-separated &lt;volume dir&gt;=&lt;mode&gt; (cache, drop-behind,
+   * direct, auto).
+   */
+  public static final String DISK_WRITE_MODE_OVERRIDES_KEY = "hrdma.datanode.disk.write-mode.overrides";
+  public static final String DISK_WRITE_MODE_OVERRIDES_DEFAULT = "";
   /** Drop from the page cache what a read stream has read. */
   public static final String DISK_DROP_BEHIND_READS_KEY = "hrdma.datanode.disk.drop-cache-behind-reads";
   public static final boolean DISK_DROP_BEHIND_READS_DEFAULT = false;
@@ -150,12 +158,6 @@ public final class HrdmaDataNodeKeys {
    */
   public static final String DISK_DIRECT_READS_KEY = "hrdma.datanode.disk.direct-reads";
   public static final boolean DISK_DIRECT_READS_DEFAULT = true;
-  /**
-   * Block data written with O_DIRECT from an aligned buffer; a packet's unaligned tail and volumes whose
-   * filesystem refuses O_DIRECT go through the page cache.
-   */
-  public static final String DISK_DIRECT_WRITES_KEY = "hrdma.datanode.disk.direct-writes";
-  public static final boolean DISK_DIRECT_WRITES_DEFAULT = true;
   /** Read-ahead window of one direct read stream (depth x request size is capped by it). */
   public static final String DISK_READ_AHEAD_BYTES_KEY = "hrdma.datanode.disk.read-ahead-bytes";
   public static final int DISK_READ_AHEAD_BYTES_DEFAULT = 8 << 20;

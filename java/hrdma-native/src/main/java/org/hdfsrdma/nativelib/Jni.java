@@ -169,6 +169,9 @@ public final class Jni {
 
   public static native int fdUnmap0(long addr, long len);
 
+  /** MADV_WILLNEED on [addr, addr + len) of a mapping of fdMap0: a status. */
+  public static native int fdWillNeed0(long addr, long len);
+
   /** Bytes mapped by fdMap0 and not unmapped yet, process-wide. */
   public static native long fdMappedBytes0();
 

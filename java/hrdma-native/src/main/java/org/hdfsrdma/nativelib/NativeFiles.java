@@ -134,6 +134,23 @@ public final class NativeFiles {
       return length;
     }
 
+    /**
+     * Asks the kernel to start reading {@code [offset, offset + len)} of the mapping into the
+     * page cache without waiting for it (MADV_WILLNEED), so that a reader faulting its way
+     * through a cold file finds the pages arriving instead of reading them one fault at a time.
+     * Advisory: false when the kernel refused (the read goes on as it would have).
+     */
+    public boolean willNeed(long offset, long len) {
+      if (offset < 0 || len <= 0 || offset > length - len) {
+        throw new IllegalArgumentException("[" + offset + ", " + (offset + len) + ") is outside a mapping of "
+            + length + " bytes");
+      }
+      if (closed.get()) {
+        throw new IllegalStateException("the mapping is closed");
+      }
+      return Jni.fdWillNeed0(address + offset, len) >= 0;
+    }
+
     /** Unmaps, once; every buffer of it is dead memory afterwards. */
     @Override
     public void close() {

@@ -53,15 +53,20 @@ class ConfigurationRegistryTest extends TestConfigurationFieldsBase {
     configurationClasses = REGISTRIES.toArray(new Class<?>[0]);
     errorIfMissingConfigProps = true;
     errorIfMissingXmlProps = true;
-    // hrdma.datanode.disk.policy.<type>: one entry per storage type, one prefix constant in code
+    // hrdma.datanode.disk.policy.<type>, .write-mode.<type>: one entry per storage type, one prefix
+    // constant in code
     xmlPropsToSkipCompare = new HashSet<>(policyKeys());
   }
 
-  /** The per-storage-type policy keys the defaults file lists under DISK_POLICY_KEY_PREFIX. */
+  /**
+   * The per-storage-type keys the defaults file lists under DISK_POLICY_KEY_PREFIX and
+   * DISK_WRITE_MODE_KEY_PREFIX.
+   */
   static Set<String> policyKeys() {
     Set<String> s = new HashSet<>();
     for (StorageType t : StorageType.values()) {
       s.add(HrdmaDataNodeKeys.DISK_POLICY_KEY_PREFIX + t.name().toLowerCase(Locale.ROOT));
+      s.add(HrdmaDataNodeKeys.DISK_WRITE_MODE_KEY_PREFIX + t.name().toLowerCase(Locale.ROOT));
     }
     return s;
   }
@@ -123,7 +128,7 @@ class ConfigurationRegistryTest extends TestConfigurationFieldsBase {
     List<String> wrong = new ArrayList<>();
     for (String k : policyKeys()) {
       if (!xml.containsKey(k)) {
-        wrong.add(k + " (a storage type's disk policy) is missing from hrdma-default.xml");
+        wrong.add(k + " (a storage type's disk policy or write mode) is missing from hrdma-default.xml");
       }
     }
     for (Class<?> c : REGISTRIES) {

@@ -28,8 +28,9 @@ import org.slf4j.LoggerFactory;
  * The plugin's disk I/O: one {@link VolumeScheduler} per DataNode volume
  * (made when the volume is first used, with the policy its storage type or
  * directory asks for), and the block-file work around it: preallocation
- * when a block is created, write-back and page-cache dropping behind a
- * stream, trim and an extent count at finalize.
+ * when a block is created, the volume's write mode (buffered with write-back
+ * behind the writer, kept in or dropped from the page cache, or O_DIRECT),
+ * page-cache dropping behind readers, trim and an extent count at finalize.
  *
  * <p>What the filesystem cannot do (fallocate, FIEMAP, sync_file_range,
  * fadvise) is given up per volume once, with a log line and a
@@ -62,8 +63,9 @@ public final class DiskIo implements AutoCloseable {
   public DiskIo(DiskSettings settings, List<Volume> volumes) {
     this.settings = settings;
     this.nativeOk = HrdmaNative.isAvailable();
-    if (!nativeOk && (settings.preallocate() || settings.dropBehindWrites() || settings.dropBehindReads())) {
-      LOG.warn("hrdma disk: libhrdma is unavailable ({}); no preallocation, trim or page-cache dropping",
+    if (!nativeOk) {
+      LOG.warn("hrdma disk: libhrdma is unavailable ({}); no preallocation, trim, write-back or page-cache "
+          + "dropping behind streams",
           HrdmaNative.unavailabilityCause().toString());
     }
     this.uringOk = nativeOk && settings.directReads() && probeUring();
@@ -121,11 +123,27 @@ public final class DiskIo implements AutoCloseable {
     return settings;
   }
 
+  /** Each volume's write mode, by storage id (resolved with its scheduler). */
+  private final ConcurrentHashMap<String, DiskSettings.WriteMode> writeModes = new ConcurrentHashMap<>();
+
+  /**
+   * How block data is written on {@code v}: its override or storage type's mode, "auto"
+   * being O_DIRECT where the volume's reads are (ssd/adaptive policy, io_uring available).
+   */
+  public DiskSettings.WriteMode writeMode(Volume v) {
+    scheduler(v);
+    return writeModes.get(v.storageId());
+  }
+
   /** The volume's scheduler, made on first use. */
   public VolumeScheduler scheduler(Volume v) {
     VolumeScheduler s = schedulers.computeIfAbsent(v.storageId(), id -> {
       Policy p = settings.policyFor(v.storageType(), v.baseDir());
-      LOG.info("hrdma disk: volume {} ({} {}): {} policy", id, v.storageType(), v.baseDir(), p.name());
+      DiskSettings.WriteMode m = settings.writeMode(v.storageType(), v.baseDir(),
+          uringOk && isSsdPolicy(p.name()));
+      writeModes.put(id, m);
+      LOG.info("hrdma disk: volume {} ({} {}): {} policy, {} writes", id, v.storageType(), v.baseDir(), p.name(),
+          m.key());
       return new VolumeScheduler(id, p, settings.maxQueued(), settings.maxQueuedPerStream(),
           settings.maxWaitNanos(), settings.queueTimeoutNanos());
     });
@@ -172,7 +190,10 @@ public final class DiskIo implements AutoCloseable {
   }
 
   private boolean isSsdPolicy(Volume v) {
-    String p = scheduler(v).policy().name();
+    return isSsdPolicy(scheduler(v).policy().name());
+  }
+
+  private static boolean isSsdPolicy(String p) {
     return p.equals("ssd") || p.equals("adaptive");
   }
 
@@ -180,12 +201,14 @@ public final class DiskIo implements AutoCloseable {
     VolumeScheduler s = scheduler(v);
     NativeDisk.File f = null;
     if (blockFile == null) {
-      return new WriteStream(v, s, null, null, null);
+      return new WriteStream(v, s, null, null, null, writeMode(v));
     }
-    if (nativeOk && (settings.preallocate() || settings.dropBehindWrites())) {
+    DiskSettings.WriteMode mode = writeMode(v);
+    if (nativeOk) {
       f = open(v, s, blockFile, NativeDisk.WRITE);
     }
-    WriteStream w = new WriteStream(v, s, f, openDirectWrite(v, s, blockFile), blockFile);
+    WriteStream w = new WriteStream(v, s, f, mode == DiskSettings.WriteMode.DIRECT
+        ? openDirectWrite(v, s, blockFile) : null, blockFile, mode);
     if (f != null && settings.preallocate() && !noPreallocate.contains(v.storageId())) {
       NativeDisk.File file = f;
       try {
@@ -213,7 +236,7 @@ public final class DiskIo implements AutoCloseable {
    * {@link WriteStream#writeDirect}, or null: off, or refused on this volume.
    */
   private FileChannel openDirectWrite(Volume v, VolumeScheduler s, Path blockFile) {
-    if (!settings.directWrites() || noDirectWrite.contains(v.storageId())) {
+    if (noDirectWrite.contains(v.storageId())) {
       return null;
     }
     try {
@@ -344,29 +367,42 @@ public final class DiskIo implements AutoCloseable {
 
   /**
    * One block being written: its writes go through the volume's scheduler;
-   * behind it, written ranges are written back and dropped from the page
-   * cache. Used by one writer thread at a time.
+   * as its volume's write mode says, its data goes O_DIRECT, or through the
+   * page cache with the ranges behind it written back (and, drop-behind,
+   * dropped from the cache). Used by one writer thread at a time.
    */
   public final class WriteStream extends BlockStream implements RbwReplica.DirectWriter {
     private long writtenBack; // write-back started up to here
     private long dropped;     // dropped from the cache up to here
     private FileChannel direct; // the block file with O_DIRECT, or null
     private int align;
+    private DiskSettings.WriteMode mode;
 
-    WriteStream(Volume volume, VolumeScheduler sched, NativeDisk.File file, FileChannel direct, Path blockFile) {
+    WriteStream(Volume volume, VolumeScheduler sched, NativeDisk.File file, FileChannel direct, Path blockFile,
+        DiskSettings.WriteMode mode) {
       super(volume, sched, file);
       this.direct = direct;
+      this.mode = mode;
       if (direct != null) {
         align = directAlignment(volume, blockFile);
         if (align <= 0) {
           closeDirect();
         }
       }
+      if (mode == DiskSettings.WriteMode.DIRECT && this.direct == null) {
+        // O_DIRECT refused here: what it would have kept out of the page cache is dropped behind instead
+        this.mode = DiskSettings.WriteMode.DROP_BEHIND;
+      }
     }
 
     @Override
     public int alignment() {
       return direct == null ? 0 : align;
+    }
+
+    /** How this stream writes (a direct volume whose filesystem refused O_DIRECT drops behind instead). */
+    public DiskSettings.WriteMode mode() {
+      return mode;
     }
 
     /**
@@ -401,6 +437,7 @@ public final class DiskIo implements AutoCloseable {
           // the filesystem takes O_DIRECT opens but not these writes: buffered from now on
           giveUp(noDirectWrite, volume, sched, "O_DIRECT writes", "writing at " + at + ": " + e.getMessage());
           closeDirect();
+          mode = DiskSettings.WriteMode.DROP_BEHIND;
           return 0;
         }
         throw e;
@@ -439,7 +476,8 @@ public final class DiskIo implements AutoCloseable {
 
     private void behind(long end) {
       long w = settings.dropBytes();
-      if (file == null || !settings.dropBehindWrites() || noDrop.contains(volume.storageId())) {
+      // direct: only an odd head or tail went through the cache, not worth a system call
+      if (file == null || mode == DiskSettings.WriteMode.DIRECT || noDrop.contains(volume.storageId())) {
         return;
       }
       try {
@@ -448,7 +486,7 @@ public final class DiskIo implements AutoCloseable {
           writtenBack += w;
         }
         // one window behind the write-back: by now it is (mostly) on disk
-        while (writtenBack - dropped >= 2 * w) {
+        while (mode == DiskSettings.WriteMode.DROP_BEHIND && writtenBack - dropped >= 2 * w) {
           file.dropCache(dropped, w, true);
           dropped += w;
         }

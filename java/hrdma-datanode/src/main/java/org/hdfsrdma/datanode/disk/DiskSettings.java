@@ -18,8 +18,8 @@ public record DiskSettings(boolean schedulerEnabled, Map<StorageType, String> po
     int adaptiveMinDepth, int adaptiveMaxDepth, int adaptiveMinBytes, int adaptiveMaxBytes, int adaptiveWindow,
     double adaptiveDrop, double adaptiveGain, int adaptiveCalmWindows, int fifoDepth, int maxQueued,
     int maxQueuedPerStream, long maxWaitNanos, long queueTimeoutNanos, boolean preallocate,
-    boolean dropBehindWrites, boolean dropBehindReads, long dropBytes, boolean directReads, int readAheadBytes,
-    boolean directWrites) {
+    Map<StorageType, String> writeModeByType, Map<String, String> writeModeByDir, boolean dropBehindReads,
+    long dropBytes, boolean directReads, int readAheadBytes) {
 
   public static final String PREFIX = HrdmaDataNodeKeys.DISK_PREFIX;
   /** false: every volume's I/O runs on the caller's thread, unscheduled (for comparisons). */
@@ -67,8 +67,10 @@ public record DiskSettings(boolean schedulerEnabled, Map<StorageType, String> po
   public static final long QUEUE_TIMEOUT_MS_DEFAULT = HrdmaDataNodeKeys.DISK_QUEUE_TIMEOUT_MS_DEFAULT;
   public static final String PREALLOCATE_KEY = HrdmaDataNodeKeys.DISK_PREALLOCATE_KEY;
   public static final boolean PREALLOCATE_DEFAULT = HrdmaDataNodeKeys.DISK_PREALLOCATE_DEFAULT;
-  public static final String DROP_BEHIND_WRITES_KEY = HrdmaDataNodeKeys.DISK_DROP_BEHIND_WRITES_KEY;
-  public static final boolean DROP_BEHIND_WRITES_DEFAULT = HrdmaDataNodeKeys.DISK_DROP_BEHIND_WRITES_DEFAULT;
+  /** Write mode per storage type: {@code hrdma.datanode.disk.write-mode.disk = cache} etc. */
+  public static final String WRITE_MODE_KEY_PREFIX = HrdmaDataNodeKeys.DISK_WRITE_MODE_KEY_PREFIX;
+  /** Per-volume write modes: comma-separated {@code <volume dir>=<mode>}. */
+  public static final String WRITE_MODE_OVERRIDES_KEY = HrdmaDataNodeKeys.DISK_WRITE_MODE_OVERRIDES_KEY;
   public static final String DROP_BEHIND_READS_KEY = HrdmaDataNodeKeys.DISK_DROP_BEHIND_READS_KEY;
   public static final boolean DROP_BEHIND_READS_DEFAULT = HrdmaDataNodeKeys.DISK_DROP_BEHIND_READS_DEFAULT;
   /** Granularity of write-back and page-cache dropping behind a stream. */
@@ -81,16 +83,50 @@ public record DiskSettings(boolean schedulerEnabled, Map<StorageType, String> po
    */
   public static final String DIRECT_READS_KEY = HrdmaDataNodeKeys.DISK_DIRECT_READS_KEY;
   public static final boolean DIRECT_READS_DEFAULT = HrdmaDataNodeKeys.DISK_DIRECT_READS_DEFAULT;
-  /**
-   * Block data written with O_DIRECT from an aligned buffer (the page cache is
-   * neither filled nor copied into); a packet's unaligned tail and volumes
-   * whose filesystem refuses O_DIRECT are written through the page cache.
-   */
-  public static final String DIRECT_WRITES_KEY = HrdmaDataNodeKeys.DISK_DIRECT_WRITES_KEY;
-  public static final boolean DIRECT_WRITES_DEFAULT = HrdmaDataNodeKeys.DISK_DIRECT_WRITES_DEFAULT;
   /** The read-ahead window of one direct read stream (depth x request size is capped by it). */
   public static final String READ_AHEAD_BYTES_KEY = HrdmaDataNodeKeys.DISK_READ_AHEAD_BYTES_KEY;
   public static final int READ_AHEAD_BYTES_DEFAULT = HrdmaDataNodeKeys.DISK_READ_AHEAD_BYTES_DEFAULT;
+
+  /**
+   * What a volume's block writes leave in the page cache. {@code auto} in the
+   * configuration is resolved per volume by {@link #writeMode}.
+   */
+  public enum WriteMode {
+    /**
+     * Buffered; every {@code drop-cache-bytes} the range just written is handed to write-back
+     * ({@code sync_file_range WRITE}, so dirty pages do not pile up), and it stays cached: a read
+     * right after the write is served from memory, as on a stock DataNode.
+     */
+    CACHE("cache"),
+    /** As {@link #CACHE}, and the range before the one being written back is dropped from the cache. */
+    DROP_BEHIND("drop-behind"),
+    /** O_DIRECT from an aligned buffer: the page cache is neither copied into nor filled. */
+    DIRECT("direct");
+
+    private final String key;
+
+    WriteMode(String key) {
+      this.key = key;
+    }
+
+    /** The name in the configuration. */
+    public String key() {
+      return key;
+    }
+  }
+
+  /** The write-mode names the configuration takes. */
+  public static final java.util.List<String> WRITE_MODES = java.util.List.of("cache", "drop-behind", "direct",
+      "auto");
+
+  /**
+   * Default write mode per storage type: ARCHIVE drops behind (data written to the
+   * archive tier is rarely read soon and should not push hotter data out of the
+   * cache); the rest are "auto".
+   */
+  static String defaultWriteMode(StorageType t) {
+    return t == StorageType.ARCHIVE ? "drop-behind" : "auto";
+  }
 
   /** The policy names {@link #policyFor} knows. */
   public static final java.util.List<String> POLICIES = java.util.List.of("rotational", "ssd", "adaptive",
@@ -127,6 +163,21 @@ public record DiskSettings(boolean schedulerEnabled, Map<StorageType, String> po
       byDir.put(normalizeDir(entry.substring(0, eq).trim()),
           policyName(POLICY_OVERRIDES_KEY, entry.substring(eq + 1).trim()));
     }
+    Map<StorageType, String> modeByType = new LinkedHashMap<>();
+    for (StorageType t : StorageType.values()) {
+      String key = WRITE_MODE_KEY_PREFIX + t.name().toLowerCase(Locale.ROOT);
+      modeByType.put(t, writeModeName(key, conf.getTrimmed(key, defaultWriteMode(t))));
+    }
+    Map<String, String> modeByDir = new LinkedHashMap<>();
+    for (String entry : conf.getTrimmedStringCollection(WRITE_MODE_OVERRIDES_KEY)) {
+      int eq = entry.lastIndexOf('=');
+      if (eq <= 0 || eq == entry.length() - 1) {
+        throw new IllegalArgumentException(WRITE_MODE_OVERRIDES_KEY + ": \"" + entry
+            + "\" is not <volume dir>=<mode>");
+      }
+      modeByDir.put(normalizeDir(entry.substring(0, eq).trim()),
+          writeModeName(WRITE_MODE_OVERRIDES_KEY, entry.substring(eq + 1).trim()));
+    }
     return new DiskSettings(conf.getBoolean(SCHEDULER_KEY, SCHEDULER_DEFAULT), byType, byDir,
         positiveLong(conf, SLICE_BYTES_KEY, SLICE_BYTES_DEFAULT, 64L << 10, 1L << 30),
         TimeUnit.MILLISECONDS.toNanos(positiveLong(conf, LINGER_MS_KEY, LINGER_MS_DEFAULT, 0, 1000)),
@@ -147,12 +198,11 @@ public record DiskSettings(boolean schedulerEnabled, Map<StorageType, String> po
         TimeUnit.MILLISECONDS.toNanos(positiveLong(conf, QUEUE_TIMEOUT_MS_KEY, QUEUE_TIMEOUT_MS_DEFAULT, 1,
             3_600_000)),
         conf.getBoolean(PREALLOCATE_KEY, PREALLOCATE_DEFAULT),
-        conf.getBoolean(DROP_BEHIND_WRITES_KEY, DROP_BEHIND_WRITES_DEFAULT),
+        modeByType, modeByDir,
         conf.getBoolean(DROP_BEHIND_READS_KEY, DROP_BEHIND_READS_DEFAULT),
         positiveLong(conf, DROP_BYTES_KEY, DROP_BYTES_DEFAULT, 64L << 10, 1L << 30),
         conf.getBoolean(DIRECT_READS_KEY, DIRECT_READS_DEFAULT),
-        positiveInt(conf, READ_AHEAD_BYTES_KEY, READ_AHEAD_BYTES_DEFAULT, 64 << 10, 256 << 20),
-        conf.getBoolean(DIRECT_WRITES_KEY, DIRECT_WRITES_DEFAULT));
+        positiveInt(conf, READ_AHEAD_BYTES_KEY, READ_AHEAD_BYTES_DEFAULT, 64 << 10, 256 << 20));
   }
 
   public DiskSettings {
@@ -181,6 +231,32 @@ public record DiskSettings(boolean schedulerEnabled, Map<StorageType, String> po
   static String autoPolicy(String dir, java.nio.file.Path sysRoot) {
     Boolean r = DeviceKind.rotational(java.nio.file.Path.of(dir), sysRoot);
     return Boolean.FALSE.equals(r) ? "adaptive" : "rotational";
+  }
+
+  /**
+   * The write mode of a volume: its directory's override, else its storage type's;
+   * {@code auto} is {@link WriteMode#DIRECT} where the volume's reads are O_DIRECT
+   * ({@code directReads}: an ssd or adaptive policy, direct reads on and possible),
+   * since reads there never look in the page cache, and {@link WriteMode#CACHE} elsewhere.
+   */
+  public WriteMode writeMode(StorageType type, String dir, boolean directReads) {
+    String o = writeModeByDir.get(normalizeDir(dir));
+    String m = o != null ? o : writeModeByType.get(type);
+    return switch (m) {
+      case "cache" -> WriteMode.CACHE;
+      case "drop-behind" -> WriteMode.DROP_BEHIND;
+      case "direct" -> WriteMode.DIRECT;
+      case "auto" -> directReads ? WriteMode.DIRECT : WriteMode.CACHE;
+      default -> throw new AssertionError("checked when read");
+    };
+  }
+
+  private static String writeModeName(String key, String v) {
+    String m = v.toLowerCase(Locale.ROOT);
+    if (!WRITE_MODES.contains(m)) {
+      throw new IllegalArgumentException(key + ": unknown write mode \"" + v + "\"; one of " + WRITE_MODES);
+    }
+    return m;
   }
 
   /** A new policy object for a volume (each volume has its own state). */
