@@ -76,7 +76,11 @@ public final class ServerGate implements EndpointHandler {
 
   /** {@code inner} behind a gate when {@code wire} asks for a handshake, else {@code inner} itself. */
   public static EndpointHandler wrap(EndpointHandler inner, WireProtection wire, Secrets secrets, String who) {
-    return wire.mode() == WireProtection.Mode.NONE ? inner : new ServerGate(inner, wire, secrets, who);
+    if (wire.mode() == WireProtection.Mode.NONE) {
+      return inner;
+    }
+    wire.warmUp(); // the cipher compiled before the first write arrives, not during it
+    return new ServerGate(inner, wire, secrets, who);
   }
 
   /** Connections that completed the handshake. */

@@ -37,6 +37,9 @@ public final class WireProtection {
   /** A connection that has not finished its handshake this long after connecting is closed. */
   public static final String HANDSHAKE_TIMEOUT_KEY = HrdmaProtocolKeys.WIRE_HANDSHAKE_TIMEOUT_MS_KEY;
   public static final long HANDSHAKE_TIMEOUT_DEFAULT = HrdmaProtocolKeys.WIRE_HANDSHAKE_TIMEOUT_MS_DEFAULT;
+  /** Most MB put through the cipher at start to have it compiled (see {@link SealWarmUp}); 0: no warm-up. */
+  public static final String WARM_UP_MB_KEY = HrdmaProtocolKeys.WIRE_WARM_UP_MB_KEY;
+  public static final int WARM_UP_MB_DEFAULT = HrdmaProtocolKeys.WIRE_WARM_UP_MB_DEFAULT;
 
   static final String ENCRYPT_KEY = "dfs.encrypt.data.transfer";
   static final String PROTECTION_KEY = "dfs.data.transfer.protection";
@@ -55,6 +58,7 @@ public final class WireProtection {
   private final String cipher;
   private final int keyBits;
   private final long handshakeTimeoutMs;
+  private final int warmUpMb;
 
   private WireProtection(Configuration conf, Mode mode, String refusal) {
     this.conf = conf;
@@ -63,6 +67,7 @@ public final class WireProtection {
     this.cipher = conf.getTrimmed(CIPHER_KEY, CIPHER_DEFAULT);
     this.keyBits = conf.getInt(KEY_BITS_KEY, KEY_BITS_DEFAULT);
     this.handshakeTimeoutMs = conf.getLong(HANDSHAKE_TIMEOUT_KEY, HANDSHAKE_TIMEOUT_DEFAULT);
+    this.warmUpMb = conf.getInt(WARM_UP_MB_KEY, WARM_UP_MB_DEFAULT);
     if (!cipher.equals("AES/GCM/NoPadding") && !cipher.equals("ChaCha20-Poly1305")) {
       throw new IllegalArgumentException(CIPHER_KEY + "=" + cipher + ": not AES/GCM/NoPadding or ChaCha20-Poly1305");
     }
@@ -71,6 +76,9 @@ public final class WireProtection {
     }
     if (handshakeTimeoutMs < 1) {
       throw new IllegalArgumentException(HANDSHAKE_TIMEOUT_KEY + "=" + handshakeTimeoutMs);
+    }
+    if (warmUpMb < 0) {
+      throw new IllegalArgumentException(WARM_UP_MB_KEY + "=" + warmUpMb);
     }
   }
 
@@ -116,6 +124,29 @@ public final class WireProtection {
     }
     return new WireProtection(conf, Mode.NONE, "security is on, the DataNode's plugin port " + port
         + " is not privileged and " + PROTECTION_KEY + " is not set");
+  }
+
+  /**
+   * Whether connections under this protection may be sealed: ENCRYPT always; SASL when
+   * dfs.data.transfer.protection asks for integrity or privacy (authentication alone is not sealed).
+   */
+  public boolean maySeal() {
+    if (mode == Mode.ENCRYPT) {
+      return true;
+    }
+    if (mode == Mode.NONE) {
+      return false;
+    }
+    String p = conf.getTrimmed(PROTECTION_KEY, "").toLowerCase(Locale.ROOT);
+    return p.contains("integrity") || p.contains("privacy");
+  }
+
+  /**
+   * Starts the cipher's warm-up ({@link SealWarmUp}) on a daemon thread when connections may be
+   * sealed, once per cipher and JVM; true when this call started it.
+   */
+  public boolean warmUp() {
+    return maySeal() && SealWarmUp.start(cipher, keyBits(), (long) warmUpMb << 20);
   }
 
   public Mode mode() {
