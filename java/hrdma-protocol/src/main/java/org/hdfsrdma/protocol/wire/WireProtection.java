@@ -8,6 +8,7 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.security.UserGroupInformation;
 import org.hdfsrdma.protocol.HrdmaProtocolKeys;
 import org.hdfsrdma.protocol.compat.StockSasl;
+import org.hdfsrdma.protocol.compat.TrustedChannels;
 
 /**
  * What protection a cluster's configuration asks of the data transfer path, decided from the
@@ -59,6 +60,7 @@ public final class WireProtection {
   private final int keyBits;
   private final long handshakeTimeoutMs;
   private final int warmUpMb;
+  private final TrustedChannels trust;
 
   private WireProtection(Configuration conf, Mode mode, String refusal) {
     this.conf = conf;
@@ -68,6 +70,7 @@ public final class WireProtection {
     this.keyBits = conf.getInt(KEY_BITS_KEY, KEY_BITS_DEFAULT);
     this.handshakeTimeoutMs = conf.getLong(HANDSHAKE_TIMEOUT_KEY, HANDSHAKE_TIMEOUT_DEFAULT);
     this.warmUpMb = conf.getInt(WARM_UP_MB_KEY, WARM_UP_MB_DEFAULT);
+    this.trust = mode == Mode.NONE ? null : TrustedChannels.of(conf);
     if (!cipher.equals("AES/GCM/NoPadding") && !cipher.equals("ChaCha20-Poly1305")) {
       throw new IllegalArgumentException(CIPHER_KEY + "=" + cipher + ": not AES/GCM/NoPadding or ChaCha20-Poly1305");
     }
@@ -147,6 +150,19 @@ public final class WireProtection {
    */
   public boolean warmUp() {
     return maySeal() && SealWarmUp.start(cipher, keyBits(), (long) warmUpMb << 20);
+  }
+
+  /**
+   * Whether a client skips the handshake toward the DataNode at {@code dataNode}: stock's
+   * dfs.trustedchannel.resolver.class trusts this host and that one (as SaslDataTransferClient).
+   */
+  public boolean clientTrusts(InetAddress dataNode) {
+    return trust != null && trust.clientTrusts(dataNode);
+  }
+
+  /** Whether a DataNode skips the handshake for {@code peer}: the resolver trusts it (as SaslDataTransferServer). */
+  public boolean serverTrusts(InetAddress peer) {
+    return trust != null && trust.serverTrusts(peer);
   }
 
   public Mode mode() {
