@@ -162,7 +162,13 @@ public final class RdmaBlockClient implements Closeable {
     this.localReads = conf.getBoolean(LOCAL_READS_KEY, LOCAL_READS_DEFAULT);
     this.shmReads = conf.getBoolean(SHM_READS_KEY, SHM_READS_DEFAULT);
     // a client configured for an encrypted cluster warms the cipher now, before its first stream
-    WireProtection.forClient(conf, conf.getBoolean("dfs.encrypt.data.transfer", false), 0).warmUp();
+    if (conf.getBoolean("dfs.encrypt.data.transfer", false)) {
+      try {
+        WireProtection.forClient(conf, true, 0).warmUp();
+      } catch (IllegalArgumentException e) {
+        // bad hrdma.wire.* settings: the first protected connection reports them
+      }
+    }
     if (requestBytes < 1 || maxRequestBytes < requestBytes || requestsInFlight < 1 || timeoutMs < 1
         || maxConnections < 1) {
       throw new IllegalArgumentException("bad hrdma.client.read settings: request-bytes " + requestBytes
