@@ -165,6 +165,14 @@ public final class RdmaBlockClient implements Closeable {
     this.maxConnections = conf.getInt(MAX_CONNECTIONS_KEY, MAX_CONNECTIONS_DEFAULT);
     this.localReads = conf.getBoolean(LOCAL_READS_KEY, LOCAL_READS_DEFAULT);
     this.shmReads = conf.getBoolean(SHM_READS_KEY, SHM_READS_DEFAULT);
+    // a client configured for an encrypted cluster warms the cipher now, before its first stream
+    if (conf.getBoolean("dfs.encrypt.data.transfer", false)) {
+      try {
+        WireProtection.forClient(conf, true, 0).warmUp();
+      } catch (IllegalArgumentException e) {
+        // bad hrdma.wire.* settings: the first protected connection reports them
+      }
+    }
     if (requestBytes < 1 || maxRequestBytes < requestBytes || requestsInFlight < 1 || timeoutMs < 1
         || maxConnections < 1) {
       throw new IllegalArgumentException("bad hrdma.client.read settings: request-bytes " + requestBytes
@@ -341,7 +349,9 @@ public final class RdmaBlockClient implements Closeable {
     } else {
       encrypt = conf.getBoolean("dfs.encrypt.data.transfer", false);
     }
-    return WireProtection.forClient(conf, encrypt, port);
+    WireProtection w = WireProtection.forClient(conf, encrypt, port);
+    w.warmUp(); // once per JVM: the cipher compiled early in this client's first protected stream, not late
+    return w;
   }
 
   /** The cached connection to {@code dn}, or a new one, authenticated (where the cluster asks) with {@code token}. */

@@ -573,6 +573,13 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     }
   }
 
+  /** Connections served without a handshake on a trusted channel (dfs.trustedchannel.resolver.class). */
+  public long wireTrustedChannels() {
+    synchronized (lock) {
+      return gate == null ? 0 : gate.trustedChannels();
+    }
+  }
+
   /** Connections closed on a message that failed its authentication tag. */
   public long wireBadTags() {
     synchronized (lock) {

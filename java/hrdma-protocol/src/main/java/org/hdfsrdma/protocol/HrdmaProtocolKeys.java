@@ -37,4 +37,10 @@ public final class HrdmaProtocolKeys {
   /** A connection that has not finished its data transfer protection handshake this long after connecting is closed (ms). */
   public static final String WIRE_HANDSHAKE_TIMEOUT_MS_KEY = "hrdma.wire.handshake-timeout-ms";
   public static final long WIRE_HANDSHAKE_TIMEOUT_MS_DEFAULT = 30_000;
+  /**
+   * Most MB a process puts through the AEAD at start (throw-away messages, its own key) so the
+   * JIT has compiled it before the first protected connection; 0: none.
+   */
+  public static final String WIRE_WARM_UP_MB_KEY = "hrdma.wire.warm-up-mb";
+  public static final int WIRE_WARM_UP_MB_DEFAULT = 256;
 }

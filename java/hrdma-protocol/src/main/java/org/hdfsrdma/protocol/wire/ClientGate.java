@@ -99,7 +99,8 @@ public final class ClientGate implements EndpointHandler {
    */
   public Endpoint handshake(Endpoint raw, WireProtection wire, Credentials creds, long timeoutMs)
       throws IOException {
-    if (wire.mode() == WireProtection.Mode.NONE) {
+    if (wire.mode() == WireProtection.Mode.NONE || wire.clientTrusts(raw.remoteAddress().getAddress())) {
+      // trusted channel: stock's SaslDataTransferClient sends no SASL either
       view = raw;
       open = true;
       return raw;

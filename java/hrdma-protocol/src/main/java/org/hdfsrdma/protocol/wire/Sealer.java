@@ -30,17 +30,25 @@ final class Sealer {
   private long counter;
 
   Sealer(String algorithm, byte[] keyBytes, boolean encrypt) throws GeneralSecurityException {
+    this(algorithm, keyBytes, encrypt, 0);
+  }
+
+  /** As a connection's, with its message counter at {@code firstCounter} (tests: the end of the counter's range). */
+  Sealer(String algorithm, byte[] keyBytes, boolean encrypt, long firstCounter) throws GeneralSecurityException {
     this.gcm = algorithm.startsWith("AES/GCM");
     this.cipher = Cipher.getInstance(algorithm);
     this.key = new SecretKeySpec(keyBytes, gcm ? "AES" : "ChaCha20");
     this.mode = encrypt ? Cipher.ENCRYPT_MODE : Cipher.DECRYPT_MODE;
+    this.counter = firstCounter;
   }
 
   private AlgorithmParameterSpec next() {
-    long c = counter++;
-    if (counter == 0) {
-      throw new IllegalStateException("2^64 messages on one connection");
+    // the last number is never used and the counter never moves past it: no nonce comes twice,
+    // however often a caller tries again after this refusal
+    if (counter == -1L) {
+      throw new IllegalStateException("2^64 - 1 messages on one connection: its nonces are used up");
     }
+    long c = counter++;
     for (int i = 0; i < 8; i++) {
       iv[4 + i] = (byte) (c >>> (56 - 8 * i));
     }

@@ -64,6 +64,7 @@ public final class ServerGate implements EndpointHandler {
   private final AtomicLong refused = new AtomicLong();
   private final AtomicLong failed = new AtomicLong();
   private final AtomicLong badTags = new AtomicLong();
+  private final AtomicLong trusted = new AtomicLong();
   private final AtomicBoolean loggedRefusal = new AtomicBoolean();
   private final AtomicBoolean loggedFailure = new AtomicBoolean();
 
@@ -76,7 +77,11 @@ public final class ServerGate implements EndpointHandler {
 
   /** {@code inner} behind a gate when {@code wire} asks for a handshake, else {@code inner} itself. */
   public static EndpointHandler wrap(EndpointHandler inner, WireProtection wire, Secrets secrets, String who) {
-    return wire.mode() == WireProtection.Mode.NONE ? inner : new ServerGate(inner, wire, secrets, who);
+    if (wire.mode() == WireProtection.Mode.NONE) {
+      return inner;
+    }
+    wire.warmUp(); // the cipher compiled before the first write arrives, not during it
+    return new ServerGate(inner, wire, secrets, who);
   }
 
   /** Connections that completed the handshake. */
@@ -92,6 +97,11 @@ public final class ServerGate implements EndpointHandler {
   /** Handshakes that failed (wrong key, expired or unknown token, bad message). */
   public long handshakesFailed() {
     return failed.get();
+  }
+
+  /** Connections served without a handshake: the trusted-channel resolver trusts their peer. */
+  public long trustedChannels() {
+    return trusted.get();
   }
 
   /** Connections closed on a message whose tag did not match (altered, replayed, wrong key). */
@@ -120,6 +130,14 @@ public final class ServerGate implements EndpointHandler {
   public void onConnected(Endpoint ep) {
     Conn c = new Conn();
     conns.put(ep, c);
+    if (wire.serverTrusts(ep.remoteAddress().getAddress())) {
+      // stock's SaslDataTransferServer: a trusted channel gets its streams as they are, no SASL
+      trusted.incrementAndGet();
+      LOG.debug("hrdma datanode: {} is a trusted channel ({}): no handshake", ep.remoteAddress(),
+          "dfs.trustedchannel.resolver.class");
+      open(ep, c, ep, false);
+      return;
+    }
     c.deadline = TIMER.schedule(() -> {
       if (!c.open && conns.get(ep) == c) {
         refused.incrementAndGet();
@@ -136,7 +154,9 @@ public final class ServerGate implements EndpointHandler {
     if (c == null) {
       return;
     }
-    c.deadline.cancel(false);
+    if (c.deadline != null) {
+      c.deadline.cancel(false);
+    }
     dispose(c);
     if (c.open) {
       inner.onClosed(c.view, cause);
@@ -260,11 +280,19 @@ public final class ServerGate implements EndpointHandler {
   }
 
   private void open(Endpoint ep, Conn c, Endpoint view) {
-    c.deadline.cancel(false);
+    open(ep, c, view, true);
+  }
+
+  private void open(Endpoint ep, Conn c, Endpoint view, boolean handshake) {
+    if (c.deadline != null) {
+      c.deadline.cancel(false);
+    }
     c.view = view;
     dispose(c);
     c.open = true;
-    completed.incrementAndGet();
+    if (handshake) {
+      completed.incrementAndGet();
+    }
     LOG.debug("hrdma datanode: {} completed the handshake ({})", ep.remoteAddress(), view);
     inner.onConnected(view);
   }

@@ -8,6 +8,7 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.security.UserGroupInformation;
 import org.hdfsrdma.protocol.HrdmaProtocolKeys;
 import org.hdfsrdma.protocol.compat.StockSasl;
+import org.hdfsrdma.protocol.compat.TrustedChannels;
 
 /**
  * What protection a cluster's configuration asks of the data transfer path, decided from the
@@ -37,6 +38,9 @@ public final class WireProtection {
   /** A connection that has not finished its handshake this long after connecting is closed. */
   public static final String HANDSHAKE_TIMEOUT_KEY = HrdmaProtocolKeys.WIRE_HANDSHAKE_TIMEOUT_MS_KEY;
   public static final long HANDSHAKE_TIMEOUT_DEFAULT = HrdmaProtocolKeys.WIRE_HANDSHAKE_TIMEOUT_MS_DEFAULT;
+  /** Most MB put through the cipher at start to have it compiled (see {@link SealWarmUp}); 0: no warm-up. */
+  public static final String WARM_UP_MB_KEY = HrdmaProtocolKeys.WIRE_WARM_UP_MB_KEY;
+  public static final int WARM_UP_MB_DEFAULT = HrdmaProtocolKeys.WIRE_WARM_UP_MB_DEFAULT;
 
   static final String ENCRYPT_KEY = "dfs.encrypt.data.transfer";
   static final String PROTECTION_KEY = "dfs.data.transfer.protection";
@@ -55,6 +59,8 @@ public final class WireProtection {
   private final String cipher;
   private final int keyBits;
   private final long handshakeTimeoutMs;
+  private final int warmUpMb;
+  private final TrustedChannels trust;
 
   private WireProtection(Configuration conf, Mode mode, String refusal) {
     this.conf = conf;
@@ -63,6 +69,8 @@ public final class WireProtection {
     this.cipher = conf.getTrimmed(CIPHER_KEY, CIPHER_DEFAULT);
     this.keyBits = conf.getInt(KEY_BITS_KEY, KEY_BITS_DEFAULT);
     this.handshakeTimeoutMs = conf.getLong(HANDSHAKE_TIMEOUT_KEY, HANDSHAKE_TIMEOUT_DEFAULT);
+    this.warmUpMb = conf.getInt(WARM_UP_MB_KEY, WARM_UP_MB_DEFAULT);
+    this.trust = mode == Mode.NONE ? null : TrustedChannels.of(conf);
     if (!cipher.equals("AES/GCM/NoPadding") && !cipher.equals("ChaCha20-Poly1305")) {
       throw new IllegalArgumentException(CIPHER_KEY + "=" + cipher + ": not AES/GCM/NoPadding or ChaCha20-Poly1305");
     }
@@ -71,6 +79,9 @@ public final class WireProtection {
     }
     if (handshakeTimeoutMs < 1) {
       throw new IllegalArgumentException(HANDSHAKE_TIMEOUT_KEY + "=" + handshakeTimeoutMs);
+    }
+    if (warmUpMb < 0) {
+      throw new IllegalArgumentException(WARM_UP_MB_KEY + "=" + warmUpMb);
     }
   }
 
@@ -116,6 +127,42 @@ public final class WireProtection {
     }
     return new WireProtection(conf, Mode.NONE, "security is on, the DataNode's plugin port " + port
         + " is not privileged and " + PROTECTION_KEY + " is not set");
+  }
+
+  /**
+   * Whether connections under this protection may be sealed: ENCRYPT always; SASL when
+   * dfs.data.transfer.protection asks for integrity or privacy (authentication alone is not sealed).
+   */
+  public boolean maySeal() {
+    if (mode == Mode.ENCRYPT) {
+      return true;
+    }
+    if (mode == Mode.NONE) {
+      return false;
+    }
+    String p = conf.getTrimmed(PROTECTION_KEY, "").toLowerCase(Locale.ROOT);
+    return p.contains("integrity") || p.contains("privacy");
+  }
+
+  /**
+   * Starts the cipher's warm-up ({@link SealWarmUp}) on a daemon thread when connections may be
+   * sealed, once per cipher and JVM; true when this call started it.
+   */
+  public boolean warmUp() {
+    return maySeal() && SealWarmUp.start(cipher, keyBits(), (long) warmUpMb << 20);
+  }
+
+  /**
+   * Whether a client skips the handshake toward the DataNode at {@code dataNode}: stock's
+   * dfs.trustedchannel.resolver.class trusts this host and that one (as SaslDataTransferClient).
+   */
+  public boolean clientTrusts(InetAddress dataNode) {
+    return trust != null && trust.clientTrusts(dataNode);
+  }
+
+  /** Whether a DataNode skips the handshake for {@code peer}: the resolver trusts it (as SaslDataTransferServer). */
+  public boolean serverTrusts(InetAddress peer) {
+    return trust != null && trust.serverTrusts(peer);
   }
 
   public Mode mode() {

@@ -94,6 +94,16 @@ abstract class AbstractUcxTransport implements Transport {
       t.setDaemon(true);
       return t;
     });
+    int readTimeoutMs = conf.getPositiveInt(TransportConf.READ_TIMEOUT_KEY, TransportConf.READ_TIMEOUT_DEFAULT);
+    long period = Math.max(10, readTimeoutMs / 4);
+    long timeoutNs = TimeUnit.MILLISECONDS.toNanos(readTimeoutMs);
+    // a peer stalled in the middle of a message is closed within 1.25 read timeouts
+    timer.scheduleWithFixedDelay(() -> executeQuietly(() -> {
+      long now = System.nanoTime();
+      for (UcxConnection c : List.copyOf(connections)) {
+        c.checkStalled(now, timeoutNs, readTimeoutMs);
+      }
+    }), period, period, TimeUnit.MILLISECONDS);
   }
 
   /**

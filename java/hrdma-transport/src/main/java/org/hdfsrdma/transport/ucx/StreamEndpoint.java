@@ -164,7 +164,13 @@ final class StreamEndpoint extends UcxConnection {
     }
   }
 
+  @Override
+  protected long partialBytes() {
+    return msg != null ? Math.max(1, msgLen - msgFill) : sLim - sPos;
+  }
+
   private void received(boolean direct, int n) {
+    receivedBytes();
     if (direct) {
       msgFill += n;
       if (msgFill == msgLen) {

@@ -120,6 +120,42 @@ abstract class UcxConnection extends AbstractEndpoint implements UcxWorkerLoop.E
     return state == State.OPEN;
   }
 
+  private static final java.util.concurrent.atomic.LongAdder STALLS = new java.util.concurrent.atomic.LongAdder();
+  /** When bytes last arrived on this connection (loop thread; subclasses call {@link #receivedBytes}). */
+  private long lastReceiveNanos = System.nanoTime();
+
+  /** Connections closed for a message left partial past the read timeout, in this JVM (tests, status). */
+  public static long partialTimeouts() {
+    return STALLS.sum();
+  }
+
+  /** Notes that bytes arrived (loop thread). */
+  protected final void receivedBytes() {
+    lastReceiveNanos = System.nanoTime();
+  }
+
+  /** Bytes of a message that has begun to arrive and is not complete, 0 between messages (loop thread). */
+  protected abstract long partialBytes();
+
+  /**
+   * As tcp's read timeout: a peer in the middle of a message (a header, part of its data) from
+   * which nothing more arrived for {@code timeoutNs} is failed, so that its partial message
+   * does not hold a buffer and a credit for ever; a peer between messages is left alone.
+   * Loop thread.
+   */
+  final void checkStalled(long now, long timeoutNs, long timeoutMs) {
+    if (state != State.OPEN || now - lastReceiveNanos <= timeoutNs) {
+      return;
+    }
+    long partial = partialBytes();
+    if (partial > 0) {
+      STALLS.increment();
+      fail(new TransportException.Timeout(transport.name() + ": " + remoteAddress() + " sent part of a message ("
+          + partial + " bytes outstanding) and nothing more for " + timeoutMs + " ms ("
+          + org.hdfsrdma.transport.TransportConf.READ_TIMEOUT_KEY + ")"));
+    }
+  }
+
   final boolean isDestroyed() {
     return state == State.DESTROYED;
   }

@@ -84,8 +84,21 @@ final class UcxEndpoint extends UcxConnection {
     }
   }
 
+  /** A rendezvous whose data has not landed: the head of the arrivals still pending. */
+  @Override
+  protected long partialBytes() {
+    long n = 0;
+    for (Arrival a : arrivals) {
+      if (a.status == 0) {
+        n += Math.max(1, a.buffer.capacity());
+      }
+    }
+    return n;
+  }
+
   @Override
   public int onAm(int amId, long length, long[] out) {
+    receivedBytes();
     if (amId < 0 || amId >= KINDS) {
       // Decided here, in the callback: a later endpoint error must not replace the cause.
       protocolError("unknown message id " + amId);
@@ -116,6 +129,7 @@ final class UcxEndpoint extends UcxConnection {
     arrivals.addLast(a);
     long cookie = loop.newCookie();
     loop.track(cookie, (st, len) -> {
+      receivedBytes();
       a.status = st < 0 ? st : 1;
       if (a.detached) {
         b.release();

@@ -52,7 +52,11 @@ class UcxBadInputTest {
   }
 
   private void startServer(String name) throws Exception {
-    server = transport(name, conf().with(TransportConf.MAX_MESSAGE_KEY, "" + SERVER_MAX));
+    startServer(name, conf());
+  }
+
+  private void startServer(String name, TransportConf c) throws Exception {
+    server = transport(name, c.with(TransportConf.MAX_MESSAGE_KEY, "" + SERVER_MAX));
     listener = server.listen(new InetSocketAddress("127.0.0.1", 0), new EndpointHandler() {
       @Override
       public void onMessage(Endpoint ep, RegisteredBuffer m) {
@@ -233,6 +237,53 @@ class UcxBadInputTest {
       Throwable cause = serverClosures.poll(10, TimeUnit.SECONDS);
       assertInstanceOf(TransportException.Protocol.class, cause);
       assertTrue(cause.getMessage().contains("garbage"), cause.getMessage());
+    }
+    assertServesGoodClient("stream");
+  }
+
+  @Test
+  void peerStalledInTheMiddleOfAFrameIsClosedAfterTheReadTimeout() throws Exception {
+    startServer("stream", conf().with(TransportConf.READ_TIMEOUT_KEY, "300"));
+    long before = UcxConnection.partialTimeouts();
+    try (AbstractUcxTransport bad = transport("stream", conf())) {
+      StreamEndpoint ep = (StreamEndpoint) bad.connect(listener.localAddress(),
+          (e, m) -> m.release()).get(10, TimeUnit.SECONDS);
+      // a DATA frame's header and 10 of its 1000 bytes, then nothing
+      ByteBuffer frame = ByteBuffer.allocate(StreamEndpoint.HEADER + 10);
+      frame.putInt(1000).put((byte) UcxConnection.DATA).put((byte) 0).putShort((short) 0);
+      long t0 = System.nanoTime();
+      bad.loop.execute(() -> {
+        try {
+          ep.sendRawBytes(frame.array());
+        } catch (TransportException e) {
+          throw new IllegalStateException(e);
+        }
+      });
+      Throwable cause = serverClosures.poll(10, TimeUnit.SECONDS);
+      long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+      assertInstanceOf(TransportException.Timeout.class, cause, String.valueOf(cause));
+      assertTrue(cause.getMessage().contains("nothing more for 300 ms"), cause.getMessage());
+      assertTrue(ms >= 300, "closed after " + ms + " ms, before the read timeout");
+      assertEquals(before + 1, UcxConnection.partialTimeouts());
+      failureOrClose(ep);
+    }
+    // a peer idle between messages is not closed, however long past the read timeout
+    try (AbstractUcxTransport idle = transport("stream", conf())) {
+      BlockingQueue<byte[]> echoes = new LinkedBlockingQueue<>();
+      Endpoint ep = idle.connect(listener.localAddress(), (e, m) -> {
+        byte[] b = new byte[m.readableBytes()];
+        m.nio().get(b);
+        m.release();
+        echoes.add(b);
+      }).get(10, TimeUnit.SECONDS);
+      Thread.sleep(1000);
+      RegisteredBuffer b = idle.allocator().allocate(4);
+      b.nio().put("late".getBytes()).flip();
+      ep.send(b).get(10, TimeUnit.SECONDS);
+      assertEquals("late", new String(echoes.poll(10, TimeUnit.SECONDS)));
+      assertEquals(before + 1, UcxConnection.partialTimeouts());
+      ep.close();
+      ep.closeFuture().handle((v, t) -> null).get(10, TimeUnit.SECONDS);
     }
     assertServesGoodClient("stream");
   }
