@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Timeout;
 /** One small {@code hrdma demo}: real NameNode + 3 DataNode JVMs with the plugin. */
 class DemoEndToEndTest {
   @Test
-  @Timeout(value = 180, unit = TimeUnit.SECONDS)
+  @Timeout(value = 300, unit = TimeUnit.SECONDS) // a cluster start, four cases, cache drops and fio
   void smallDemoPasses() {
     ByteArrayOutputStream buf = new ByteArrayOutputStream();
     PrintStream out = new PrintStream(buf, true, StandardCharsets.UTF_8);
