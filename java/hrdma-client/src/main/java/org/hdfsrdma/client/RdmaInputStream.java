@@ -166,6 +166,12 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
     for (LocatedBlock lb : lbs.getLocatedBlocks()) {
       blocks.put(lb.getStartOffset(), lb);
     }
+    // as stock's fetchBlockAt: the superclass's list (getAllBlocks, getLocatedBlocks) gets the
+    // fresh locations and tokens too
+    synchronized (infoLock) {
+      int idx = locatedBlocks.findBlock(offset);
+      locatedBlocks.insertRange(idx < 0 ? LocatedBlocks.getInsertIndex(idx) : idx, lbs.getLocatedBlocks());
+    }
   }
 
   /** Fresh locations and token for the block at {@code lb}'s offset. */
