@@ -2,6 +2,7 @@ package org.hdfsrdma.client;
 
 import java.io.EOFException;
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -13,6 +14,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletionService;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorCompletionService;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.fs.ChecksumException;
 import org.apache.hadoop.fs.FSExceptionMessages;
 import org.apache.hadoop.fs.ReadOption;
@@ -26,6 +33,7 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
 import org.apache.hadoop.hdfs.security.token.block.InvalidBlockTokenException;
 import org.apache.hadoop.io.ByteBufferPool;
 import org.apache.hadoop.util.StringUtils;
+import org.hdfsrdma.client.compat.FaultInjection;
 import org.hdfsrdma.client.compat.ZeroCopyFallback;
 
 /**
@@ -37,7 +45,12 @@ import org.hdfsrdma.client.compat.ZeroCopyFallback;
  * own requests in flight) and, once the current block's last request is out,
  * open the next block's reader, so the stream never waits a round trip at a
  * block boundary. Positional reads use their own one-shot readers and leave
- * the stream's position and readers alone.
+ * the stream's position and readers alone. With hedged reads on
+ * ({@code dfs.client.hedged.read.threadpool.size} &gt; 0) a positional read of
+ * a block range that takes longer than
+ * {@code dfs.client.hedged.read.threshold.millis} is asked of a second replica
+ * too, the first answer wins: stock's hedged reads, on the client's pool and
+ * counted in its {@code DFSHedgedReadMetrics}.
  *
  * <p>Replicas: same host first, then the NameNode's order. A replica whose
  * data fails its checksum is skipped for this stream and, once the range has
@@ -91,6 +104,8 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
     /** Network distance of the DataNode, as stock block readers give it (0: this host). */
     final int distance;
     long consumed;
+    /** When a hedged read of it was started (System.nanoTime). */
+    long started;
 
     Source(LocatedBlock block, DatanodeInfo dn, BlockReader reader, long from, int distance) {
       this.block = block;
@@ -158,6 +173,12 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
     }
     for (LocatedBlock lb : lbs.getLocatedBlocks()) {
       blocks.put(lb.getStartOffset(), lb);
+    }
+    // as stock's fetchBlockAt: the superclass's list (getAllBlocks, getLocatedBlocks) gets the
+    // fresh locations and tokens too
+    synchronized (infoLock) {
+      int idx = locatedBlocks.findBlock(offset);
+      locatedBlocks.insertRange(idx < 0 ? LocatedBlocks.getInsertIndex(idx) : idx, lbs.getLocatedBlocks());
     }
   }
 
@@ -552,6 +573,11 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
       long at = position + done;
       LocatedBlock lb = blockAt(at);
       int n = (int) Math.min(len - done, lb.getStartOffset() + lb.getBlockSize() - at);
+      if (hedgedReadsEnabled()) {
+        readHedged(lb, at, n, done, sink);
+        done += n;
+        continue;
+      }
       ChecksumException lastBad = null;
       boolean tokenRefetched = false;
       while (true) {
@@ -563,7 +589,11 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
         }
         long t0 = System.nanoTime();
         try {
+          // the stock client's hooks, where its positional read from one DataNode calls them
+          FaultInjection.startFetchFromDatanode();
+          FaultInjection.fetchFromDatanodeException();
           sink.fromReader(s.reader, done, n);
+          FaultInjection.readFromDatanodeDelay();
         } catch (ChecksumException e) {
           lastBad = e;
           failed(s, e);
@@ -590,11 +620,144 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
     }
   }
 
+  /**
+   * A positional read of {@code [at, at + n)}, all inside {@code lb}, with hedging, as stock's
+   * hedgedFetchBlockByteRange: the range is read from one replica on the client's hedged-read
+   * pool; if it has not come within the threshold, {@code hedgedReadOps} counts one and the
+   * range is asked of another replica not asked yet, and the first answer is taken
+   * ({@code hedgedReadWins}); a failed answer makes way for the next replica. A read the pool
+   * cannot take runs in this thread (the pool counts it). Bytes from the stock path (a
+   * DataNode without the plugin) come through the stock stream, which hedges by itself.
+   */
+  private void readHedged(LocatedBlock lb, long at, int n, int done, PositionalSink sink) throws IOException {
+    CompletionService<byte[]> hedged = new ExecutorCompletionService<>(hedgedReadPool());
+    Map<Future<byte[]>, Source> running = new HashMap<>();
+    long threshold = fs.getClient().getConf().getHedgedReadThresholdMillis();
+    ChecksumException lastBad = null;
+    boolean tokenRefetched = false;
+    boolean hedging = false;
+    try {
+      while (true) {
+        Future<byte[]> answer;
+        if (running.isEmpty()) {
+          Source s = open(lb, at, n, lastBad);
+          if (s.reader == null) {
+            sink.fromStock(stock(), at, done, n);
+            countStock(n);
+            return;
+          }
+          running.put(hedged.submit(fetch(s, n)), s);
+          answer = hedged.poll(threshold, TimeUnit.MILLISECONDS);
+          if (answer == null) {
+            hedgedReadMetrics().incHedgedReadOps();
+            hedging = true;
+            continue;
+          }
+        } else {
+          Source s = openAnother(lb, at, n, running.values());
+          if (s != null) {
+            running.put(hedged.submit(fetch(s, n)), s);
+          }
+          answer = hedged.take();
+        }
+        Source s = running.remove(answer);
+        try {
+          byte[] b = answer.get();
+          sink.fromArray(b, done);
+          count(s, n, (System.nanoTime() - s.started) / 1_000_000);
+          servedFine(lb);
+          if (hedging) {
+            hedgedReadMetrics().incHedgedReadWins(); // as stock: any answer after a hedge started
+          }
+          return;
+        } catch (ExecutionException e) {
+          Throwable c = e.getCause();
+          if (c instanceof ChecksumException ce) {
+            lastBad = ce;
+            failed(s, ce);
+          } else if (c instanceof InvalidBlockTokenException te) {
+            if (tokenRefetched) {
+              throw te;
+            }
+            lb = refetch(lb); // as stock: new locations and tokens, once per block of the read
+            tokenRefetched = true;
+          } else if (c instanceof IOException io) {
+            failed(s, io);
+          } else {
+            throw new IOException("hedged read of " + lb.getBlock() + " failed", c);
+          }
+        }
+      }
+    } catch (InterruptedException e) {
+      throw new InterruptedIOException("interrupted while waiting for a read of " + lb.getBlock());
+    }
+    // the reads still running (lost, or left on an error) end by themselves and close their readers
+  }
+
+  /** The read of a whole range from {@code s}'s reader, on the hedged-read pool; the reader is closed after. */
+  private static Callable<byte[]> fetch(Source s, int n) {
+    s.started = System.nanoTime();
+    return () -> {
+      try {
+        FaultInjection.startFetchFromDatanode();
+        FaultInjection.fetchFromDatanodeException();
+        byte[] b = new byte[n];
+        s.reader.readFully(b, 0, n);
+        FaultInjection.readFromDatanodeDelay();
+        return b;
+      } finally {
+        s.reader.close();
+      }
+    };
+  }
+
+  /**
+   * A reader of {@code [offset, offset + len)} of {@code lb} on a replica not asked yet
+   * ({@code asked}) and not found bad or failed by this stream; null when there is none
+   * (a hedge is then not started: the reads running go on).
+   */
+  private Source openAnother(LocatedBlock lb, long offset, long len, java.util.Collection<Source> asked) {
+    Set<String> skip = new HashSet<>(bad.getOrDefault(lb.getBlock().getBlockId(), Set.of()));
+    for (Source a : asked) {
+      skip.add(a.dn.getDatanodeUuid());
+    }
+    for (DatanodeInfo dn : candidates(lb)) {
+      if (skip.contains(dn.getDatanodeUuid()) || fs.onStockPath(dn)) {
+        continue;
+      }
+      try {
+        if (fs.tryLocal(dn)) {
+          try {
+            return new Source(lb, dn, fs.blockClient().openLocal(lb, dn, offset - lb.getStartOffset(), len),
+                offset, 0);
+          } catch (RdmaBlockClient.LocalReadsRefused e) {
+            fs.noLocalReads(dn, e);
+          } catch (IOException e) {
+            fs.countLocalFallback();
+          }
+        }
+        int distance = fs.getClient().getClientContext().getNetworkDistance(dn);
+        return new Source(lb, dn, fs.blockClient().open(lb, dn, offset - lb.getStartOffset(), len), offset,
+            distance);
+      } catch (InvalidBlockTokenException e) {
+        // the running read will meet the same token; no hedge on this replica
+      } catch (IOException e) {
+        fs.fallBack(dn, e);
+      } catch (IllegalArgumentException e) {
+        fs.fallBack(dn, new IOException(e.getMessage(), e));
+      }
+    }
+    return null;
+  }
+
   /** Where positional reads put bytes: the {@code done}-th byte onwards of the caller's target. */
   private interface PositionalSink {
     void fromReader(BlockReader r, int done, int n) throws IOException;
 
     void fromStock(DFSInputStream s, long position, int done, int n) throws IOException;
+
+    /** {@code b}, read already (by a hedged read). */
+    void fromArray(byte[] b, int done);
   }
 
   @Override
@@ -617,6 +780,11 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
       @Override
       public void fromStock(DFSInputStream s, long p, int done, int k) throws IOException {
         s.readFully(p, b, off + done, k);
+      }
+
+      @Override
+      public void fromArray(byte[] got, int done) {
+        System.arraycopy(got, 0, b, off + done, got.length);
       }
     });
     return n;
@@ -668,6 +836,13 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
         ByteBuffer d = buf.duplicate();
         d.position(start + done);
         d.put(tmp);
+      }
+
+      @Override
+      public void fromArray(byte[] got, int done) {
+        ByteBuffer d = buf.duplicate();
+        d.position(start + done);
+        d.put(got);
       }
     });
     buf.position(start + n);

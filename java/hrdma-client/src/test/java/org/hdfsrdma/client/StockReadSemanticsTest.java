@@ -2,6 +2,7 @@ package org.hdfsrdma.client;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -228,10 +229,16 @@ class StockReadSemanticsTest {
       long fallbacks = f.stockFallbacks();
       long rdma = f.rdmaBytesRead();
       String what = f == byRef ? "by reference" : "by value";
-      // sequential, into a byte[]
+      // sequential, into a byte[]; the stream's block list gets the new tokens, as stock's
       try (FSDataInputStream in = f.open(p)) {
-        spoilTokens((HdfsDataInputStream) in);
+        List<byte[]> spoiled = spoilTokens((HdfsDataInputStream) in);
         assertArrayEquals(data, readAll(in, size), what);
+        List<LocatedBlock> now = ((HdfsDataInputStream) in).getAllBlocks();
+        assertEquals(spoiled.size(), now.size(), what);
+        for (int i = 0; i < now.size(); i++) {
+          assertFalse(java.util.Arrays.equals(spoiled.get(i), now.get(i).getBlockToken().getPassword()),
+              what + ": getAllBlocks still gives the refused token of block " + i);
+        }
       }
       // sequential, into a ByteBuffer
       try (FSDataInputStream in = f.open(p)) {
@@ -261,13 +268,68 @@ class StockReadSemanticsTest {
     }
   }
 
-  /** Replaces the token of every block the stream knows by one with the same identity and a wrong password. */
-  private static void spoilTokens(HdfsDataInputStream in) throws IOException {
+  /**
+   * Replaces the token of every block the stream knows by one with the same identity and a
+   * wrong password; returns those passwords, block by block.
+   */
+  private static List<byte[]> spoilTokens(HdfsDataInputStream in) throws IOException {
+    List<byte[]> spoiled = new java.util.ArrayList<>();
     for (LocatedBlock lb : in.getAllBlocks()) {
       Token<BlockTokenIdentifier> t = lb.getBlockToken();
       byte[] wrong = t.getPassword().clone();
       wrong[0] ^= 1;
       lb.setBlockToken(new Token<>(t.getIdentifier(), wrong, t.getKind(), t.getService()));
+      spoiled.add(wrong);
     }
+    return spoiled;
+  }
+
+  /**
+   * What TestDistributedFileSystem#testConcurrentStatistics checks, where ours keeps it: many
+   * threads' calls all counted, in the statistics of the file system's class (as stock keeps
+   * those of its own subclass ViewDistributedFileSystem) and in the DFSOpsCountStatistics all
+   * DistributedFileSystems share; counted once over FileSystem.getAllStatistics().
+   */
+  @Test
+  void concurrentCallsAreCountedOnceInTheFileSystemsStatistics() throws Exception {
+    int threads = 5;
+    FileSystem.Statistics mine = FileSystem.getStatistics("hdfs", RdmaDistributedFileSystem.class);
+    assertTrue(mine == FileSystem.getStatistics(byValue.getUri().getScheme(), byValue.getClass()));
+    long writes = mine.getWriteOps();
+    long allWrites = allHdfsWriteOps();
+    long mkdirs = org.apache.hadoop.fs.GlobalStorageStatistics.INSTANCE
+        .get(org.apache.hadoop.hdfs.DFSOpsCountStatistics.NAME).getLong("op_mkdirs");
+    java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads);
+    try {
+      List<java.util.concurrent.Future<Boolean>> all = new java.util.ArrayList<>();
+      for (int i = 0; i < threads; i++) {
+        int k = i;
+        all.add(pool.submit(() -> {
+          go.await();
+          return byValue.mkdirs(new Path("/semantics/concurrent/" + k));
+        }));
+      }
+      go.countDown();
+      for (java.util.concurrent.Future<Boolean> f : all) {
+        assertTrue(f.get());
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    assertEquals(writes + threads, mine.getWriteOps(), "write ops of the file system's class");
+    assertEquals(allWrites + threads, allHdfsWriteOps(), "write ops over all hdfs statistics");
+    assertEquals(mkdirs + threads, org.apache.hadoop.fs.GlobalStorageStatistics.INSTANCE
+        .get(org.apache.hadoop.hdfs.DFSOpsCountStatistics.NAME).getLong("op_mkdirs"), "MKDIRS");
+  }
+
+  private static long allHdfsWriteOps() {
+    long n = 0;
+    for (FileSystem.Statistics st : FileSystem.getAllStatistics()) {
+      if ("hdfs".equals(st.getScheme())) {
+        n += st.getWriteOps();
+      }
+    }
+    return n;
   }
 }

@@ -1,6 +1,7 @@
 package org.apache.hadoop.hdfs;
 
 import java.io.IOException;
+import java.util.concurrent.ThreadPoolExecutor;
 import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
 
 /**
@@ -10,7 +11,9 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
  * takes only a {@link DFSInputStream}, whose constructor is package-private),
  * and that counts its reads into the file system's statistics the way stock
  * streams do ({@link DFSClient}'s {@code updateFileSystemReadStats} and
- * {@code checkOpen} are package-private). It adds nothing else: every other
+ * {@code checkOpen} are package-private), and that hedges positional reads
+ * as stock does, on the client's hedged-read pool with its metrics (package-private
+ * too). It adds nothing else: every other
  * Hadoop-internal call of the client sits in {@code org.hdfsrdma.client.compat}.
  *
  * <p>Verified against Apache Hadoop 3.5.0. Thread-safety: as {@link DFSInputStream}.
@@ -33,5 +36,23 @@ public abstract class HrdmaInputStreamBase extends DFSInputStream {
   /** Throws, as stock reads do, once the file system (its DFSClient) is closed. */
   protected final void checkClientOpen() throws IOException {
     dfsClient.checkOpen();
+  }
+
+  /** Whether {@code dfs.client.hedged.read.threadpool.size} gave this client a hedged-read pool. */
+  protected final boolean hedgedReadsEnabled() {
+    return dfsClient.isHedgedReadsEnabled();
+  }
+
+  /**
+   * The client's hedged-read pool (shared by every client of the JVM, as stock): a read it
+   * cannot take runs in the caller's thread and counts in {@code hedgedReadOpsInCurThread}.
+   */
+  protected final ThreadPoolExecutor hedgedReadPool() {
+    return dfsClient.getHedgedReadsThreadPool();
+  }
+
+  /** The client's hedged-read metrics (JVM-wide, as stock). */
+  protected final DFSHedgedReadMetrics hedgedReadMetrics() {
+    return dfsClient.getHedgedReadMetrics();
   }
 }

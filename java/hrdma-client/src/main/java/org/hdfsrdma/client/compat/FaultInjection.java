@@ -1,12 +1,16 @@
 package org.hdfsrdma.client.compat;
 
+import java.io.IOException;
+
 import org.apache.hadoop.hdfs.DFSClientFaultInjector;
 
 /**
  * The stock client's fault injector, so that Hadoop's fault tests reach our
- * write path too: {@code corruptPacket} flips the last data byte of a packet
+ * data path too: {@code corruptPacket} flips the last data byte of a packet
  * on the wire (after its checksums), {@code uncorruptPacket} false keeps the
- * corruption in the packet for every resend, as in DFSPacket.
+ * corruption in the packet for every resend, as in DFSPacket; a positional
+ * read from one DataNode calls the three hooks stock's
+ * {@code actualGetFromOneDataNode} calls, at the same points.
  */
 public final class FaultInjection {
   private FaultInjection() {}
@@ -17,5 +21,33 @@ public final class FaultInjection {
 
   public static boolean uncorruptPacket() {
     return DFSClientFaultInjector.get().uncorruptPacket();
+  }
+
+  /** Before a positional read of one range from one DataNode (tests make it slow). */
+  public static void startFetchFromDatanode() {
+    DFSClientFaultInjector.get().startFetchFromDatanode();
+  }
+
+  /** Before the reader of that range is made (tests throw from it). */
+  public static void fetchFromDatanodeException() throws IOException {
+    try {
+      DFSClientFaultInjector.get().fetchFromDatanodeException();
+    } catch (Throwable t) { // a mock throws checked exceptions (ChecksumException) undeclared
+      if (t instanceof IOException io) {
+        throw io;
+      }
+      if (t instanceof RuntimeException r) {
+        throw r;
+      }
+      if (t instanceof Error e) {
+        throw e;
+      }
+      throw new IOException(t);
+    }
+  }
+
+  /** After the range was read. */
+  public static void readFromDatanodeDelay() {
+    DFSClientFaultInjector.get().readFromDatanodeDelay();
   }
 }
