@@ -152,6 +152,21 @@ int hrdma_fd_unmap(const void *addr, size_t len)
     return HRDMA_OK;
 }
 
+int hrdma_fd_advise_random(const void *addr, size_t len)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t a = (uintptr_t)addr, delta;
+
+    if (addr == NULL || len == 0 || page <= 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    delta = a % (uintptr_t)page;
+    if (madvise((void *)(a - delta), len + delta, MADV_RANDOM) != 0) {
+        return hrdma_fd_status(errno);
+    }
+    return HRDMA_OK;
+}
+
 uint64_t hrdma_fd_mapped_bytes(void)
 {
     return (uint64_t)atomic_load(&hrdma_fd_bytes);

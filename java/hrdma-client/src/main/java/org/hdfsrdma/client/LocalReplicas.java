@@ -269,6 +269,11 @@ final class LocalReplicas implements AutoCloseable {
               + chunks + " checksums");
         }
         dm = map(dataFd, length);
+        try {
+          dm.adviseRandom(); // positional reads: a cold page costs its own read, not the device's read-ahead
+        } catch (NativeException e) {
+          // only slower when cold
+        }
         this.data = dm.buffer();
       } catch (IOException | RuntimeException e) {
         mm.close();

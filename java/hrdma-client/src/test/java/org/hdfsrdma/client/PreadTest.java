@@ -202,6 +202,8 @@ class PreadTest {
     ExecutorService pool = Executors.newFixedThreadPool(18);
     AtomicBoolean stop = new AtomicBoolean();
     long local0 = fs.localBytesRead();
+    long rdma0 = fs.rdmaBytesRead();
+    long fallbacks0 = fs.localFallbacks();
     try (FSDataInputStream in = fs.open(p)) {
       List<Future<Long>> readers = new ArrayList<>();
       for (int t = 0; t < 16; t++) {
@@ -256,7 +258,12 @@ class PreadTest {
       total += sequential.get();
       stop.set(true);
       dropper.get();
-      assertEquals(total, fs.localBytesRead() - local0, "every byte by short-circuit, counted once");
+      // the dropper makes exchanges constant: on a loaded machine one may time out, and that read
+      // goes over the transport, counted as a fallback
+      long overTransport = fs.rdmaBytesRead() - rdma0;
+      assertEquals(total, fs.localBytesRead() - local0 + overTransport, "every byte counted once");
+      assertTrue(overTransport == 0 || fs.localFallbacks() > fallbacks0, "transport bytes only after a fallback");
+      assertTrue(fs.localBytesRead() - local0 > total / 2, "short-circuit served most");
     } finally {
       stop.set(true);
       pool.shutdownNow();
