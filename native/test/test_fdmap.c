@@ -76,6 +76,9 @@ int main(void)
     CHECK(memcmp(addr, data + 4096, 4096) == 0);
     CHECK_EQ(hrdma_fd_advise_random(NULL, 4096), HRDMA_ERR_INVALID);
     CHECK_EQ(hrdma_fd_advise_random(addr, 0), HRDMA_ERR_INVALID);
+    CHECK_EQ(hrdma_fd_advise_willneed((const unsigned char *)addr + 100, 4096 - 100), HRDMA_OK);
+    CHECK(memcmp(addr, data + 4096, 4096) == 0);
+    CHECK_EQ(hrdma_fd_advise_willneed(NULL, 10), HRDMA_ERR_INVALID);
     CHECK_EQ(hrdma_fd_unmap(addr, 4096), HRDMA_OK);
     OK("an aligned range");
 

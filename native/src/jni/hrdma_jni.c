@@ -1116,6 +1116,16 @@ JNIEXPORT jint JNICALL JNI_CLASS(fdAdviseRandom0)(JNIEnv *env, jclass cls,
     return hrdma_fd_advise_random(PTR(addr), (size_t)len);
 }
 
+JNIEXPORT jint JNICALL JNI_CLASS(fdAdviseWillNeed0)(JNIEnv *env, jclass cls,
+                                                   jlong addr, jlong len)
+{
+    (void)env; (void)cls;
+    if (len <= 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    return hrdma_fd_advise_willneed(PTR(addr), (size_t)len);
+}
+
 JNIEXPORT jlong JNICALL JNI_CLASS(fdMappedBytes0)(JNIEnv *env, jclass cls)
 {
     (void)env; (void)cls;

@@ -367,6 +367,14 @@ final class LocalReplicas implements AutoCloseable {
       }
       int from = (int) (offset / bpc * bpc);
       int to = (int) Math.min(length, (offset + len + bpc - 1) / bpc * bpc);
+      if (to - from >= WILLNEED_BYTES) {
+        try {
+          // the mapping is advised random: without this a cold large range would fault a page at a time
+          dataMap.willNeed(from, to - from);
+        } catch (NativeException e) {
+          // only slower when cold
+        }
+      }
       int sums = headerBytes + from / bpc * sumSize;
       if (crc32c) {
         verifyCrc32c(from, to, sums);
@@ -530,6 +538,9 @@ final class LocalReplicas implements AutoCloseable {
       return "LocalReplicas.Range[" + block + " at " + pos + "]";
     }
   }
+
+  /** Reads of at least this many bytes ask the kernel to read their range in first (one call, large requests). */
+  static final int WILLNEED_BYTES = 32 * 1024;
 
   /** One CRC32C per reading thread: nothing of it is allocated per read. */
   private static final ThreadLocal<CRC32C> CRC = ThreadLocal.withInitial(CRC32C::new);

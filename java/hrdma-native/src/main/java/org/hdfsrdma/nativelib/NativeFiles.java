@@ -139,6 +139,25 @@ public final class NativeFiles {
      * that page only, not the device's read-ahead window around it (8 MB on
      * some virtual disks), which random small reads of a cold file would pay.
      */
+    /**
+     * Asks the kernel to read {@code [offset, offset + len)} of the mapping in
+     * now, in large requests (after {@link #adviseRandom()} a fault reads one page).
+     */
+    public void willNeed(long offset, long len) throws NativeException {
+      if (closed.get()) {
+        throw new NativeException("the mapping is closed", NativeException.ERR_CLOSED);
+      }
+      if (offset < 0 || len < 1 || offset + len > length) {
+        throw new NativeException("willNeed [" + offset + ", " + (offset + len) + ") of a mapping of " + length
+            + " bytes", NativeException.ERR_INVALID);
+      }
+      int st = Jni.fdAdviseWillNeed0(address + offset, len);
+      if (st < 0) {
+        throw new NativeException("madvise(MADV_WILLNEED) of a received file's range: "
+            + HrdmaNative.statusString(st), st);
+      }
+    }
+
     public void adviseRandom() throws NativeException {
       if (closed.get()) {
         throw new NativeException("the mapping is closed", NativeException.ERR_CLOSED);
