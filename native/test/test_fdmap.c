@@ -50,9 +50,9 @@ int main(void)
     OK("map an unaligned range: the file's bytes, whole pages counted");
 
     /* read-ahead asked for an unaligned part of the mapping: taken, the bytes unchanged */
-    CHECK_EQ(hrdma_fd_willneed(a + 100, FILE_BYTES - 4100), HRDMA_OK);
-    CHECK_EQ(hrdma_fd_willneed(a, 0), HRDMA_ERR_INVALID);
-    CHECK_EQ(hrdma_fd_willneed(NULL, 10), HRDMA_ERR_INVALID);
+    CHECK_EQ(hrdma_fd_advise_willneed(a + 100, FILE_BYTES - 4100), HRDMA_OK);
+    CHECK_EQ(hrdma_fd_advise_willneed(a, 0), HRDMA_ERR_INVALID);
+    CHECK_EQ(hrdma_fd_advise_willneed(NULL, 10), HRDMA_ERR_INVALID);
     CHECK(memcmp(a, data + 4000, FILE_BYTES - 4000) == 0);
     OK("willneed on a mapped range");
 
@@ -79,10 +79,19 @@ int main(void)
     CHECK(((uintptr_t)addr % 4096) == 0);
     CHECK_EQ(hrdma_fd_close(fd), HRDMA_OK);
     CHECK_EQ(hrdma_fd_mapped_bytes(), FILE_BYTES + 4096);
+    CHECK_EQ(hrdma_fd_advise_random(addr, 4096), HRDMA_OK);
+    CHECK(memcmp(addr, data + 4096, 4096) == 0);
+    CHECK_EQ(hrdma_fd_advise_random(NULL, 4096), HRDMA_ERR_INVALID);
+    CHECK_EQ(hrdma_fd_advise_random(addr, 0), HRDMA_ERR_INVALID);
+    CHECK_EQ(hrdma_fd_advise_willneed((const unsigned char *)addr + 100, 4096 - 100), HRDMA_OK);
+    CHECK(memcmp(addr, data + 4096, 4096) == 0);
+    CHECK_EQ(hrdma_fd_advise_willneed(NULL, 10), HRDMA_ERR_INVALID);
     CHECK_EQ(hrdma_fd_unmap(addr, 4096), HRDMA_OK);
     OK("an aligned range");
 
-    /* the first mapping, still there after its descriptor went, by its addr and len */
+    /* the first mapping, still there after its descriptor went, by its addr and len; advised
+     * random from an unaligned start (the advice covers its first page) */
+    CHECK_EQ(hrdma_fd_advise_random(a, FILE_BYTES - 4000), HRDMA_OK);
     CHECK(memcmp(a, data + 4000, FILE_BYTES - 4000) == 0);
     CHECK_EQ(hrdma_fd_unmap(a, FILE_BYTES - 4000), HRDMA_OK);
     CHECK_EQ(hrdma_fd_mapped_bytes(), 0);

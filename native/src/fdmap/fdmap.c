@@ -152,7 +152,7 @@ int hrdma_fd_unmap(const void *addr, size_t len)
     return HRDMA_OK;
 }
 
-int hrdma_fd_willneed(const void *addr, size_t len)
+static int hrdma_fd_advise(const void *addr, size_t len, int advice)
 {
     long page = sysconf(_SC_PAGESIZE);
     uintptr_t a = (uintptr_t)addr, delta;
@@ -161,10 +161,20 @@ int hrdma_fd_willneed(const void *addr, size_t len)
         return HRDMA_ERR_INVALID;
     }
     delta = a % (uintptr_t)page;
-    if (madvise((void *)(a - delta), len + delta, MADV_WILLNEED) != 0) {
+    if (madvise((void *)(a - delta), len + delta, advice) != 0) {
         return hrdma_fd_status(errno);
     }
     return HRDMA_OK;
+}
+
+int hrdma_fd_advise_random(const void *addr, size_t len)
+{
+    return hrdma_fd_advise(addr, len, MADV_RANDOM);
+}
+
+int hrdma_fd_advise_willneed(const void *addr, size_t len)
+{
+    return hrdma_fd_advise(addr, len, MADV_WILLNEED);
 }
 
 uint64_t hrdma_fd_mapped_bytes(void)

@@ -1112,14 +1112,24 @@ JNIEXPORT jint JNICALL JNI_CLASS(fdUnmap0)(JNIEnv *env, jclass cls,
     return hrdma_fd_unmap(PTR(addr), (size_t)len);
 }
 
-JNIEXPORT jint JNICALL JNI_CLASS(fdWillNeed0)(JNIEnv *env, jclass cls,
-                                              jlong addr, jlong len)
+JNIEXPORT jint JNICALL JNI_CLASS(fdAdviseRandom0)(JNIEnv *env, jclass cls,
+                                                 jlong addr, jlong len)
 {
     (void)env; (void)cls;
     if (len <= 0) {
         return HRDMA_ERR_INVALID;
     }
-    return hrdma_fd_willneed(PTR(addr), (size_t)len);
+    return hrdma_fd_advise_random(PTR(addr), (size_t)len);
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(fdAdviseWillNeed0)(JNIEnv *env, jclass cls,
+                                                   jlong addr, jlong len)
+{
+    (void)env; (void)cls;
+    if (len <= 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    return hrdma_fd_advise_willneed(PTR(addr), (size_t)len);
 }
 
 JNIEXPORT jlong JNICALL JNI_CLASS(fdMappedBytes0)(JNIEnv *env, jclass cls)

@@ -2,7 +2,7 @@ package org.hdfsrdma.bench;
 
 import java.util.Arrays;
 
-/** Dispatches the Java side of bin/hrdma: perf, doctor, serve, demo, cluster, bench fs|disk|dfsio|randomwriter|sort|sweep|netns. */
+/** Dispatches the Java side of bin/hrdma: perf, doctor, serve, demo, cluster, bench fs|pread|disk|dfsio|randomwriter|sort|sweep|netns. */
 public final class Main {
   private Main() {}
 
@@ -29,6 +29,7 @@ public final class Main {
         String[] more = rest.length == 0 ? rest : Arrays.copyOfRange(rest, 1, rest.length);
         switch (what) {
           case "fs" -> org.hdfsrdma.bench.fs.FsBench.main(more);
+          case "pread" -> org.hdfsrdma.bench.fs.PreadBench.main(more);
           case "disk" -> org.hdfsrdma.bench.fs.DiskBench.main(more);
           case "seal" -> org.hdfsrdma.bench.fs.SealBench.main(more);
           case "zcr" -> org.hdfsrdma.bench.fs.ZcrBench.main(more);
@@ -36,7 +37,7 @@ public final class Main {
           case "job-child" -> System.exit(org.hdfsrdma.bench.mr.JobChild.main(more));
           case "dfsio", "randomwriter", "sort", "sweep" -> org.hdfsrdma.bench.mr.MrBench.main(what, more);
           default -> {
-            System.err.println("usage: bench fs|zcr|seal|disk|dfsio|randomwriter|sort|sweep|netns [options]   ('bench X --help' "
+            System.err.println("usage: bench fs|pread|zcr|seal|disk|dfsio|randomwriter|sort|sweep|netns [options]   ('bench X --help' "
                 + "lists them)");
             System.exit(2);
           }

@@ -91,4 +91,13 @@ public final class HrdmaClientKeys {
    */
   public static final String READ_LOCAL_READ_AHEAD_BYTES_KEY = "hrdma.client.read.local.read-ahead-bytes";
   public static final long READ_LOCAL_READ_AHEAD_BYTES_DEFAULT = 16L << 20;
+  /**
+   * Replicas of this host kept mapped for positional reads (the first positional read of a replica asks its
+   * DataNode for the files, later ones read the mapping); 0: every positional read asks again.
+   */
+  public static final String READ_LOCAL_CACHED_REPLICAS_KEY = "hrdma.client.read.local.cached-replicas";
+  public static final int READ_LOCAL_CACHED_REPLICAS_DEFAULT = 256;
+  /** A replica kept mapped for positional reads is dropped after this long unused. */
+  public static final String READ_LOCAL_CACHE_EXPIRY_MS_KEY = "hrdma.client.read.local.cache-expiry-ms";
+  public static final long READ_LOCAL_CACHE_EXPIRY_MS_DEFAULT = 300_000;
 }

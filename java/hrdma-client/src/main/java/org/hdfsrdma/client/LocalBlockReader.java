@@ -217,8 +217,12 @@ final class LocalBlockReader implements BlockReader {
     }
     long to = Math.min(fileEnd, nextWindow + readAhead);
     if (to - advised >= readAhead / 2 || (to == fileEnd && to > advised)) {
-      dataMap.willNeed(advised - mapStart, to - advised);
-      advised = to;
+      try {
+        dataMap.willNeed(advised - mapStart, to - advised);
+        advised = to;
+      } catch (NativeException e) { // advisory: the reader's faults read the file as before
+        advised = fileEnd;
+      }
     }
   }
 

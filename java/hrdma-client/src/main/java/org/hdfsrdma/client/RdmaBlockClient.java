@@ -109,6 +109,12 @@ public final class RdmaBlockClient implements Closeable {
   /** Bytes of the block file the kernel is asked to read ahead of a short-circuit reader; 0: none. */
   public static final String LOCAL_READ_AHEAD_BYTES_KEY = HrdmaClientKeys.READ_LOCAL_READ_AHEAD_BYTES_KEY;
   public static final long LOCAL_READ_AHEAD_BYTES_DEFAULT = HrdmaClientKeys.READ_LOCAL_READ_AHEAD_BYTES_DEFAULT;
+  /** Replicas of this host kept mapped for positional reads; 0: none (each positional read asks anew). */
+  public static final String LOCAL_CACHED_REPLICAS_KEY = HrdmaClientKeys.READ_LOCAL_CACHED_REPLICAS_KEY;
+  public static final int LOCAL_CACHED_REPLICAS_DEFAULT = HrdmaClientKeys.READ_LOCAL_CACHED_REPLICAS_DEFAULT;
+  /** A replica kept mapped for positional reads is dropped after this long unused. */
+  public static final String LOCAL_CACHE_EXPIRY_MS_KEY = HrdmaClientKeys.READ_LOCAL_CACHE_EXPIRY_MS_KEY;
+  public static final long LOCAL_CACHE_EXPIRY_MS_DEFAULT = HrdmaClientKeys.READ_LOCAL_CACHE_EXPIRY_MS_DEFAULT;
   /** Windows waiting for the verifier, over all readers, per verifier thread; beyond, readers verify their own. */
   private static final int VERIFY_QUEUE_PER_THREAD = 64;
   /** An idle verifier thread ends after this long. */
@@ -133,6 +139,8 @@ public final class RdmaBlockClient implements Closeable {
   private final ThreadPoolExecutor localVerifier;
   /** Asks DataNodes on this host for replicas' descriptors. */
   private final ShortCircuitClient shortCircuit;
+  /** Replicas of this host mapped for positional reads. */
+  private final LocalReplicas replicas;
   /** By DataNode (uuid and plugin address). */
   private final ConcurrentHashMap<String, DataNodeConnection> cache = new ConcurrentHashMap<>();
   private final Object connectLock = new Object();
@@ -203,6 +211,13 @@ public final class RdmaBlockClient implements Closeable {
       localVerifier = null;
     }
     this.shortCircuit = new ShortCircuitClient(timeoutMs);
+    int cached = conf.getInt(LOCAL_CACHED_REPLICAS_KEY, LOCAL_CACHED_REPLICAS_DEFAULT);
+    long expiry = conf.getLong(LOCAL_CACHE_EXPIRY_MS_KEY, LOCAL_CACHE_EXPIRY_MS_DEFAULT);
+    if (cached < 0 || expiry < 1) {
+      throw new IllegalArgumentException("bad hrdma.client.read.local settings: cached-replicas " + cached
+          + ", cache-expiry-ms " + expiry);
+    }
+    this.replicas = new LocalReplicas(localReads ? cached : 0, expiry);
     this.connector = new HrdmaConnector(HadoopTransportConf.of(conf));
   }
 
@@ -287,6 +302,32 @@ public final class RdmaBlockClient implements Closeable {
   ShortCircuitClient.Fds localFiles(LocatedBlock block, DatanodeInfo datanode) throws IOException {
     String path = ShortCircuitSocket.path(conf, datanode.getXferPort());
     return shortCircuit.request(path, block.getBlock(), block.getBlockToken());
+  }
+
+  /**
+   * A positional read's short-circuit reader of {@code [offsetInBlock, offsetInBlock + length)}:
+   * from the replica kept mapped (asked for and mapped on its first read, see
+   * {@link LocalReplicas}), or, with no replicas kept, as {@link #openLocal}. Same failures.
+   */
+  BlockReader preadLocal(LocatedBlock block, DatanodeInfo datanode, long offsetInBlock, long length)
+      throws IOException {
+    long visible = block.getBlockSize();
+    if (!replicas.enabled() || visible < 1 || visible > Integer.MAX_VALUE) {
+      return openLocal(block, datanode, offsetInBlock, length);
+    }
+    if (offsetInBlock < 0 || length < 0 || offsetInBlock + length > visible) {
+      throw new IOException("range [" + offsetInBlock + ", " + (offsetInBlock + length) + ") is not in "
+          + block.getBlock() + " of " + visible + " bytes");
+    }
+    LocalReplicas.Key key = LocalReplicas.Key.of(datanode.getDatanodeUuid(), block.getBlock(), visible);
+    return replicas.new Range(key, block.getBlock(), () -> shortCircuit.request(
+        ShortCircuitSocket.path(conf, datanode.getXferPort()), block.getBlock(), block.getBlockToken()),
+        offsetInBlock, length);
+  }
+
+  /** The replicas kept mapped for positional reads (tests, metrics). */
+  LocalReplicas replicas() {
+    return replicas;
   }
 
   /** Reads all of {@code [offsetInBlock, offsetInBlock + length)} into {@code buf} at {@code off}. */
@@ -528,6 +569,7 @@ public final class RdmaBlockClient implements Closeable {
     closeConnections();
     connector.close();
     shortCircuit.close();
+    replicas.close();
     if (localVerifier != null) {
       // windows queued still run (readers not closed yet may wait for them); idle threads end now
       localVerifier.shutdown();

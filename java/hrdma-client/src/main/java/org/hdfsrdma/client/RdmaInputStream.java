@@ -71,7 +71,13 @@ import org.hdfsrdma.client.compat.ZeroCopyFallback;
  * this class does not override (read-ahead and drop-behind settings, the
  * block list) are the superclass's.
  *
- * <p>One reading thread at a time (methods are synchronized).
+ * <p>Sequential reads and seeks: one thread at a time (synchronized). Positional
+ * reads, as stock's, run concurrently from any number of threads, beside a
+ * sequential reader too: they share only the block list, the replicas found bad
+ * (both under {@code infoLock}) and the stock stream (whose positional reads are
+ * thread-safe); on this host they read replicas the client keeps mapped
+ * ({@link LocalReplicas}), so a positional read makes no exchange with the
+ * DataNode, holds no descriptor and maps nothing of its own.
  */
 final class RdmaInputStream extends HrdmaInputStreamBase {
   /** Sequential bytes from one reader before the next block's reader is opened ahead. */
@@ -81,17 +87,21 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
   private final int bufferSize;
   private final long prefetchBytes;
   private final long fileLength;
+  /** Guards {@link #blocks}, {@link #bad} and {@link #unreported} (positional reads run concurrently). */
+  private final Object infoLock = new Object();
   /** Known blocks by start offset. */
   private final TreeMap<Long, LocatedBlock> blocks = new TreeMap<>();
   /** Replicas found bad (checksum) by this stream, by block id: DataNode uuids. */
   private final Map<Long, Set<String>> bad = new HashMap<>();
   /** Replicas found bad and not reported yet (reported once another replica served the range). */
   private final Map<Long, List<DatanodeInfo>> unreported = new HashMap<>();
+  /** Guards {@link #stock} and {@link #stockCounted}. */
+  private final Object stockLock = new Object();
 
   private Source cur;
   private Source next;
   /** The stock stream for DataNodes read through the stock path (opened on first use). */
-  private DFSInputStream stock;
+  private volatile DFSInputStream stock;
   /** {@link #stock}'s read statistics as last added to this stream's. */
   private ReadStatistics stockCounted = new ReadStatistics();
 
@@ -153,6 +163,12 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
   // ---------------------------------------------------------------- blocks
 
   private LocatedBlock blockAt(long offset) throws IOException {
+    synchronized (infoLock) {
+      return blockAtLocked(offset);
+    }
+  }
+
+  private LocatedBlock blockAtLocked(long offset) throws IOException {
     Map.Entry<Long, LocatedBlock> e = blocks.floorEntry(offset);
     if (e != null && offset < e.getKey() + e.getValue().getBlockSize()) {
       return e.getValue();
@@ -184,9 +200,11 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
 
   /** Fresh locations and token for the block at {@code lb}'s offset. */
   private LocatedBlock refetch(LocatedBlock lb) throws IOException {
-    blocks.remove(lb.getStartOffset());
-    fetch(lb.getStartOffset());
-    return blockAt(lb.getStartOffset());
+    synchronized (infoLock) {
+      blocks.remove(lb.getStartOffset());
+      fetch(lb.getStartOffset());
+      return blockAtLocked(lb.getStartOffset());
+    }
   }
 
   /**
@@ -217,10 +235,15 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
    *
    * @throws ChecksumException every replica was found bad by this stream
    */
-  private Source open(LocatedBlock lb, long offset, long len, ChecksumException lastBad) throws IOException {
+  private Source open(LocatedBlock lb, long offset, long len, ChecksumException lastBad, boolean positional)
+      throws IOException {
     boolean refetched = false;
     while (true) {
-      Set<String> badHere = bad.getOrDefault(lb.getBlock().getBlockId(), Set.of());
+      Set<String> badHere;
+      synchronized (infoLock) {
+        Set<String> b = bad.get(lb.getBlock().getBlockId());
+        badHere = b == null ? Set.of() : Set.copyOf(b);
+      }
       boolean anyNotBad = false;
       InvalidBlockTokenException tokenProblem = null;
       for (DatanodeInfo dn : candidates(lb)) {
@@ -233,8 +256,10 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
         }
         if (fs.tryLocal(dn)) {
           try {
-            return new Source(lb, dn, fs.blockClient().openLocal(lb, dn, offset - lb.getStartOffset(), len),
-                offset, 0);
+            long inBlock = offset - lb.getStartOffset();
+            BlockReader r = positional ? fs.blockClient().preadLocal(lb, dn, inBlock, len)
+                : fs.blockClient().openLocal(lb, dn, inBlock, len);
+            return new Source(lb, dn, r, offset, 0);
           } catch (InvalidBlockTokenException e) {
             tokenProblem = e;
             continue;
@@ -282,9 +307,9 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
    * stock block readers count theirs (short-circuit, same host, remote).
    */
   private void count(Source s, int n, long millis) {
-    if (s.reader instanceof LocalBlockReader lr) {
+    if (s.reader instanceof LocalBlockReader || s.reader instanceof LocalReplicas.Range) {
       fs.countLocalBytes(n);
-      if (!lr.verifies()) {
+      if (s.reader instanceof LocalBlockReader lr && !lr.verifies()) {
         fs.countLocalBytesUnverified(n);
       }
       readStatistics.addShortCircuitBytes(n);
@@ -305,14 +330,19 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
    */
   private void countStock(int n) {
     fs.countStockBytes(n);
-    ReadStatistics now = stock.getReadStatistics();
-    long sc = now.getTotalShortCircuitBytesRead() - stockCounted.getTotalShortCircuitBytesRead();
-    long local = now.getTotalLocalBytesRead() - stockCounted.getTotalLocalBytesRead() - sc;
-    long all = now.getTotalBytesRead() - stockCounted.getTotalBytesRead();
-    readStatistics.addShortCircuitBytes(sc);
-    readStatistics.addLocalBytes(local);
-    readStatistics.addRemoteBytes(all - sc - local);
-    stockCounted = now;
+    synchronized (stockLock) {
+      if (stock == null) {
+        return; // released meanwhile (unbuffer, close)
+      }
+      ReadStatistics now = stock.getReadStatistics();
+      long sc = now.getTotalShortCircuitBytesRead() - stockCounted.getTotalShortCircuitBytesRead();
+      long local = now.getTotalLocalBytesRead() - stockCounted.getTotalLocalBytesRead() - sc;
+      long all = now.getTotalBytesRead() - stockCounted.getTotalBytesRead();
+      readStatistics.addShortCircuitBytes(sc);
+      readStatistics.addLocalBytes(local);
+      readStatistics.addRemoteBytes(all - sc - local);
+      stockCounted = now;
+    }
   }
 
   /** {@code s}'s replica failed with {@code e}: skip it from now on. */
@@ -321,8 +351,10 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
     if (e instanceof ChecksumException) {
       fs.countChecksumError();
       long id = s.block.getBlock().getBlockId();
-      if (bad.computeIfAbsent(id, k -> new HashSet<>()).add(s.dn.getDatanodeUuid())) {
-        unreported.computeIfAbsent(id, k -> new ArrayList<>()).add(s.dn);
+      synchronized (infoLock) {
+        if (bad.computeIfAbsent(id, k -> new HashSet<>()).add(s.dn.getDatanodeUuid())) {
+          unreported.computeIfAbsent(id, k -> new ArrayList<>()).add(s.dn);
+        }
       }
     } else {
       fs.fallBack(s.dn, e);
@@ -331,10 +363,13 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
 
   /** Bytes of {@code lb} were read fine: report the replicas of it found bad. */
   private void servedFine(LocatedBlock lb) {
-    if (unreported.isEmpty()) {
-      return;
+    List<DatanodeInfo> dns;
+    synchronized (infoLock) {
+      if (unreported.isEmpty()) {
+        return;
+      }
+      dns = unreported.remove(lb.getBlock().getBlockId());
     }
-    List<DatanodeInfo> dns = unreported.remove(lb.getBlock().getBlockId());
     if (dns == null) {
       return;
     }
@@ -355,11 +390,13 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
   }
 
   private DFSInputStream stock() throws IOException {
-    if (stock == null) {
-      stock = fs.getClient().open(src, bufferSize, verifyChecksum); // counts no second open, as stock
-      stockCounted = stock.getReadStatistics();
+    synchronized (stockLock) {
+      if (stock == null) {
+        stock = fs.getClient().open(src, bufferSize, verifyChecksum); // counts no second open, as stock
+        stockCounted = stock.getReadStatistics();
+      }
+      return stock;
     }
-    return stock;
   }
 
   // ---------------------------------------------------------------- sequential reads
@@ -411,7 +448,7 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
           next = null;
         } else {
           dropNext();
-          cur = open(lb, pos, lb.getStartOffset() + lb.getBlockSize() - pos, lastBad);
+          cur = open(lb, pos, lb.getStartOffset() + lb.getBlockSize() - pos, lastBad, false);
         }
       }
       int want = (int) Math.min(max, cur.end() - pos);
@@ -471,7 +508,7 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
         return; // the reader has requests to send in this block still
       }
       LocatedBlock nb = blockAt(cur.end());
-      Source s = open(nb, nb.getStartOffset(), nb.getBlockSize(), null);
+      Source s = open(nb, nb.getStartOffset(), nb.getBlockSize(), null, false);
       if (s.reader == null) {
         return;
       }
@@ -581,7 +618,7 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
       ChecksumException lastBad = null;
       boolean tokenRefetched = false;
       while (true) {
-        Source s = open(lb, at, n, lastBad);
+        Source s = open(lb, at, n, lastBad, true);
         if (s.reader == null) {
           sink.fromStock(stock(), at, done, n);
           countStock(n);
@@ -640,7 +677,7 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
       while (true) {
         Future<byte[]> answer;
         if (running.isEmpty()) {
-          Source s = open(lb, at, n, lastBad);
+          Source s = open(lb, at, n, lastBad, true);
           if (s.reader == null) {
             sink.fromStock(stock(), at, done, n);
             countStock(n);
@@ -717,7 +754,10 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
    * (a hedge is then not started: the reads running go on).
    */
   private Source openAnother(LocatedBlock lb, long offset, long len, java.util.Collection<Source> asked) {
-    Set<String> skip = new HashSet<>(bad.getOrDefault(lb.getBlock().getBlockId(), Set.of()));
+    Set<String> skip;
+    synchronized (infoLock) { // positional reads run concurrently
+      skip = new HashSet<>(bad.getOrDefault(lb.getBlock().getBlockId(), Set.of()));
+    }
     for (Source a : asked) {
       skip.add(a.dn.getDatanodeUuid());
     }
@@ -761,7 +801,7 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
   }
 
   @Override
-  public synchronized int read(long position, byte[] b, int off, int len) throws IOException {
+  public int read(long position, byte[] b, int off, int len) throws IOException {
     validatePositionedReadArgs(position, b, off, len);
     checkOpen();
     if (len == 0) {
@@ -791,7 +831,7 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
   }
 
   @Override
-  public synchronized void readFully(long position, byte[] b, int off, int len) throws IOException {
+  public void readFully(long position, byte[] b, int off, int len) throws IOException {
     validatePositionedReadArgs(position, b, off, len);
     checkOpen();
     if (position + len > fileLength) {
@@ -804,7 +844,7 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
   }
 
   @Override
-  public synchronized int read(long position, ByteBuffer buf) throws IOException {
+  public int read(long position, ByteBuffer buf) throws IOException {
     checkOpen();
     if (position < 0) {
       throw new EOFException("negative position: " + position);
@@ -850,7 +890,7 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
   }
 
   @Override
-  public synchronized void readFully(long position, ByteBuffer buf) throws IOException {
+  public void readFully(long position, ByteBuffer buf) throws IOException {
     checkOpen();
     if (position < 0 || position + buf.remaining() > fileLength) {
       throw new EOFException(FSExceptionMessages.EOF_IN_READ_FULLY + ": " + buf.remaining() + " bytes at "
@@ -931,8 +971,10 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
         fs.countChecksumError();
         DatanodeInfo dn = mapped.datanode();
         long id = lb.getBlock().getBlockId();
-        if (bad.computeIfAbsent(id, k -> new HashSet<>()).add(dn.getDatanodeUuid())) {
-          unreported.computeIfAbsent(id, k -> new ArrayList<>()).add(dn);
+        synchronized (infoLock) { // positional reads run concurrently
+          if (bad.computeIfAbsent(id, k -> new HashSet<>()).add(dn.getDatanodeUuid())) {
+            unreported.computeIfAbsent(id, k -> new ArrayList<>()).add(dn);
+          }
         }
         dropMapped();
         continue;
@@ -960,7 +1002,10 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
   private MappedReplica mapReplica(LocatedBlock lb, long inBlock) throws IOException {
     boolean refetched = false;
     while (true) {
-      Set<String> badHere = bad.getOrDefault(lb.getBlock().getBlockId(), Set.of());
+      Set<String> badHere;
+      synchronized (infoLock) { // positional reads run concurrently
+        badHere = new HashSet<>(bad.getOrDefault(lb.getBlock().getBlockId(), Set.of()));
+      }
       boolean tokenProblem = false;
       for (DatanodeInfo dn : candidates(lb)) {
         if (badHere.contains(dn.getDatanodeUuid()) || fs.onStockPath(dn) || !fs.tryLocal(dn)) {
@@ -1092,7 +1137,9 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
     seek(targetPos);
     for (DatanodeInfo dn : lb.getLocations()) {
       if (!dn.getDatanodeUuid().equals(old.getDatanodeUuid()) && !fs.onStockPath(dn)) {
-        bad.computeIfAbsent(lb.getBlock().getBlockId(), k -> new HashSet<>()).add(old.getDatanodeUuid());
+        synchronized (infoLock) {
+          bad.computeIfAbsent(lb.getBlock().getBlockId(), k -> new HashSet<>()).add(old.getDatanodeUuid());
+        }
         return true;
       }
     }
@@ -1116,13 +1163,17 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
     dropCurrent();
     dropNext();
     dropMapped();
-    if (stock != null) {
+    DFSInputStream s;
+    synchronized (stockLock) {
+      s = stock;
+      stock = null;
+    }
+    if (s != null) {
       try {
-        stock.close();
+        s.close();
       } catch (IOException e) {
         // nothing held any more either way
       }
-      stock = null;
     }
   }
 

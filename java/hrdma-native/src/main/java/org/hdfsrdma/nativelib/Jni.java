@@ -169,8 +169,11 @@ public final class Jni {
 
   public static native int fdUnmap0(long addr, long len);
 
-  /** MADV_WILLNEED on [addr, addr + len) of a mapping of fdMap0: a status. */
-  public static native int fdWillNeed0(long addr, long len);
+  /** madvise(MADV_RANDOM) on a mapping of fdMap0 (its addr and len); 0 or a negative status. */
+  public static native int fdAdviseRandom0(long addr, long len);
+
+  /** madvise(MADV_WILLNEED) on [addr, addr + len) of a mapping of fdMap0; 0 or a negative status. */
+  public static native int fdAdviseWillNeed0(long addr, long len);
 
   /** Bytes mapped by fdMap0 and not unmapped yet, process-wide. */
   public static native long fdMappedBytes0();

@@ -135,20 +135,38 @@ public final class NativeFiles {
     }
 
     /**
-     * Asks the kernel to start reading {@code [offset, offset + len)} of the mapping into the
-     * page cache without waiting for it (MADV_WILLNEED), so that a reader faulting its way
-     * through a cold file finds the pages arriving instead of reading them one fault at a time.
-     * Advisory: false when the kernel refused (the read goes on as it would have).
+     * Asks the kernel to read {@code [offset, offset + len)} of the mapping in
+     * now, in large requests (after {@link #adviseRandom()} a fault reads one page).
      */
-    public boolean willNeed(long offset, long len) {
-      if (offset < 0 || len <= 0 || offset > length - len) {
-        throw new IllegalArgumentException("[" + offset + ", " + (offset + len) + ") is outside a mapping of "
-            + length + " bytes");
-      }
+    public void willNeed(long offset, long len) throws NativeException {
       if (closed.get()) {
-        throw new IllegalStateException("the mapping is closed");
+        throw new NativeException("the mapping is closed", NativeException.ERR_CLOSED);
       }
-      return Jni.fdWillNeed0(address + offset, len) >= 0;
+      if (offset < 0 || len < 1 || offset + len > length) {
+        throw new NativeException("willNeed [" + offset + ", " + (offset + len) + ") of a mapping of " + length
+            + " bytes", NativeException.ERR_INVALID);
+      }
+      int st = Jni.fdAdviseWillNeed0(address + offset, len);
+      if (st < 0) {
+        throw new NativeException("madvise(MADV_WILLNEED) of a received file's range: "
+            + HrdmaNative.statusString(st), st);
+      }
+    }
+
+    /**
+     * Tells the kernel this mapping is read at random: a page fault then reads
+     * that page only, not the device's read-ahead window around it (8 MB on
+     * some virtual disks), which random small reads of a cold file would pay.
+     */
+    public void adviseRandom() throws NativeException {
+      if (closed.get()) {
+        throw new NativeException("the mapping is closed", NativeException.ERR_CLOSED);
+      }
+      int st = Jni.fdAdviseRandom0(address, length);
+      if (st < 0) {
+        throw new NativeException("madvise(MADV_RANDOM) of a received file's range: " + HrdmaNative.statusString(st),
+            st);
+      }
     }
 
     /** Unmaps, once; every buffer of it is dead memory afterwards. */
