@@ -89,7 +89,8 @@ class MrEndToEndTest {
     Path results = tmp.resolve("results");
     long created = org.hdfsrdma.transport.select.SharedTransports.createdCount();
     Run r = bench("dfsio", "--mini", "--quick", "--runs", "1", "--files", "2", "--size", "8M", "--block-size",
-        "4M", "--results", results.toString(), "--dir", tmp.resolve("c").toString());
+        "4M", "--conf", "hrdma.datanode.share-transports=true", "--results", results.toString(), "--dir",
+        tmp.resolve("c").toString());
     assertEquals(0, r.rc, r.err);
     assertTrue(r.out.contains("cluster=MiniDFSCluster (one JVM)"), r.out);
     for (String op : List.of("write", "read")) {

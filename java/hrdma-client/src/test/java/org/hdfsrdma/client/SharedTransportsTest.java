@@ -61,7 +61,9 @@ class SharedTransportsTest {
     long createdBefore = SharedTransports.createdCount();
     long contextsBefore = HrdmaNative.processStats().contexts();
 
-    cluster = PluginCluster.start(PluginCluster.baseConf(), getClass(), 3);
+    Configuration conf = PluginCluster.baseConf();
+    conf.setBoolean("hrdma.datanode.share-transports", true);
+    cluster = PluginCluster.start(conf, getClass(), 3);
     List<RdmaDataNodePlugin> ps = plugins();
     Map<String, Transport> first = ps.get(0).transports();
     assertFalse(first.isEmpty());

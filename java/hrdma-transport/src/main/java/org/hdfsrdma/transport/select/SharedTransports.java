@@ -20,14 +20,14 @@ import org.slf4j.LoggerFactory;
  * <p>What is shared is the machinery only: every server keeps its own listeners (ports)
  * and handler (limits, tokens), and closes the endpoints it accepted when it closes
  * ({@link HrdmaServer}); a connector closes the endpoints it made. A transport is
- * closed with its last lease. Only the transport keys ({@code hrdma.transport.*},
- * {@code hrdma.ucx.*}, {@code hrdma.buffer.*}, {@code hrdma.tcp.*}) decide whether two
- * asks share; the registered-memory cap ({@code hrdma.buffer.max-registered-bytes}) is
+ * closed with its last lease. Only the transport keys (those of HrdmaTransportKeys) decide
+ * whether two asks share; the registered-memory cap ({@code hrdma.buffer.max-registered-bytes}) is
  * then one budget for all of them. Thread-safe.
  */
 public final class SharedTransports {
   private static final Logger LOG = LoggerFactory.getLogger(SharedTransports.class);
-  private static final String[] PREFIXES = {"hrdma.transport.", "hrdma.ucx.", "hrdma.buffer.", "hrdma.tcp."};
+  /** Every key of the transports' registry: what decides whether two asks share. */
+  private static final java.util.Set<String> TRANSPORT_KEYS = transportKeys();
 
   private record Key(String name, Map<String, String> settings) {}
 
@@ -114,13 +114,26 @@ public final class SharedTransports {
   static Map<String, String> transportSettings(TransportConf conf) {
     Map<String, String> m = new TreeMap<>();
     for (Map.Entry<String, String> e : conf.asMap().entrySet()) {
-      for (String p : PREFIXES) {
-        if (e.getKey().startsWith(p)) {
-          m.put(e.getKey(), e.getValue());
-        }
+      if (TRANSPORT_KEYS.contains(e.getKey())) {
+        m.put(e.getKey(), e.getValue());
       }
     }
     return m;
+  }
+
+  private static java.util.Set<String> transportKeys() {
+    java.util.Set<String> keys = new java.util.HashSet<>();
+    for (java.lang.reflect.Field f : org.hdfsrdma.transport.HrdmaTransportKeys.class.getFields()) {
+      if (f.getName().endsWith("_KEY") && f.getType() == String.class
+          && java.lang.reflect.Modifier.isStatic(f.getModifiers())) {
+        try {
+          keys.add((String) f.get(null));
+        } catch (IllegalAccessException e) {
+          throw new AssertionError(e);
+        }
+      }
+    }
+    return java.util.Set.copyOf(keys);
   }
 
   /** Shared transports open now, by name, with their lease counts (tests, status). */
