@@ -159,6 +159,7 @@ public final class MrBench {
               env = null;
             }
             progress.phase(o.cluster() != null ? "connecting" : "starting a NameNode and " + p.dataNodes()
+                + (o.mini() ? " in-process" : "")
                 + " DataNodes" + (p.gbit() >= 0 ? " in network namespaces, links " + NetLab.rateText(p.gbit()) : ""));
             env = Env.start(o, p, log);
             warmUp(env, p);
@@ -207,14 +208,17 @@ public final class MrBench {
   static final class Env implements AutoCloseable {
     /** The cluster started here; null with --cluster. */
     final LocalCluster cluster;
+    /** The MiniDFSCluster of --mini; null otherwise. */
+    final MiniCluster mini;
     final NetLab lab;
     final Path workDir;
     private final boolean tempWork;
     private final MrOptions o;
 
-    private Env(MrOptions o, LocalCluster cluster, NetLab lab, Path workDir, boolean tempWork) {
+    private Env(MrOptions o, LocalCluster cluster, MiniCluster mini, NetLab lab, Path workDir, boolean tempWork) {
       this.o = o;
       this.cluster = cluster;
+      this.mini = mini;
       this.lab = lab;
       this.workDir = workDir;
       this.tempWork = tempWork;
@@ -223,7 +227,14 @@ public final class MrBench {
     static Env start(MrOptions o, Point p, PrintStream log) throws Exception {
       if (o.cluster() != null) {
         log.println("bench: using the running cluster of " + o.cluster() + " (DataNode CPU is not measured)");
-        return new Env(o, null, null, Files.createTempDirectory("hrdma-mr-"), true);
+        return new Env(o, null, null, null, Files.createTempDirectory("hrdma-mr-"), true);
+      }
+      if (o.mini()) {
+        log.println("bench: a MiniDFSCluster in this JVM (NameNode and " + p.dataNodes() + " DataNodes with the"
+            + " plugin); CPU s/GB is the whole JVM's: client, NameNode and DataNodes");
+        MiniCluster m = MiniCluster.start(o.dir() != null ? o.dir().resolve("mini-" + p.dataNodes()) : null,
+            p.dataNodes(), p.blockBytes(), o.clusterConf());
+        return new Env(o, null, m, null, m.workDir(), false);
       }
       Map<String, String> conf = new LinkedHashMap<>(o.clusterConf());
       NetLab lab = null;
@@ -246,7 +257,7 @@ public final class MrBench {
         // with --dir the programs' output and logs stay (DIR/.../jobs); else a temporary directory
         Path work = clusterDir != null ? Files.createDirectories(clusterDir.resolve("jobs"))
             : Files.createTempDirectory("hrdma-mr-");
-        return new Env(o, c, lab, work, clusterDir == null);
+        return new Env(o, c, null, lab, work, clusterDir == null);
       } catch (Exception e) {
         if (lab != null) {
           lab.close();
@@ -256,13 +267,16 @@ public final class MrBench {
     }
 
     private Configuration clientConf(boolean ours) {
+      if (mini != null) {
+        return mini.clientConf(ours);
+      }
       return cluster != null ? cluster.clientConf(ours) : LocalCluster.clientConf(o.cluster(), o.clusterConf(), ours);
     }
 
     List<MrSample> run(JobSpec s) throws Exception {
       List<Long> pids = cluster != null ? cluster.dataNodePids() : List.of();
       if (lab == null) {
-        return new MrRunner(clientConf(s.ours()), pids).run(s);
+        return new MrRunner(clientConf(s.ours()), pids, mini != null).run(s);
       }
       Path conf = workDir.resolve("client-" + s.path() + ".xml");
       Configuration c = clientConf(s.ours());
@@ -277,6 +291,9 @@ public final class MrBench {
       try {
         if (cluster != null) {
           cluster.close();
+        }
+        if (mini != null) {
+          mini.close();
         }
       } finally {
         if (lab != null) {

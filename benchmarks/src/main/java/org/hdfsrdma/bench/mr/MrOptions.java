@@ -35,11 +35,13 @@ import org.hdfsrdma.bench.UsageException;
  * @param conf        --conf KEY=VALUE: daemons and client
  * @param cluster     --cluster FILE: a running cluster's client configuration (fs.defaultFS ...);
  *                    null: start one here
+ * @param mini        --mini: the NameNode and the DataNodes (each with the plugin) in this JVM, a
+ *                    MiniDFSCluster, instead of a JVM each
  */
 public record MrOptions(String command, String job, int files, long fileBytes, long blockBytes, int dataNodes,
     int clients, int replication, String transport, int runs, boolean quick, boolean validate, boolean json,
     Path dir, Path resultsDir, String yarnRm, List<Double> nets, Map<String, List<Long>> sweep,
-    Map<String, String> conf, Path cluster) {
+    Map<String, String> conf, Path cluster, boolean mini) {
 
   public static final List<String> COMMANDS = List.of("dfsio", "randomwriter", "sort", "sweep");
   public static final List<String> JOBS = List.of("dfsio", "randomwriter", "sort");
@@ -67,6 +69,8 @@ public record MrOptions(String command, String job, int files, long fileBytes, l
                                namespace on a bridge, veth links shaped with tc; RATES in Gbit/s, comma
                                separated, 0 = unshaped, e.g. 1,10,40,0 (needs root)
           --yarn HOST:PORT     submit the jobs to this ResourceManager instead of the local job runner
+          --mini               the NameNode and DataNodes in this JVM (a MiniDFSCluster, each DataNode
+                               with the plugin) instead of a JVM each; DataNode CPU is then in the client's
           --cluster FILE       use a running cluster (its DataNodes with the plugin) instead of starting
                                one: FILE is a client configuration (core-site.xml / hdfs-site.xml)
           --no-validate        sort: skip SortValidator
@@ -114,6 +118,7 @@ public record MrOptions(String command, String job, int files, long fileBytes, l
     Map<String, List<Long>> sweep = new LinkedHashMap<>();
     Map<String, String> conf = new LinkedHashMap<>();
     Path cluster = null;
+    boolean mini = false;
     for (int i = 0; i < args.length; i++) {
       String[] av = org.hdfsrdma.bench.fs.FsOptions.splitOption(args[i]);
       String a = av[0];
@@ -122,7 +127,7 @@ public record MrOptions(String command, String job, int files, long fileBytes, l
         throw new UsageException("unexpected argument '" + a + "'");
       }
       switch (a) {
-        case "--quick", "--json", "--no-validate" -> {
+        case "--quick", "--json", "--no-validate", "--mini" -> {
           if (v != null) {
             throw new UsageException(a + " takes no value");
           }
@@ -132,6 +137,7 @@ public record MrOptions(String command, String job, int files, long fileBytes, l
           quick |= a.equals("--quick");
           json |= a.equals("--json");
           validate &= !a.equals("--no-validate");
+          mini |= a.equals("--mini");
           continue;
         }
         case "--files", "--size", "--block-size", "--datanodes", "--clients", "--replication", "--transport",
@@ -203,6 +209,9 @@ public record MrOptions(String command, String job, int files, long fileBytes, l
     if (cluster != null && command.equals("sweep") && sweep.containsKey("datanodes")) {
       throw new UsageException("--cluster: a running cluster's DataNodes cannot be swept");
     }
+    if (mini && (cluster != null || !nets.isEmpty())) {
+      throw new UsageException("--mini starts the cluster in this JVM: --cluster and --net exclude it");
+    }
     if (yarn != null && !nets.isEmpty()) {
       throw new UsageException("--yarn and --net exclude each other (--net emulates the cluster on this machine)");
     }
@@ -225,7 +234,7 @@ public record MrOptions(String command, String job, int files, long fileBytes, l
     return new MrOptions(command, job, files != null ? files : quick ? 2 : 4,
         size != null ? size : quick ? 16L << 20 : 256L << 20, block != null ? block : quick ? 16L << 20 : 128L << 20,
         dataNodes, clients, repl, transport, runs != null ? runs : quick ? 2 : 3, quick, validate, json, dir, results,
-        yarn, nets, sweep, conf, cluster);
+        yarn, nets, sweep, conf, cluster, mini);
   }
 
   /** The sweeps' ranges; --quick: three points each, small. */

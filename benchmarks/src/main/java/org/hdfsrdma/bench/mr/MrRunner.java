@@ -38,13 +38,21 @@ public final class MrRunner {
 
   private final Configuration base;
   private final List<Long> dataNodePids;
+  /** The DataNodes run in this JVM (a MiniDFSCluster): their CPU is in the process's, counted as the client's. */
+  private final boolean dataNodesInProcess;
   private final com.sun.management.OperatingSystemMXBean os =
       (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
 
   /** {@code base}: the cluster's client configuration with fs.hdfs.impl chosen. */
   public MrRunner(Configuration base, List<Long> dataNodePids) {
+    this(base, dataNodePids, false);
+  }
+
+  /** {@code dataNodesInProcess}: the DataNodes run in this JVM; their CPU is then in the client's, theirs is 0. */
+  MrRunner(Configuration base, List<Long> dataNodePids, boolean dataNodesInProcess) {
     this.base = base;
     this.dataNodePids = List.copyOf(dataNodePids);
+    this.dataNodesInProcess = dataNodesInProcess;
   }
 
   /** The Configuration the programs of {@code s} run with. */
@@ -205,6 +213,9 @@ public final class MrRunner {
 
   /** The DataNodes' CPU seconds so far; NaN when they do not run on this machine (--cluster). */
   private double dataNodeCpu() throws IOException {
+    if (dataNodesInProcess) {
+      return 0;
+    }
     return dataNodePids.isEmpty() ? Double.NaN : ProcStat.cpuSeconds(dataNodePids);
   }
 

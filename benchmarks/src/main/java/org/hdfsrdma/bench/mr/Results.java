@@ -60,7 +60,7 @@ public final class Results {
         o.command(), o.job(), o.files(), Sizes.format(o.fileBytes()), Sizes.format(o.blockBytes()), o.dataNodes(),
         o.clients(), o.replication(), o.runs(), o.transport() == null ? "" : " transport=" + o.transport(),
         o.yarnRm() == null ? " runner=local" : " runner=yarn:" + o.yarnRm(),
-        o.cluster() == null ? "" : " cluster=" + o.cluster());
+        o.cluster() != null ? " cluster=" + o.cluster() : o.mini() ? " cluster=MiniDFSCluster (one JVM)" : "");
   }
 
   /** The table, the largest differences, and notes. */

@@ -79,6 +79,35 @@ class MrEndToEndTest {
     assertTrue(r.err.contains("[####################] 2/2 dfsio stock run 1/1 |"), "progress line:\n" + r.err);
   }
 
+  /**
+   * --mini: the same job on a MiniDFSCluster in this JVM; its plugins share the JVM's transports
+   * (one of each, not one per DataNode) and every byte of our client went through them.
+   */
+  @Test
+  @Timeout(value = 240, unit = TimeUnit.SECONDS)
+  void dfsioOnAMiniDfsClusterInThisJvm() throws Exception {
+    Path results = tmp.resolve("results");
+    long created = org.hdfsrdma.transport.select.SharedTransports.createdCount();
+    Run r = bench("dfsio", "--mini", "--quick", "--runs", "1", "--files", "2", "--size", "8M", "--block-size",
+        "4M", "--conf", "hrdma.datanode.share-transports=true", "--results", results.toString(), "--dir",
+        tmp.resolve("c").toString());
+    assertEquals(0, r.rc, r.err);
+    assertTrue(r.out.contains("cluster=MiniDFSCluster (one JVM)"), r.out);
+    for (String op : List.of("write", "read")) {
+      assertRow(r.out, "-", op, "MB/s");
+      assertRow(r.out, "-", op, "job s");
+      assertTrue(r.out.lines().anyMatch(l -> l.matches("-\\s+dfsio\\s+" + op + "\\s+ours transport %\\s+100\\s.*")),
+          r.out);
+    }
+    Path jobs = tmp.resolve("c").resolve("mini-3").resolve("jobs");
+    assertEquals(16, DfsioResult.parseLast(Files.readString(jobs.resolve("dfsio-ours-1-read.log"))).totalMiB());
+    // the three DataNodes' servers and forwarding connectors made one of each transport (ucx, stream, tcp
+    // where UCX runs; tcp alone otherwise), and all are closed with the cluster
+    long made = org.hdfsrdma.transport.select.SharedTransports.createdCount() - created;
+    assertTrue(made >= 1 && made <= 3, "shared transports created: " + made);
+    assertEquals(0, org.hdfsrdma.transport.select.SharedTransports.openCount());
+  }
+
   @Test
   @Timeout(value = 240, unit = TimeUnit.SECONDS)
   void sortIsValidated() throws Exception {

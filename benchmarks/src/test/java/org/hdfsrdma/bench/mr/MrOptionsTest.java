@@ -37,6 +37,8 @@ class MrOptionsTest {
     assertFalse(o.validate());
     assertEquals("ucx,tcp", o.clusterConf().get("hrdma.transport.order"));
     assertEquals("c", o.clusterConf().get("a.b"));
+    assertFalse(o.mini());
+    assertTrue(MrOptions.parse("dfsio", new String[] {"--mini"}).mini());
   }
 
   @Test
@@ -55,6 +57,8 @@ class MrOptionsTest {
     assertTrue(error("dfsio", "--yarn", "rm").contains("--yarn takes the ResourceManager's HOST:PORT"));
     assertTrue(error("dfsio", "--yarn", "rm:8032", "--net", "1").contains("exclude each other"));
     assertTrue(error("dfsio", "--runs").contains("--runs needs a value"));
+    assertTrue(error("dfsio", "--mini", "--net", "1").contains("--mini starts the cluster in this JVM"));
+    assertTrue(error("dfsio", "--mini=1").contains("--mini takes no value"));
     assertTrue(error("dfsio", "--frobnicate").contains("unknown option --frobnicate"));
     assertTrue(error("dfsio", "extra").contains("unexpected argument 'extra'"));
     assertTrue(error("dfsio", "--quick=yes").contains("--quick takes no value"));

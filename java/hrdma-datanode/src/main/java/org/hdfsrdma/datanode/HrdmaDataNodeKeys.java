@@ -32,6 +32,14 @@ public final class HrdmaDataNodeKeys {
   /** Address the plugin listens on; empty: the host of the DataNode's xfer address. */
   public static final String BIND_HOST_KEY = "hrdma.datanode.bind-host";
   public static final String BIND_HOST_DEFAULT = "";
+  /**
+   * Whether the plugins of DataNodes sharing one JVM (a MiniDFSCluster) share its transports: one UCX
+   * context, worker, progress thread and registered buffer pool per transport, one tcp event-loop group.
+   * Ports, limits, tokens and endpoints stay each DataNode's own. Off by default: with it on, many threads
+   * hflushing one stream through three DataNodes of one JVM still meet checksum errors (WriteCompatTest).
+   */
+  public static final String SHARE_TRANSPORTS_KEY = "hrdma.datanode.share-transports";
+  public static final boolean SHARE_TRANSPORTS_DEFAULT = false;
   /** Threads per volume that write received packets to disk; as many again, shared, set up write pipelines. */
   public static final String WRITE_THREADS_KEY = "hrdma.datanode.write.threads";
   public static final int WRITE_THREADS_DEFAULT = 8;

@@ -73,6 +73,10 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   public static final String WRITE_SETUP_TIMEOUT_KEY = HrdmaDataNodeKeys.WRITE_SETUP_TIMEOUT_KEY;
   public static final long WRITE_SETUP_TIMEOUT_DEFAULT = HrdmaDataNodeKeys.WRITE_SETUP_TIMEOUT_DEFAULT;
 
+  /** Whether plugins in one JVM share its transports ({@link org.hdfsrdma.transport.select.SharedTransports}). */
+  public static final String SHARE_TRANSPORTS_KEY = HrdmaDataNodeKeys.SHARE_TRANSPORTS_KEY;
+  public static final boolean SHARE_TRANSPORTS_DEFAULT = HrdmaDataNodeKeys.SHARE_TRANSPORTS_DEFAULT;
+
   private static final long POLL_MS = 50;
   /** Plugins started in this JVM and not yet stopped, for status and tests. */
   private static final List<RdmaDataNodePlugin> RUNNING = new CopyOnWriteArrayList<>();
@@ -90,6 +94,7 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   private VolumeExecutors volumeExecutors; // guarded by lock
   private HrdmaConnector connector;         // guarded by lock; created on the first forwarded write
   private TransportConf tconf;              // set before SERVING
+  private boolean shareTransports;          // set before SERVING
   private RequestDispatcher dispatcher;    // guarded by lock
   private ServerGate gate;                  // guarded by lock; null without data transfer protection
   private DiskIo disk;                      // guarded by lock
@@ -174,6 +179,7 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
       return;
     }
     this.tconf = tconf;
+    this.shareTransports = conf.getBoolean(SHARE_TRANSPORTS_KEY, SHARE_TRANSPORTS_DEFAULT);
     ThreadPoolExecutor executor = newExecutor(settings.threads(), "hrdma-dn-read-" + dn.xferPort() + "-");
     // a write's set-up (token, replica, downstream) runs here; its packets on its volume's threads
     ThreadPoolExecutor wexecutor = newExecutor(writeThreads, "hrdma-dn-write-setup-" + dn.xferPort() + "-");
@@ -193,7 +199,8 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     EndpointHandler handler = connectionHandler(d, wire, dn);
     HrdmaServer s;
     try {
-      s = HrdmaServer.start(tconf, handler, bindHost, port);
+      s = shareTransports ? HrdmaServer.startShared(tconf, handler, bindHost, port)
+          : HrdmaServer.start(tconf, handler, bindHost, port);
     } catch (Exception | LinkageError e) {
       timer.shutdownNow();
       vexecutors.close();
@@ -298,7 +305,7 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
         throw new IllegalStateException("the plugin is not serving (" + state + ")");
       }
       if (connector == null) {
-        connector = new HrdmaConnector(tconf);
+        connector = new HrdmaConnector(tconf, shareTransports);
       }
       return connector;
     }
@@ -462,22 +469,35 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   }
 
   /**
+   * The transports the server runs, by name, while serving (else empty). With
+   * {@value #SHARE_TRANSPORTS_KEY} they are the JVM's shared ones: the same objects in
+   * every plugin of this JVM with the same transport settings (tests, status).
+   */
+  public java.util.Map<String, Transport> transports() {
+    synchronized (lock) {
+      return server == null ? java.util.Map.of() : server.transports();
+    }
+  }
+
+  /**
    * Registered buffers the server's transports, and those of the connector
-   * that forwards writes downstream, have handed out and not got back (leak checks).
+   * that forwards writes downstream, have handed out and not got back (leak checks);
+   * with shared transports, those of every plugin sharing them.
    */
   public long buffersOutstanding() {
-    long n = 0;
+    // a transport shared by the server and the connector (or other plugins) counted once
+    java.util.Set<Transport> all = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
     synchronized (lock) {
       if (server != null) {
-        for (Transport t : server.transports().values()) {
-          n += t.allocator().buffersOutstanding();
-        }
+        all.addAll(server.transports().values());
       }
       if (connector != null) {
-        for (Transport t : connector.transports().values()) {
-          n += t.allocator().buffersOutstanding();
-        }
+        all.addAll(connector.transports().values());
       }
+    }
+    long n = 0;
+    for (Transport t : all) {
+      n += t.allocator().buffersOutstanding();
     }
     return n;
   }

@@ -81,8 +81,22 @@ public final class HrdmaConnector implements AutoCloseable {
   private final Map<String, Transport> transports = new LinkedHashMap<>(); // guarded by this
   private TcpTransport tcp; // guarded by this
   private boolean closed;   // guarded by this
+  /** Leases on the JVM's shared transports; null when this connector owns its transports. */
+  private final List<SharedTransports.Lease> leases;
+  /** With shared transports: the endpoints this connector made and not yet closed. */
+  private final java.util.Set<Endpoint> made = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
   public HrdmaConnector(TransportConf conf) {
+    this(conf, false);
+  }
+
+  /**
+   * {@code shared}: on the JVM's {@link SharedTransports} (with the servers and connectors of
+   * this process that use the same transport settings); {@link #close} then closes the
+   * endpoints this connector made and gives the transports back.
+   */
+  public HrdmaConnector(TransportConf conf, boolean shared) {
+    this.leases = shared ? new ArrayList<>() : null;
     this.conf = conf;
     this.order = conf.order();
     int connectMs = conf.getPositiveInt(TransportConf.CONNECT_TIMEOUT_KEY,
@@ -124,7 +138,7 @@ public final class HrdmaConnector implements AutoCloseable {
         attempts.add(new Attempt(name, null));
         bootstrapGate.open(bootstrap);
         LOG.debug("hrdma: connected to {} with tcp ({})", service, attempts);
-        return new Connection(bootstrap, name, List.copyOf(attempts));
+        return new Connection(track(bootstrap), name, List.copyOf(attempts));
       }
       InetSocketAddress target = offer.getHost().isEmpty()
           ? (service.isUnresolved() ? InetSocketAddress.createUnresolved(service.getHostString(),
@@ -139,7 +153,7 @@ public final class HrdmaConnector implements AutoCloseable {
         bootstrap.close();
         gate.open(ep);
         LOG.debug("hrdma: connected to {} with {} ({})", service, name, attempts);
-        return new Connection(ep, name, List.copyOf(attempts));
+        return new Connection(track(ep), name, List.copyOf(attempts));
       } catch (TransportException | RuntimeException e) {
         gate.discard();
         String why = e.getMessage() == null ? e.toString() : e.getMessage();
@@ -182,12 +196,28 @@ public final class HrdmaConnector implements AutoCloseable {
     }
   }
 
+  /** With shared transports, remembers {@code ep} until it closes (closed with the connector). */
+  private Endpoint track(Endpoint ep) {
+    if (leases != null) {
+      made.add(ep);
+      ep.closeFuture().whenComplete((v, t) -> made.remove(ep));
+      boolean late;
+      synchronized (this) {
+        late = closed;
+      }
+      if (late) {
+        ep.close();
+      }
+    }
+    return ep;
+  }
+
   private synchronized TcpTransport tcp() throws TransportException {
     if (closed) {
       throw new TransportException.Closed("connector closed");
     }
     if (tcp == null) {
-      tcp = new TcpTransport(conf);
+      tcp = (TcpTransport) (leases != null ? lease(TcpTransportProvider.NAME) : new TcpTransport(conf));
       transports.put(TcpTransportProvider.NAME, tcp);
     }
     return tcp;
@@ -199,10 +229,21 @@ public final class HrdmaConnector implements AutoCloseable {
     }
     Transport t = transports.get(name);
     if (t == null) {
-      t = Transports.create(name, conf);
+      t = leases != null ? lease(name) : Transports.create(name, conf);
       transports.put(name, t);
     }
     return t;
+  }
+
+  private Transport lease(String name) throws TransportException {
+    SharedTransports.Lease l = SharedTransports.acquire(name, conf);
+    leases.add(l);
+    return l.transport();
+  }
+
+  /** Endpoints this connector made that are open now (shared transports; 0 otherwise). */
+  public int trackedEndpoints() {
+    return made.size();
   }
 
   /** The transports created so far, by name. */
@@ -220,6 +261,26 @@ public final class HrdmaConnector implements AutoCloseable {
       }
       closed = true;
       all = new ArrayList<>(transports.values());
+    }
+    if (leases != null) {
+      List<CompletableFuture<Void>> closing = new ArrayList<>();
+      for (Endpoint ep : List.copyOf(made)) {
+        closing.add(ep.closeFuture());
+        ep.close();
+      }
+      try {
+        CompletableFuture.allOf(closing.toArray(new CompletableFuture<?>[0])).get(5, TimeUnit.SECONDS);
+      } catch (ExecutionException | TimeoutException e) {
+        LOG.warn("hrdma: endpoints of a closing connector did not all close: {}", e.toString());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      synchronized (this) {
+        for (SharedTransports.Lease l : leases) {
+          l.close();
+        }
+      }
+      return;
     }
     for (Transport t : all) {
       try {

@@ -8,7 +8,9 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.hdfsrdma.proto.HrdmaProtos.TransportAddress;
+import org.hdfsrdma.transport.Endpoint;
 import org.hdfsrdma.transport.EndpointHandler;
+import org.hdfsrdma.transport.RegisteredBuffer;
 import org.hdfsrdma.transport.Listener;
 import org.hdfsrdma.transport.Transport;
 import org.hdfsrdma.transport.TransportConf;
@@ -39,29 +41,42 @@ public final class HrdmaServer implements AutoCloseable {
   private final List<TransportAddress> offers;
   private final Map<String, String> skipped = new LinkedHashMap<>();
   private final InetSocketAddress serviceAddress;
+  /** Leases on the JVM's shared transports; empty when this server owns its transports. */
+  private final List<SharedTransports.Lease> leases = new ArrayList<>();
+  /** With shared transports: the endpoints this server's listeners accepted, closed with it. */
+  private final Tracker tracker;
   private volatile boolean closed;
 
-  private HrdmaServer(TransportConf conf, EndpointHandler handler, String bindHost, int servicePort)
-      throws IOException {
+  private HrdmaServer(TransportConf conf, EndpointHandler userHandler, String bindHost, int servicePort,
+      boolean shared) throws IOException {
+    this.tracker = shared ? new Tracker(userHandler) : null;
+    EndpointHandler handler = shared ? tracker : userHandler;
     List<TransportAddress> found = new ArrayList<>();
     try {
       for (String name : conf.order()) {
         if (name.equals(TcpTransportProvider.NAME)) {
           continue;
         }
-        String why = startOne(conf, handler, bindHost, name, found);
+        String why = startOne(conf, handler, bindHost, name, found, shared);
         if (why != null) {
           skipped.put(name, why);
           LOG.info("hrdma server: not offering {}: {}", name, why);
         }
       }
-      TcpTransport tcp = new TcpTransport(conf);
+      Transport tcp;
+      if (shared) {
+        SharedTransports.Lease lease = SharedTransports.acquire(TcpTransportProvider.NAME, conf);
+        leases.add(lease);
+        tcp = lease.transport();
+      } else {
+        tcp = new TcpTransport(conf);
+      }
       transports.put(TcpTransportProvider.NAME, tcp);
       List<TransportAddress> others = List.copyOf(found);
       int tcpOrder = conf.order().indexOf(TcpTransportProvider.NAME);
       int tcpIndex = tcpOrder < 0 ? others.size()
           : (int) others.stream().filter(a -> conf.order().indexOf(a.getTransport()) < tcpOrder).count();
-      Listener bootstrap = tcp.listen(new InetSocketAddress(bindHost, servicePort), handler,
+      Listener bootstrap = ((TcpTransport) tcp).listen(new InetSocketAddress(bindHost, servicePort), handler,
           l -> withTcp(others, tcpIndex, l.localAddress().getPort()));
       listeners.add(bootstrap);
       this.offers = withTcp(others, tcpIndex, bootstrap.localAddress().getPort());
@@ -79,12 +94,24 @@ public final class HrdmaServer implements AutoCloseable {
    */
   public static HrdmaServer start(TransportConf conf, EndpointHandler handler, String bindHost,
       int servicePort) throws IOException {
-    return new HrdmaServer(conf, handler, bindHost, servicePort);
+    return new HrdmaServer(conf, handler, bindHost, servicePort, false);
+  }
+
+  /**
+   * As {@link #start}, on the JVM's {@link SharedTransports}: the transports (UCX context,
+   * worker, progress thread, buffer pool; tcp event loops) are shared with the other servers
+   * and connectors of this process that use the same transport settings, while the ports, the
+   * handler and the endpoints accepted stay this server's; {@link #close} closes those
+   * endpoints and gives the transports back (the last holder closes them).
+   */
+  public static HrdmaServer startShared(TransportConf conf, EndpointHandler handler, String bindHost,
+      int servicePort) throws IOException {
+    return new HrdmaServer(conf, handler, bindHost, servicePort, true);
   }
 
   /** Returns null when started, else why not. */
   private String startOne(TransportConf conf, EndpointHandler handler, String bindHost, String name,
-      List<TransportAddress> out) {
+      List<TransportAddress> out, boolean shared) {
     TransportProvider p;
     try {
       p = Transports.provider(name);
@@ -96,15 +123,26 @@ public final class HrdmaServer implements AutoCloseable {
       return "unavailable: " + cause;
     }
     Transport t = null;
+    SharedTransports.Lease lease = null;
     try {
-      t = p.create(conf);
+      if (shared) {
+        lease = SharedTransports.acquire(name, conf);
+        t = lease.transport();
+      } else {
+        t = p.create(conf);
+      }
       Listener l = t.listen(new InetSocketAddress(bindHost, 0), handler);
       transports.put(name, t);
       listeners.add(l);
+      if (lease != null) {
+        leases.add(lease);
+      }
       out.add(TransportAddress.newBuilder().setTransport(name).setPort(l.localAddress().getPort()).build());
       return null;
     } catch (IOException | RuntimeException e) {
-      if (t != null) {
+      if (lease != null) {
+        lease.close();
+      } else if (t != null) {
         t.close();
       }
       return "failed to start: " + e.getMessage();
@@ -165,11 +203,94 @@ public final class HrdmaServer implements AutoCloseable {
         LOG.warn("hrdma server: closing {} failed: {}", l, e.toString());
       }
     }
+    if (tracker != null) {
+      tracker.closeAll(CLOSE_WAIT_MS);
+      for (SharedTransports.Lease l : leases) {
+        l.close();
+      }
+      return;
+    }
     for (Transport t : transports.values()) {
       try {
         t.close();
       } catch (RuntimeException e) {
         LOG.warn("hrdma server: closing {} failed: {}", t.name(), e.toString());
+      }
+    }
+  }
+
+  /** How long close waits for the endpoints it closes on a shared transport to report closed. */
+  private static final long CLOSE_WAIT_MS = 5000;
+
+  /** Endpoints of this server open now (shared transports; 0 otherwise: the transports count them). */
+  public int trackedEndpoints() {
+    return tracker == null ? 0 : tracker.open.size();
+  }
+
+  /**
+   * Wraps the server's handler on shared transports: keeps the endpoints its listeners
+   * accepted, so that closing the server closes them (and only them), and closes at once
+   * one whose hello completes after the server closed.
+   */
+  private static final class Tracker implements EndpointHandler {
+    private final EndpointHandler user;
+    final java.util.Set<Endpoint> open = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private volatile boolean closing;
+
+    Tracker(EndpointHandler user) {
+      this.user = user;
+    }
+
+    @Override
+    public String admit(InetSocketAddress remote) {
+      return closing ? "server closed" : user.admit(remote);
+    }
+
+    @Override
+    public void onAbandoned(InetSocketAddress remote) {
+      user.onAbandoned(remote);
+    }
+
+    @Override
+    public void onConnected(Endpoint endpoint) {
+      open.add(endpoint);
+      user.onConnected(endpoint);
+      if (closing) {
+        endpoint.close();
+      }
+    }
+
+    @Override
+    public void onMessage(Endpoint endpoint, RegisteredBuffer message) {
+      user.onMessage(endpoint, message);
+    }
+
+    @Override
+    public void onClosed(Endpoint endpoint, Throwable cause) {
+      open.remove(endpoint);
+      user.onClosed(endpoint, cause);
+    }
+
+    void closeAll(long waitMs) {
+      closing = true;
+      for (Endpoint e : List.copyOf(open)) {
+        try {
+          e.close();
+        } catch (RuntimeException ex) {
+          LOG.debug("hrdma server: closing {}: {}", e, ex.toString());
+        }
+      }
+      long end = System.nanoTime() + waitMs * 1_000_000L;
+      while (!open.isEmpty() && System.nanoTime() < end) {
+        try {
+          Thread.sleep(10);
+        } catch (InterruptedException ie) {
+          Thread.currentThread().interrupt();
+          return;
+        }
+      }
+      if (!open.isEmpty()) {
+        LOG.warn("hrdma server: {} endpoints did not report closed within {} ms", open.size(), waitMs);
       }
     }
   }
