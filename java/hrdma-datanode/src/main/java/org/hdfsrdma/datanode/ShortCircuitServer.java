@@ -204,13 +204,14 @@ final class ShortCircuitServer implements AutoCloseable {
         }
         FileDescriptor[] out = fds;
         fds = null;
-        ctx.write(out[0]).addListener(f -> closeQuietly(out[0]));
-        ctx.writeAndFlush(out[1]).addListener(f -> closeQuietly(out[1]))
-            .addListener(ChannelFutureListener.CLOSE);
+        // counted before they go: a client holding them must find them counted
         granted.incrementAndGet();
         if (fdsOfCached) {
           grantedCached.incrementAndGet();
         }
+        ctx.write(out[0]).addListener(f -> closeQuietly(out[0]));
+        ctx.writeAndFlush(out[1]).addListener(f -> closeQuietly(out[1]))
+            .addListener(ChannelFutureListener.CLOSE);
         return;
       }
       OpRequestShortCircuitAccessProto op;
