@@ -92,6 +92,10 @@ public record FsOptions(long size, Path dir, int runs, List<Integer> replication
         conf.put("dfs.encrypt.data.transfer", "true");
         conf.put("dfs.encrypt.data.transfer.cipher.suites", "AES/CTR/NoPadding");
         conf.put("dfs.block.access.token.enable", "true");
+        // with tokens on, short-circuit sockets in /tmp are refused; a secure site points
+        // dfs.domain.socket.path at a safe directory, which reads the same: this single-user
+        // benchmark host accepts its /tmp sockets instead
+        conf.put("hrdma.domain-socket.allow-sticky-dirs", "true");
         continue;
       }
       if (!a.startsWith("--")) {

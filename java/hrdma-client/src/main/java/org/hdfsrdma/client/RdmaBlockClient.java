@@ -24,6 +24,7 @@ import org.hdfsrdma.protocol.wire.ClientGate;
 import org.hdfsrdma.protocol.wire.WireProtection;
 import org.hdfsrdma.transport.Endpoint;
 import org.hdfsrdma.protocol.ShortCircuitSocket;
+import org.hdfsrdma.protocol.SocketPaths;
 import org.hdfsrdma.transport.Transport;
 import org.hdfsrdma.transport.select.HrdmaConnector;
 import org.hdfsrdma.transport.select.HrdmaConnector.Connection;
@@ -210,7 +211,8 @@ public final class RdmaBlockClient implements Closeable {
     } else {
       localVerifier = null;
     }
-    this.shortCircuit = new ShortCircuitClient(timeoutMs);
+    this.shortCircuit = new ShortCircuitClient(timeoutMs,
+        conf.getBoolean(SocketPaths.ALLOW_STICKY_KEY, SocketPaths.ALLOW_STICKY_DEFAULT));
     int cached = conf.getInt(LOCAL_CACHED_REPLICAS_KEY, LOCAL_CACHED_REPLICAS_DEFAULT);
     long expiry = conf.getLong(LOCAL_CACHE_EXPIRY_MS_KEY, LOCAL_CACHE_EXPIRY_MS_DEFAULT);
     if (cached < 0 || expiry < 1) {

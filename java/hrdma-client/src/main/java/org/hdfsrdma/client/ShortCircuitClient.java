@@ -38,6 +38,7 @@ import org.hdfsrdma.nativelib.HrdmaNative;
 import org.hdfsrdma.nativelib.NativeException;
 import org.hdfsrdma.nativelib.NativeFiles;
 import org.hdfsrdma.protocol.ShortCircuitSocket;
+import org.hdfsrdma.protocol.SocketPaths;
 
 /**
  * Asks a DataNode's plugin on this host for a finalized replica's files over
@@ -48,6 +49,8 @@ import org.hdfsrdma.protocol.ShortCircuitSocket;
  */
 final class ShortCircuitClient implements AutoCloseable {
   private final long timeoutMs;
+  /** {@link SocketPaths#ALLOW_STICKY_KEY}: a socket in /tmp is used even when blocks carry tokens. */
+  private final boolean allowSticky;
   private EventLoopGroup group; // guarded by this; made on first use
   private boolean closed;       // guarded by this
 
@@ -65,8 +68,9 @@ final class ShortCircuitClient implements AutoCloseable {
     }
   }
 
-  ShortCircuitClient(long timeoutMs) {
+  ShortCircuitClient(long timeoutMs, boolean allowSticky) {
     this.timeoutMs = timeoutMs;
+    this.allowSticky = allowSticky;
   }
 
   /** Why short-circuit reads cannot work in this process at all, or null. */
@@ -106,6 +110,14 @@ final class ShortCircuitClient implements AutoCloseable {
     }
     if (!Files.exists(Path.of(socketPath))) {
       throw new RdmaBlockClient.LocalReadsRefused("no short-circuit socket at " + socketPath);
+    }
+    // with tokens the cluster authenticates: the token goes only to a socket no other local user
+    // could have created first (as stock's DataNode binds only there)
+    boolean tokenPresent = token != null && token.getIdentifier().length > 0;
+    try {
+      SocketPaths.checkForClient(Path.of(socketPath), !tokenPresent || allowSticky);
+    } catch (IOException e) {
+      throw new RdmaBlockClient.LocalReadsRefused(e.getMessage());
     }
     OpRequestShortCircuitAccessProto op = ShortCircuitSocket.request(block, token);
     CompletableFuture<Fds> result = new CompletableFuture<>();

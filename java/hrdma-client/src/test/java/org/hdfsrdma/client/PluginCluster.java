@@ -8,6 +8,7 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.DFSConfigKeys;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.hdfsrdma.datanode.RdmaDataNodePlugin;
+import org.hdfsrdma.protocol.SocketPaths;
 import org.hdfsrdma.transport.TransportConf;
 
 /**
@@ -28,6 +29,9 @@ final class PluginCluster {
     conf.setLong(DFSConfigKeys.DFS_BLOCK_SIZE_KEY, BLOCK);
     conf.setInt(DFSConfigKeys.DFS_BYTES_PER_CHECKSUM_KEY, BPC);
     conf.set(TransportConf.CONNECT_TIMEOUT_KEY, "3000");
+    // the tests' socket paths lie in /tmp or a checkout below it: sticky directories accepted
+    // (SocketSquattingTest checks the refusal of them)
+    conf.setBoolean(SocketPaths.ALLOW_STICKY_KEY, true);
     return conf;
   }
 

@@ -273,7 +273,8 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     try {
       ShortCircuitServer scr = ShortCircuitServer.start(dn, path,
           conf.getLong(ShortCircuitServer.TIMEOUT_KEY, ShortCircuitServer.TIMEOUT_DEFAULT),
-          conf.getInt(ShortCircuitServer.MAX_CONNECTIONS_KEY, ShortCircuitServer.MAX_CONNECTIONS_DEFAULT));
+          conf.getInt(ShortCircuitServer.MAX_CONNECTIONS_KEY, ShortCircuitServer.MAX_CONNECTIONS_DEFAULT),
+          org.hdfsrdma.protocol.SocketPaths.stickyAllowedForServer(conf));
       LOG.info("hrdma datanode plugin: short-circuit reads on {}", scr.path());
       return scr;
     } catch (IOException | RuntimeException | LinkageError e) {

@@ -36,6 +36,7 @@ import org.hdfsrdma.datanode.compat.DataNodeAccess;
 import org.hdfsrdma.nativelib.NativeFiles;
 import org.hdfsrdma.protocol.BlockOps;
 import org.hdfsrdma.protocol.ShortCircuitSocket;
+import org.hdfsrdma.protocol.SocketPaths;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -111,12 +112,13 @@ final class ShortCircuitServer implements AutoCloseable {
   /**
    * Listens on {@code path} after checking its directories as stock's
    * DomainSocket does (each owned by root or this user, none writable by
-   * others unless sticky); a stale socket file there is replaced.
+   * others; a sticky one only if {@code allowSticky}, see {@link SocketPaths});
+   * a stale socket file there is replaced.
    *
    * @throws IOException the path is not safe, or cannot be bound (no epoll here)
    */
-  static ShortCircuitServer start(DataNodeAccess dn, String path, long timeoutMs, int maxConnections)
-      throws IOException {
+  static ShortCircuitServer start(DataNodeAccess dn, String path, long timeoutMs, int maxConnections,
+      boolean allowSticky) throws IOException {
     if (!Epoll.isAvailable()) {
       throw new IOException("no epoll transport here: " + Epoll.unavailabilityCause());
     }
@@ -129,7 +131,7 @@ final class ShortCircuitServer implements AutoCloseable {
           + MAX_CONNECTIONS_KEY + "=" + maxConnections);
     }
     Path p = Path.of(path).toAbsolutePath();
-    SocketPaths.checkDirectories(p);
+    SocketPaths.checkForServer(p, allowSticky);
     if (Files.exists(p, LinkOption.NOFOLLOW_LINKS)) {
       if (!"socket".equals(SocketPaths.type(p))) {
         throw new IOException(p + " exists and is not a socket; not replacing it");

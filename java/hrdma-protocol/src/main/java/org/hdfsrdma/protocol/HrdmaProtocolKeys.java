@@ -28,6 +28,12 @@ public final class HrdmaProtocolKeys {
   /** Unix domain socket of the short-circuit server (_PORT becomes the xfer port). */
   public static final String DOMAIN_SOCKET_PATH_KEY = "hrdma.domain-socket.path";
   public static final String DOMAIN_SOCKET_PATH_DEFAULT = "";
+  /**
+   * With block tokens on, accept a short-circuit socket in a sticky directory others may write
+   * to (/tmp) anyway, on the DataNode and the client: single-user hosts and tests only.
+   */
+  public static final String DOMAIN_SOCKET_ALLOW_STICKY_DIRS_KEY = "hrdma.domain-socket.allow-sticky-dirs";
+  public static final boolean DOMAIN_SOCKET_ALLOW_STICKY_DIRS_DEFAULT = false;
   /** AEAD sealing every message of a protected connection: AES/GCM/NoPadding or ChaCha20-Poly1305. */
   public static final String WIRE_CIPHER_KEY = "hrdma.wire.cipher";
   public static final String WIRE_CIPHER_DEFAULT = "AES/GCM/NoPadding";

@@ -53,6 +53,7 @@ public class RdmaHdfsContract extends AbstractFSContract {
       Configuration conf = new Configuration();
       conf.set(DFSConfigKeys.DFS_DATANODE_PLUGINS_KEY, RdmaDataNodePlugin.class.getName());
       conf.setBoolean(DFSConfigKeys.DFS_BLOCK_ACCESS_TOKEN_ENABLE_KEY, true);
+      conf.setBoolean(org.hdfsrdma.protocol.SocketPaths.ALLOW_STICKY_KEY, true); // its socket is in /tmp
       conf.setLong(DFSConfigKeys.DFS_BLOCK_SIZE_KEY, 1 << 20);
       conf.setInt(DFSConfigKeys.DFS_REPLICATION_KEY, 1);
       cluster = new MiniDFSCluster.Builder(conf, new File("target/test-dir/contract")).numDataNodes(1).build();
