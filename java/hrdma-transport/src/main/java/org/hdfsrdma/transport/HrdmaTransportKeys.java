@@ -46,6 +46,12 @@ public final class HrdmaTransportKeys {
    */
   public static final String UCX_SPIN_KEY = "hrdma.ucx.spin-count";
   public static final int UCX_SPIN_DEFAULT = 0;
+  /**
+   * Longest wait for UCX to create a context (it queries every network device); past it the
+   * transport fails and the next in hrdma.transport.order is used (ms).
+   */
+  public static final String UCX_INIT_TIMEOUT_MS_KEY = "hrdma.ucx.init-timeout-ms";
+  public static final int UCX_INIT_TIMEOUT_MS_DEFAULT = 60_000;
   /** Size of one slab of the registered-memory pool, in bytes. */
   public static final String BUFFER_SLAB_BYTES_KEY = "hrdma.buffer.slab-bytes";
   public static final int BUFFER_SLAB_BYTES_DEFAULT = 8 << 20;

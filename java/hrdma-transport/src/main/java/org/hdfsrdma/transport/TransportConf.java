@@ -42,6 +42,8 @@ public final class TransportConf {
    */
   public static final String UCX_SPIN_KEY = HrdmaTransportKeys.UCX_SPIN_KEY;
   public static final int UCX_SPIN_DEFAULT = HrdmaTransportKeys.UCX_SPIN_DEFAULT;
+  public static final String UCX_INIT_TIMEOUT_MS_KEY = HrdmaTransportKeys.UCX_INIT_TIMEOUT_MS_KEY;
+  public static final int UCX_INIT_TIMEOUT_MS_DEFAULT = HrdmaTransportKeys.UCX_INIT_TIMEOUT_MS_DEFAULT;
   public static final String SLAB_SIZE_KEY = HrdmaTransportKeys.BUFFER_SLAB_BYTES_KEY;
   public static final int SLAB_SIZE_DEFAULT = HrdmaTransportKeys.BUFFER_SLAB_BYTES_DEFAULT;
   public static final String MAX_REGISTERED_KEY = HrdmaTransportKeys.BUFFER_MAX_REGISTERED_BYTES_KEY;

@@ -58,6 +58,74 @@ abstract class AbstractUcxTransport implements Transport {
   private final List<UcxListener> listeners = new ArrayList<>();         // loop thread
   private volatile boolean closed;
 
+  /** A native call that makes a context. */
+  interface ContextMaker {
+    long make() throws NativeException;
+  }
+
+  /**
+   * Why UCX cannot be used in this process while a context creation that timed out has not
+   * returned, else null. Such a creation holds UCX's (and libc's) locks: later ones would wait too.
+   */
+  private static final java.util.concurrent.atomic.AtomicReference<String> STUCK =
+      new java.util.concurrent.atomic.AtomicReference<>();
+
+  /**
+   * A context from {@code maker}, run on a thread of its own so that the caller (who may hold a
+   * connector's lock) waits at most {@code timeoutMs}. UCX queries every network device while it
+   * creates a context, through libc's getifaddrs, whose netlink dump was seen to wait forever on
+   * a loaded host (a reply the kernel dropped); the transport then fails and the connector uses
+   * the next one. A context that comes after all is destroyed with {@code destroyer}.
+   */
+  static long createContext(ContextMaker maker, java.util.function.LongConsumer destroyer, long timeoutMs)
+      throws TransportException, NativeException {
+    String stuck = STUCK.get();
+    if (stuck != null) {
+      throw new TransportException("ucx is not usable in this process now: " + stuck);
+    }
+    CompletableFuture<Long> made = new CompletableFuture<>();
+    Thread t = new Thread(() -> {
+      try {
+        made.complete(maker.make());
+      } catch (Throwable e) {
+        made.completeExceptionally(e);
+      }
+    }, "hrdma-ucx-init-" + SEQ.incrementAndGet());
+    t.setDaemon(true);
+    t.start();
+    try {
+      return made.get(timeoutMs, TimeUnit.MILLISECONDS);
+    } catch (TimeoutException e) {
+      String why = "creating a ucx context did not finish within " + timeoutMs + " ms ("
+          + TransportConf.UCX_INIT_TIMEOUT_MS_KEY + "; thread " + t.getName() + ")";
+      STUCK.set(why);
+      LOG.warn("hrdma: {}; the ucx transports fail until it returns", why);
+      giveUp(made, destroyer, why);
+      throw new TransportException(why);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      giveUp(made, destroyer, null);
+      throw new TransportException("interrupted while creating a ucx context");
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof NativeException ne) {
+        throw ne;
+      }
+      throw new TransportException("creating a ucx context failed: " + e.getCause(), 0, e.getCause());
+    }
+  }
+
+  /** A creation nobody waits for any more: its context, when it comes, is destroyed; UCX is usable again. */
+  private static void giveUp(CompletableFuture<Long> made, java.util.function.LongConsumer destroyer, String why) {
+    made.whenComplete((ctx, err) -> {
+      if (ctx != null) {
+        destroyer.accept(ctx);
+      }
+      if (why != null && STUCK.compareAndSet(why, null)) {
+        LOG.info("hrdma: the ucx context creation that timed out returned; ucx is usable again");
+      }
+    });
+  }
+
   AbstractUcxTransport(TransportConf conf) throws TransportException {
     HrdmaNative.ensureAvailable();
     this.maxMessage = conf.getPositiveInt(TransportConf.MAX_MESSAGE_KEY,
@@ -75,7 +143,8 @@ abstract class AbstractUcxTransport implements Transport {
     this.ucxConfig = operationScoped ? scopedConfig(userConfig) : userConfig;
     int spin = conf.getInt(TransportConf.UCX_SPIN_KEY, TransportConf.UCX_SPIN_DEFAULT);
     try {
-      this.ctx = Jni.ctxCreate0(ucxConfig);
+      this.ctx = createContext(() -> Jni.ctxCreate0(ucxConfig), Jni::ctxDestroy0,
+          conf.getPositiveInt(TransportConf.UCX_INIT_TIMEOUT_MS_KEY, TransportConf.UCX_INIT_TIMEOUT_MS_DEFAULT));
     } catch (NativeException e) {
       throw UcxErrors.of("create ucx context (" + TransportConf.UCX_CONFIG_KEY + "='"
           + ucxConfig + "')", e);
