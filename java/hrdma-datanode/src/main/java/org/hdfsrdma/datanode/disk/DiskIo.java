@@ -94,7 +94,9 @@ public final class DiskIo implements AutoCloseable {
     ByteBuffer w = windows.pollFirst();
     if (w == null) {
       int n = settings.readAheadBytes() + (WINDOW_ALIGN - settings.readAheadBytes() % WINDOW_ALIGN) % WINDOW_ALIGN;
-      w = ByteBuffer.allocateDirect(n + WINDOW_ALIGN).alignedSlice(WINDOW_ALIGN);
+      // exactly n: an allocation that happens to be aligned would leave n + 4 KB, and a
+      // 4 KB request at the window's wrap beyond the depth the window is sized for
+      w = ByteBuffer.allocateDirect(n + WINDOW_ALIGN).alignedSlice(WINDOW_ALIGN).slice(0, n);
     }
     return w.clear();
   }
