@@ -12,6 +12,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 import org.hdfsrdma.transport.TransportConf;
 import org.junit.jupiter.api.Test;
+import org.hdfsrdma.tools.UsageException;
 
 class PerfOptionsTest {
   private static String error(String... args) {
@@ -89,15 +90,6 @@ class PerfOptionsTest {
     assertEquals("fe80::1", v6.host);
     assertEquals(7000, v6.port);
     assertEquals("fe80::1", PerfOptions.parse("--client", "fe80::1").host);
-  }
-
-  @Test
-  void ucxConfig() {
-    assertEquals("TLS=tcp", PerfOptions.ucxConfig(null, "tcp"));
-    assertEquals("TLS=sm,tcp;MM_ERROR_HANDLING=y", PerfOptions.ucxConfig("", "sm,tcp"));
-    assertEquals("NET_DEVICES=lo;TLS=tcp",
-        PerfOptions.ucxConfig("NET_DEVICES=lo;TLS=sm,tcp;MM_ERROR_HANDLING=y", "tcp"));
-    assertEquals("X=1", PerfOptions.ucxConfig("X=1", null));
   }
 
   @Test
