@@ -110,7 +110,7 @@ class PerfOptionsTest {
         "hrdma.transport.credits=128");
     assertFalse(o.sameProcess);
     List<String> cmd = Perf.Bench.serveCommand(o, "ucx", o.ucxTls, 4711);
-    int main = cmd.indexOf(Main.class.getName());
+    int main = cmd.indexOf(org.hdfsrdma.tools.Main.class.getName()); // serve is a tool
     assertEquals(System.getProperty("java.class.path"), cmd.get(main - 1));
     assertEquals(List.of("serve", "--port", "4711", "--transport", "ucx", "--ucx-tls", "sm,tcp",
         "--conf", "hrdma.transport.credits=128"), cmd.subList(main + 1, cmd.size()));
