@@ -45,8 +45,8 @@ asan:
 # Regenerates docs/configuration.md from hrdma-default.xml (ConfigurationRegistryTest
 # fails while it is stale).
 docs:
-	mvn -B -q install -DskipTests -pl java/hrdma-cluster -am
-	mvn -B test -pl java/hrdma-cluster -Dtest=ConfigurationRegistryTest -Dhrdma.docs.write=true
+	mvn -B -q install -DskipTests -pl java/hrdma-tools -am
+	mvn -B test -pl java/hrdma-tools -Dtest=ConfigurationRegistryTest -Dhrdma.docs.write=true
 
 # Hadoop's HDFS tests through our client (docs/hdfs-tests.md). The fast
 # selection runs in `make test` (java-test); these run the slow classes, and

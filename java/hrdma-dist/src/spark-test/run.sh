@@ -21,8 +21,8 @@ if ! "$VENV/bin/python" -c "import pyspark, sys; sys.exit(pyspark.__version__ !=
   "$VENV/bin/pip" install -q "pyspark==$VERSION"
 fi
 JAR=$(ls java/hrdma-dist/target/hrdma-hadoop-plugin-*.jar 2>/dev/null | head -1 || true)
-CLUSTER_JAR=java/hrdma-cluster/target/hrdma-cluster-0.1.0-SNAPSHOT.jar
-if [ -z "$JAR" ] || [ ! -f "$CLUSTER_JAR" ] || [ "${HRDMA_REBUILD:-0}" = 1 ]; then
+TOOLS_JAR=java/hrdma-tools/target/hrdma-tools-0.1.0-SNAPSHOT.jar
+if [ -z "$JAR" ] || [ ! -f "$TOOLS_JAR" ] || [ "${HRDMA_REBUILD:-0}" = 1 ]; then
   log "building (mvn -B -q -DskipTests package)"
   bin/setup
   mvn -B -q -DskipTests package

@@ -5,11 +5,16 @@ import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.List;
 
-/** The command line of a child JVM running {@link Main} like this one: same java, classpath, -D/-X options. */
+/** The command line of a child JVM running a main of ours like this one: same java, classpath, -D/-X options. */
 public final class ChildJvm {
   private ChildJvm() {}
 
+  /** A child running the benchmarks' {@link Main}. */
   public static List<String> command(List<String> mainArgs) {
+    return command(Main.class, mainArgs);
+  }
+
+  public static List<String> command(Class<?> main, List<String> mainArgs) {
     List<String> cmd = new ArrayList<>();
     cmd.add(System.getProperty("java.home") + File.separator + "bin" + File.separator + "java");
     for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
@@ -18,7 +23,7 @@ public final class ChildJvm {
         cmd.add(a);
       }
     }
-    cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName()));
+    cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), main.getName()));
     cmd.addAll(mainArgs);
     return cmd;
   }

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.List;
+import org.hdfsrdma.tools.Sizes;
 
 /**
  * {@code hrdma perf compare}: each of our tests beside its anchor, measured in

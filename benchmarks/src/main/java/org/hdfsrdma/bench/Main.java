@@ -2,28 +2,21 @@ package org.hdfsrdma.bench;
 
 import java.util.Arrays;
 
-/** Dispatches the Java side of bin/hrdma: perf, doctor, serve, demo, cluster, bench fs|pread|disk|dfsio|randomwriter|sort|sweep|netns. */
+/**
+ * Dispatches the measuring commands of bin/hrdma: perf, bench fs|pread|zcr|seal|disk|dfsio|randomwriter|sort|sweep|netns
+ * (doctor, serve, demo and cluster: org.hdfsrdma.tools.Main, on the same class path).
+ */
 public final class Main {
   private Main() {}
 
   public static void main(String[] args) {
     if (args.length == 0) {
-      System.err.println("usage: Main perf|doctor|serve|demo|cluster|bench fs ...");
+      System.err.println("usage: Main perf|bench fs ...");
       System.exit(2);
     }
     String[] rest = Arrays.copyOfRange(args, 1, args.length);
     switch (args[0]) {
       case "perf" -> Perf.main(rest);
-      case "doctor" -> Doctor.main(rest);
-      case "serve" -> Serve.main(rest);
-      case "demo" -> org.hdfsrdma.bench.fs.Demo.main(rest);
-      case "cluster" -> {
-        // Hadoop's client logs through slf4j-simple here: errors only, as the cluster CLI always had
-        if (System.getProperty("org.slf4j.simpleLogger.defaultLogLevel") == null) {
-          System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "error");
-        }
-        System.exit(org.hdfsrdma.cluster.ClusterMain.run(rest, System.out, System.err));
-      }
       case "bench" -> {
         String what = rest.length == 0 ? "" : rest[0];
         String[] more = rest.length == 0 ? rest : Arrays.copyOfRange(rest, 1, rest.length);

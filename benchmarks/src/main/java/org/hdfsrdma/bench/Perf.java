@@ -8,15 +8,16 @@ import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CountDownLatch;
-import org.hdfsrdma.proto.HrdmaProtos.TransportAddress;
+import org.hdfsrdma.tools.PerfServer;
+import org.hdfsrdma.tools.Serve;
+import org.hdfsrdma.tools.UcxTls;
+import org.hdfsrdma.tools.UsageException;
 import org.hdfsrdma.transport.Listener;
 import org.hdfsrdma.transport.Transport;
 import org.hdfsrdma.transport.TransportConf;
 import org.hdfsrdma.transport.TransportException;
 import org.hdfsrdma.transport.Transports;
 import org.hdfsrdma.transport.select.HrdmaConnector;
-import org.hdfsrdma.transport.select.HrdmaServer;
 
 /**
  * {@code hrdma perf}: perftest-style micro-benchmarks over our transports.
@@ -52,7 +53,7 @@ public final class Perf {
         return new Compare(o, out, err).run();
       }
       return switch (o.mode) {
-        case SERVER -> serve(o, err);
+        case SERVER -> Serve.serve(serverConf(o), o.port, err);
         case CLIENT, LOOPBACK -> measure(o, out, err);
       };
     } catch (IllegalArgumentException e) {
@@ -67,20 +68,13 @@ public final class Perf {
     }
   }
 
-  /**
-   * I/O threads busy-poll in the micro-benchmarks, as ucx_perftest does (the
-   * library's default is not to spin: a DataNode shares its cores).
-   * {@code --conf hrdma.ucx.spin-count=N} overrides it.
-   */
-  static final String BUSY_POLL_SPINS = "20000";
-
   /** The transport settings for one transport: --conf, plus UCX_TLS for ucx and stream. */
   static TransportConf conf(PerfOptions o, String transport, String ucxTls) {
     Map<String, String> m = new LinkedHashMap<>(o.conf);
-    m.putIfAbsent(TransportConf.UCX_SPIN_KEY, BUSY_POLL_SPINS);
+    m.putIfAbsent(TransportConf.UCX_SPIN_KEY, Serve.BUSY_POLL_SPINS);
     if (ucxTls != null && !transport.equals("tcp")) {
       m.put(TransportConf.UCX_CONFIG_KEY,
-          PerfOptions.ucxConfig(m.get(TransportConf.UCX_CONFIG_KEY), ucxTls));
+          UcxTls.ucxConfig(m.get(TransportConf.UCX_CONFIG_KEY), ucxTls));
     }
     return TransportConf.of(m);
   }
@@ -90,47 +84,9 @@ public final class Perf {
     return transport.equals("tcp") ? null : (ucxTls != null ? ucxTls : "default");
   }
 
-  /**
-   * The server's settings: --conf, UCX_TLS (ignored by tcp), and as the order
-   * the --transport list when given, else hrdma.transport.order (default
-   * {@value TransportConf#ORDER_DEFAULT}).
-   */
+  /** The server's settings: as 'hrdma serve' takes them ({@link Serve#conf}). */
   static TransportConf serverConf(PerfOptions o) {
-    Map<String, String> m = new LinkedHashMap<>(o.conf);
-    m.putIfAbsent(TransportConf.UCX_SPIN_KEY, BUSY_POLL_SPINS);
-    if (o.ucxTls != null) {
-      m.put(TransportConf.UCX_CONFIG_KEY,
-          PerfOptions.ucxConfig(m.get(TransportConf.UCX_CONFIG_KEY), o.ucxTls));
-    }
-    if (o.transportsGiven) {
-      m.put(TransportConf.ORDER_KEY, String.join(",", o.transports));
-    }
-    return TransportConf.of(m);
-  }
-
-  /**
-   * {@code hrdma serve} and {@code perf --server}: an HrdmaServer on the
-   * service port whose every transport hands its endpoints to a
-   * {@link PerfServer}. Runs until killed.
-   */
-  static int serve(PerfOptions o, PrintStream err) throws IOException, InterruptedException {
-    HrdmaServer server = HrdmaServer.start(serverConf(o), new PerfServer(true), "0.0.0.0", o.port);
-    Runtime.getRuntime().addShutdownHook(new Thread(server::close, "hrdma-serve-close"));
-    server.skipped().forEach((name, why) -> err.println("hrdma serve: not offering " + name
-        + ": " + why));
-    err.println("hrdma serve: listening on " + server.serviceAddress() + ", offering "
-        + offers(server.offers()));
-    err.flush();
-    new CountDownLatch(1).await(); // until killed; the hook closes the server
-    return 0;
-  }
-
-  static String offers(List<TransportAddress> offers) {
-    List<String> out = new ArrayList<>();
-    for (TransportAddress a : offers) {
-      out.add(a.getTransport() + " on port " + a.getPort());
-    }
-    return String.join(", ", out);
+    return Serve.conf(o.conf, o.ucxTls, o.transportsGiven ? o.transports : List.of());
   }
 
   /** Loopback or client mode: every transport x test x size, --runs times each. */
@@ -263,7 +219,7 @@ public final class Perf {
 
     /** The child's command line: this JVM's java, classpath and -D/-X options. */
     static List<String> serveCommand(PerfOptions o, String name, String ucxTls, int port) {
-      List<String> cmd = ChildJvm.command(List.of("serve", "--port", Integer.toString(port), "--transport", name));
+      List<String> cmd = ChildJvm.command(org.hdfsrdma.tools.Main.class, List.of("serve", "--port", Integer.toString(port), "--transport", name));
       if (ucxTls != null) {
         cmd.addAll(List.of("--ucx-tls", ucxTls));
       }

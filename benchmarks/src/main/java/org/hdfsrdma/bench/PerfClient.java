@@ -20,6 +20,7 @@ import org.hdfsrdma.transport.EndpointHandler;
 import org.hdfsrdma.transport.RegisteredBuffer;
 import org.hdfsrdma.transport.RemoteRegion;
 import org.hdfsrdma.transport.Transport;
+import org.hdfsrdma.tools.PerfProtocol;
 
 /**
  * The active side of one perf test over one new connection (see

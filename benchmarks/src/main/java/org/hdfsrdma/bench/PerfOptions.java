@@ -5,15 +5,20 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import org.hdfsrdma.tools.PerfProtocol;
+import org.hdfsrdma.tools.Serve;
+import org.hdfsrdma.tools.Sizes;
+import org.hdfsrdma.tools.UcxTls;
+import org.hdfsrdma.tools.UsageException;
 
 /**
  * The options of {@code hrdma perf}, parsed and checked. Every mistake is a
  * {@link UsageException} that names the option and the bad value.
  */
 public final class PerfOptions {
-  public static final List<String> TESTS = List.of("send_bw", "write_bw", "read_bw", "send_lat");
-  public static final List<String> TRANSPORTS = List.of("tcp", "ucx", "stream");
-  public static final int DEFAULT_PORT = 18515;
+  public static final List<String> TESTS = PerfProtocol.TESTS;
+  public static final List<String> TRANSPORTS = Serve.TRANSPORTS;
+  public static final int DEFAULT_PORT = Serve.DEFAULT_PORT;
 
   public enum Mode { LOOPBACK, SERVER, CLIENT }
 
@@ -81,7 +86,7 @@ public final class PerfOptions {
           String v = inline != null ? inline : value(args, ++i, a);
           o.parseHostPort(v);
         }
-        case "--port", "-p" -> o.port = port(inline != null ? inline : value(args, ++i, a));
+        case "--port", "-p" -> o.port = Serve.port(inline != null ? inline : value(args, ++i, a));
         case "--test", "-t" -> {
           for (String t : (inline != null ? inline : value(args, ++i, a)).split(",")) {
             o.addTest(t);
@@ -89,11 +94,7 @@ public final class PerfOptions {
         }
         case "--transport" -> {
           for (String t : (inline != null ? inline : value(args, ++i, a)).split(",")) {
-            String n = t.trim().toLowerCase(Locale.ROOT);
-            if (!TRANSPORTS.contains(n)) {
-              throw new UsageException("unknown transport '" + t + "' (known: "
-                  + String.join(", ", TRANSPORTS) + ")");
-            }
+            String n = Serve.transport(t);
             if (!o.transports.contains(n)) {
               o.transports.add(n);
             }
@@ -112,19 +113,10 @@ public final class PerfOptions {
         case "--iperf-seconds" -> o.iperfSeconds = (int) Math.min(3600,
             positive(a, inline != null ? inline : value(args, ++i, a)));
         case "--ucx-tls" -> {
-          String v = (inline != null ? inline : value(args, ++i, a)).trim();
-          if (v.isEmpty() || !v.matches("[A-Za-z0-9_,:^-]+")) {
-            throw new UsageException("bad --ucx-tls value '" + v + "' (e.g. tcp or sm,tcp)");
-          }
-          o.ucxTls = v;
+          o.ucxTls = UcxTls.parse(inline != null ? inline : value(args, ++i, a));
         }
         case "--conf", "-D" -> {
-          String v = inline != null ? inline : value(args, ++i, a);
-          int eq = v.indexOf('=');
-          if (eq <= 0) {
-            throw new UsageException("--conf wants KEY=VALUE, not '" + v + "'");
-          }
-          o.conf.put(v.substring(0, eq).trim(), v.substring(eq + 1).trim());
+          Serve.putConf(o.conf, inline != null ? inline : value(args, ++i, a));
         }
         default -> {
           if (a.startsWith("-")) {
@@ -171,7 +163,7 @@ public final class PerfOptions {
     int colon = h.lastIndexOf(':');
     // One colon: HOST:PORT. Several (IPv6): only [addr]:port carries a port.
     if (colon > 0 && (h.indexOf(':') == colon || h.startsWith("["))) {
-      port = port(h.substring(colon + 1));
+      port = Serve.port(h.substring(colon + 1));
       h = h.substring(0, colon);
     }
     if (h.startsWith("[") && h.endsWith("]")) {
@@ -188,18 +180,6 @@ public final class PerfOptions {
       throw new UsageException("option " + opt + " needs a value");
     }
     return args[i];
-  }
-
-  private static int port(String v) {
-    try {
-      int p = Integer.parseInt(v.trim());
-      if (p < 0 || p > 65535) {
-        throw new NumberFormatException();
-      }
-      return p;
-    } catch (NumberFormatException e) {
-      throw new UsageException("bad port '" + v + "' (0-65535)");
-    }
   }
 
   private static long positive(String opt, String v) {
@@ -262,41 +242,5 @@ public final class PerfOptions {
       return warmup;
     }
     return Math.max(10, itersFor(test, size) / 4);
-  }
-
-  /**
-   * The UCX configuration string for a given UCX_TLS (null: leave as
-   * configured). Shared memory with peer-failure detection needs
-   * MM_ERROR_HANDLING=y, else UCX silently skips it.
-   */
-  public static String ucxConfig(String existing, String tls) {
-    if (tls == null) {
-      return existing;
-    }
-    List<String> parts = new ArrayList<>();
-    if (existing != null) {
-      for (String p : existing.split(";")) {
-        String k = p.contains("=") ? p.substring(0, p.indexOf('=')).trim() : p.trim();
-        if (!p.isBlank() && !k.equals("TLS") && !k.equals("MM_ERROR_HANDLING")) {
-          parts.add(p.trim());
-        }
-      }
-    }
-    parts.add("TLS=" + tls);
-    if (usesSharedMemory(tls)) {
-      parts.add("MM_ERROR_HANDLING=y");
-    }
-    return String.join(";", parts);
-  }
-
-  static boolean usesSharedMemory(String tls) {
-    for (String t : tls.split(",")) {
-      String n = t.trim().replace("^", "");
-      if (n.equals("sm") || n.equals("shm") || n.equals("posix") || n.equals("sysv")
-          || n.equals("all")) {
-        return true;
-      }
-    }
-    return false;
   }
 }

@@ -65,7 +65,7 @@ final class UcxPerftest {
   static Map<String, String> env(String tls) {
     Map<String, String> env = new LinkedHashMap<>();
     env.put("UCX_TLS", tls);
-    if (PerfOptions.usesSharedMemory(tls)) {
+    if (org.hdfsrdma.tools.UcxTls.usesSharedMemory(tls)) {
       env.put("UCX_MM_ERROR_HANDLING", "y");
     }
     env.put("UCX_WARN_UNUSED_ENV_VARS", "n");

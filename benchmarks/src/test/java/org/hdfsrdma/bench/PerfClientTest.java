@@ -12,6 +12,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.hdfsrdma.tools.PerfServer;
 
 /**
  * The perf client against a real perf server over tcp, in this process: an

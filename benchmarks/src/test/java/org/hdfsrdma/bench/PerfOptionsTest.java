@@ -12,6 +12,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 import org.hdfsrdma.transport.TransportConf;
 import org.junit.jupiter.api.Test;
+import org.hdfsrdma.tools.UsageException;
 
 class PerfOptionsTest {
   private static String error(String... args) {
@@ -92,15 +93,6 @@ class PerfOptionsTest {
   }
 
   @Test
-  void ucxConfig() {
-    assertEquals("TLS=tcp", PerfOptions.ucxConfig(null, "tcp"));
-    assertEquals("TLS=sm,tcp;MM_ERROR_HANDLING=y", PerfOptions.ucxConfig("", "sm,tcp"));
-    assertEquals("NET_DEVICES=lo;TLS=tcp",
-        PerfOptions.ucxConfig("NET_DEVICES=lo;TLS=sm,tcp;MM_ERROR_HANDLING=y", "tcp"));
-    assertEquals("X=1", PerfOptions.ucxConfig("X=1", null));
-  }
-
-  @Test
   void serverOrderIsTheTransportsGivenElseTheConfiguredOrder() {
     TransportConf all = Perf.serverConf(PerfOptions.parse("--server"));
     assertEquals(List.of("ucx", "stream", "tcp"), all.order());
@@ -118,7 +110,7 @@ class PerfOptionsTest {
         "hrdma.transport.credits=128");
     assertFalse(o.sameProcess);
     List<String> cmd = Perf.Bench.serveCommand(o, "ucx", o.ucxTls, 4711);
-    int main = cmd.indexOf(Main.class.getName());
+    int main = cmd.indexOf(org.hdfsrdma.tools.Main.class.getName()); // serve is a tool
     assertEquals(System.getProperty("java.class.path"), cmd.get(main - 1));
     assertEquals(List.of("serve", "--port", "4711", "--transport", "ucx", "--ucx-tls", "sm,tcp",
         "--conf", "hrdma.transport.credits=128"), cmd.subList(main + 1, cmd.size()));

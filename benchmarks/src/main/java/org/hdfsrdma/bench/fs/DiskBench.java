@@ -21,12 +21,15 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
-import org.hdfsrdma.bench.Sizes;
-import org.hdfsrdma.bench.UsageException;
+import org.hdfsrdma.tools.Sizes;
+import org.hdfsrdma.tools.UsageException;
 import org.hdfsrdma.cluster.ClusterConfig;
 import org.hdfsrdma.datanode.disk.DiskSettings;
 import org.hdfsrdma.datanode.disk.DiskStatus;
 import org.hdfsrdma.nativelib.NativeDisk;
+import org.hdfsrdma.tools.fs.FsMain;
+import org.hdfsrdma.tools.fs.LocalCluster;
+import org.hdfsrdma.tools.fs.Stats;
 
 /**
  * {@code hrdma bench disk}: the concurrent-streams experiments on this machine's disk. One DataNode

@@ -10,8 +10,15 @@ import java.util.List;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.hdfsrdma.bench.Json;
-import org.hdfsrdma.bench.Sizes;
-import org.hdfsrdma.bench.UsageException;
+import org.hdfsrdma.tools.Sizes;
+import org.hdfsrdma.tools.UsageException;
+import org.hdfsrdma.tools.fs.FsMain;
+import org.hdfsrdma.tools.fs.FsOptions;
+import org.hdfsrdma.tools.fs.LocalCluster;
+import org.hdfsrdma.tools.fs.Measure;
+import org.hdfsrdma.tools.fs.ColdReads;
+import org.hdfsrdma.tools.fs.FsTable;
+import org.hdfsrdma.tools.fs.Sample;
 
 /**
  * {@code hrdma bench fs}: write and read through our client and the stock one on one
@@ -25,9 +32,6 @@ public final class FsBench {
   private FsBench() {}
 
   static final Path DIR = new Path("/hrdma-bench");
-  static final String READ_AFTER_WRITE = "read after write";
-  static final String READ_WARM = "read warm";
-  static final String READ_COLD = "read cold";
 
   public static void main(String[] args) {
     FsMain.quietLogging();
@@ -73,10 +77,10 @@ public final class FsBench {
         for (int run = 1; run <= o.runs(); run++) {
           progress.phase(String.format("bench fs: replication %d, write run %d/%d", repl, run, o.runs()));
           Sample a = m.write("ours", ours, byOurs, o.size(), repl);
-          Sample ar = m.read("ours", ours, byOurs, "ours", repl, READ_AFTER_WRITE);
+          Sample ar = m.read("ours", ours, byOurs, "ours", repl, FsTable.READ_AFTER_WRITE);
           progress.stepDone();
           Sample b = m.write("stock", stock, byStock, o.size(), repl);
-          Sample br = m.read("stock", stock, byStock, "stock", repl, READ_AFTER_WRITE);
+          Sample br = m.read("stock", stock, byStock, "stock", repl, FsTable.READ_AFTER_WRITE);
           progress.stepDone();
           samples.addAll(List.of(a, b, ar, br));
           crc = b.crc();
@@ -88,8 +92,8 @@ public final class FsBench {
         m.warm(ours, byStock);
         for (int run = 1; run <= o.runs(); run++) {
           progress.phase(String.format("bench fs: replication %d, warm read run %d/%d", repl, run, o.runs()));
-          Sample a = m.read("ours", ours, byStock, "stock", repl, READ_WARM);
-          Sample b = m.read("stock", stock, byStock, "stock", repl, READ_WARM);
+          Sample a = m.read("ours", ours, byStock, "stock", repl, FsTable.READ_WARM);
+          Sample b = m.read("stock", stock, byStock, "stock", repl, FsTable.READ_WARM);
           progress.stepDone();
           samples.addAll(List.of(a, b));
           check(a, crc, o.size(), failures);
@@ -100,9 +104,9 @@ public final class FsBench {
         for (int run = 1; run <= o.runs(); run++) {
           progress.phase(String.format("bench fs: replication %d, cold read run %d/%d", repl, run, o.runs()));
           ColdReads.dropCache(c);
-          Sample a = m.read("ours", ours, byStock, "stock", repl, READ_COLD);
+          Sample a = m.read("ours", ours, byStock, "stock", repl, FsTable.READ_COLD);
           ColdReads.dropCache(c);
-          Sample b = m.read("stock", stock, byStock, "stock", repl, READ_COLD);
+          Sample b = m.read("stock", stock, byStock, "stock", repl, FsTable.READ_COLD);
           if (fio) {
             ColdReads.dropCache(c);
             fioRuns.computeIfAbsent(repl, k -> new ArrayList<>()).add(ColdReads.fio(blocks));
@@ -129,7 +133,7 @@ public final class FsBench {
     String title = String.format("# hrdma bench fs  size=%s  runs=%d  order: ours, stock, ours, stock...  "
         + "(MB = 10^6 bytes; medians)", Sizes.format(o.size()), o.runs());
     String table = FsTable.render(FsTable.BENCH_HEADER, FsTable.benchRows(sum), 3) + READS_LEGEND
-        + fioLines(sum, fioRuns);
+        + FsTable.fioLines(sum, fioRuns);
     List<String> jsonLines = jsonLines(o, machine, samples, sum);
     if (o.json()) {
       jsonLines.forEach(out::println);
@@ -172,23 +176,6 @@ public final class FsBench {
       failures.add(String.format("%s %s of %s: %d bytes, CRC32C %08x, written CRC32C %08x", x.client(), x.op(),
           x.file(), x.bytes(), x.crc(), crc));
     }
-  }
-
-  /** Per replication: the cold reads' medians beside fio's on the same block files. */
-  static String fioLines(List<FsTable.Summary> sum, java.util.Map<Integer, List<Double>> fioRuns) {
-    StringBuilder b = new StringBuilder();
-    for (var e : fioRuns.entrySet()) {
-      Stats f = Stats.of(e.getValue().stream().mapToDouble(Double::doubleValue).toArray());
-      for (FsTable.Summary s : sum) {
-        if (s.op().equals(READ_COLD) && s.replication() == e.getKey() && s.metric().equals("MB/s")) {
-          b.append(FsTable.fmt("cold reads, replication %d: ours %.1f MB/s, stock %.1f, fio %.1f [%.1f..%.1f]"
-              + " (%s): ours/fio %.2f, stock/fio %.2f%n", e.getKey(), s.ours().median(), s.stock().median(),
-              f.median(), f.min(), f.max(), ColdReads.FIO_DESCRIPTION, s.ours().median() / f.median(),
-              s.stock().median() / f.median()));
-        }
-      }
-    }
-    return b.toString();
   }
 
   static List<String> jsonLines(FsOptions o, String machine, List<Sample> samples, List<FsTable.Summary> sum) {

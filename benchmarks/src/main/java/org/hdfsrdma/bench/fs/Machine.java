@@ -6,6 +6,7 @@ import java.nio.file.Path;
 import java.time.LocalDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.concurrent.TimeUnit;
+import org.hdfsrdma.tools.fs.LocalCluster;
 
 /** What the figures were measured on, and where results go. */
 public final class Machine {
@@ -15,7 +16,7 @@ public final class Machine {
     return String.format("cores=%d memory=%s disk=%s kernel=%s cpu=%s java=%s hadoop=%s %s", Runtime.getRuntime()
         .availableProcessors(), memTotal(), disk(), System.getProperty("os.version"), cpuModel(),
         System.getProperty("java.version"), org.apache.hadoop.util.VersionInfo.getVersion(),
-        org.hdfsrdma.bench.Doctor.transportSummary());
+        org.hdfsrdma.tools.Doctor.transportSummary());
   }
 
   /** The block device under the temporary directory (where the DataNodes keep blocks by default). */

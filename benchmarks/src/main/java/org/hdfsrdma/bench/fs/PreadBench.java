@@ -17,7 +17,10 @@ import java.util.stream.Stream;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
-import org.hdfsrdma.bench.UsageException;
+import org.hdfsrdma.tools.UsageException;
+import org.hdfsrdma.tools.fs.FsMain;
+import org.hdfsrdma.tools.fs.LocalCluster;
+import org.hdfsrdma.tools.fs.Measure;
 
 /**
  * {@code hrdma bench pread}: positional reads of small sizes at random offsets of one
@@ -59,7 +62,7 @@ public final class PreadBench {
     try (org.hdfsrdma.bench.Progress progress = new org.hdfsrdma.bench.Progress(err, cells * o.runs(),
         err == System.err && System.console() != null);
         LocalCluster c = LocalCluster.start(o.dir(), o.conf(), log)) {
-      progress.phase("bench pread: writing the " + org.hdfsrdma.bench.Sizes.format(o.size()) + " file");
+      progress.phase("bench pread: writing the " + org.hdfsrdma.tools.Sizes.format(o.size()) + " file");
       try (FileSystem stock = c.newClient(false)) {
         new Measure(c.dataNodePids()).write("stock", stock, FILE, o.size(), 1);
       }
@@ -71,7 +74,7 @@ public final class PreadBench {
           for (int t : o.threads()) {
             for (int run = 1; run <= o.runs(); run++) {
               progress.phase(String.format("bench pread: %s x %d threads, warm, run %d/%d",
-                  org.hdfsrdma.bench.Sizes.format(io), t, run, o.runs()));
+                  org.hdfsrdma.tools.Sizes.format(io), t, run, o.runs()));
               runs.add(measure("ours", ours, o, io, t, false, run));
               runs.add(measure("stock", stock, o, io, t, false, run));
               progress.stepDone();
@@ -85,7 +88,7 @@ public final class PreadBench {
           for (int t : o.threads()) {
             for (int run = 1; run <= o.runs(); run++) {
               progress.phase(String.format("bench pread: %s x %d threads, cold, run %d/%d",
-                  org.hdfsrdma.bench.Sizes.format(io), t, run, o.runs()));
+                  org.hdfsrdma.tools.Sizes.format(io), t, run, o.runs()));
               for (boolean isOurs : new boolean[] {true, false}) {
                 dropFromPageCache(files);
                 try (FileSystem fs = c.newClient(isOurs)) {

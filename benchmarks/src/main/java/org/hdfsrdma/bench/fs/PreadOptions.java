@@ -6,8 +6,9 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import org.hdfsrdma.bench.Sizes;
-import org.hdfsrdma.bench.UsageException;
+import org.hdfsrdma.tools.Sizes;
+import org.hdfsrdma.tools.UsageException;
+import org.hdfsrdma.tools.fs.FsOptions;
 
 /**
  * Options of {@code hrdma bench pread}. Immutable.

@@ -7,7 +7,9 @@ import java.util.Locale;
 import java.util.Map;
 import org.hdfsrdma.bench.Json;
 import org.hdfsrdma.bench.LatencyStats;
-import org.hdfsrdma.bench.Sizes;
+import org.hdfsrdma.tools.Sizes;
+import org.hdfsrdma.tools.fs.FsTable;
+import org.hdfsrdma.tools.fs.Stats;
 
 /** The samples, summary and table of {@code hrdma bench pread}. */
 public final class PreadTable {

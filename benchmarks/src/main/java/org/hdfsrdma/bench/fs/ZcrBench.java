@@ -16,9 +16,12 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.ReadOption;
 import org.apache.hadoop.io.ElasticByteBufferPool;
-import org.hdfsrdma.bench.Sizes;
-import org.hdfsrdma.bench.UsageException;
+import org.hdfsrdma.tools.Sizes;
+import org.hdfsrdma.tools.UsageException;
 import org.hdfsrdma.client.RdmaDistributedFileSystem;
+import org.hdfsrdma.tools.fs.FsMain;
+import org.hdfsrdma.tools.fs.FsOptions;
+import org.hdfsrdma.tools.fs.LocalCluster;
 
 /**
  * {@code hrdma bench zcr}: zero-copy reads ({@code read(ByteBufferPool, ...)}) against

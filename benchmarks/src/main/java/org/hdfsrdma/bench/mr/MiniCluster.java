@@ -11,7 +11,7 @@ import org.apache.hadoop.hdfs.DFSConfigKeys;
 import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.apache.hadoop.hdfs.server.datanode.DataNode;
-import org.hdfsrdma.bench.fs.LocalCluster;
+import org.hdfsrdma.tools.fs.LocalCluster;
 import org.hdfsrdma.client.RdmaDistributedFileSystem;
 import org.hdfsrdma.datanode.RdmaDataNodePlugin;
 

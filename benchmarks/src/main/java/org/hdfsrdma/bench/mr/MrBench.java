@@ -14,9 +14,9 @@ import java.util.Locale;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 import org.hdfsrdma.bench.Progress;
-import org.hdfsrdma.bench.Sizes;
-import org.hdfsrdma.bench.UsageException;
-import org.hdfsrdma.bench.fs.LocalCluster;
+import org.hdfsrdma.tools.Sizes;
+import org.hdfsrdma.tools.UsageException;
+import org.hdfsrdma.tools.fs.LocalCluster;
 import org.hdfsrdma.bench.net.NetLab;
 
 /**

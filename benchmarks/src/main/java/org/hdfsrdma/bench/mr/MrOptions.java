@@ -7,8 +7,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import org.hdfsrdma.bench.Sizes;
-import org.hdfsrdma.bench.UsageException;
+import org.hdfsrdma.tools.Sizes;
+import org.hdfsrdma.tools.UsageException;
 
 /**
  * Options of {@code hrdma bench dfsio|randomwriter|sort|sweep}. Immutable.
@@ -120,7 +120,7 @@ public record MrOptions(String command, String job, int files, long fileBytes, l
     Path cluster = null;
     boolean mini = false;
     for (int i = 0; i < args.length; i++) {
-      String[] av = org.hdfsrdma.bench.fs.FsOptions.splitOption(args[i]);
+      String[] av = org.hdfsrdma.tools.fs.FsOptions.splitOption(args[i]);
       String a = av[0];
       String v = av[1];
       if (!a.startsWith("--")) {
@@ -192,7 +192,7 @@ public record MrOptions(String command, String job, int files, long fileBytes, l
           }
           sweep.put(name, e < 0 ? defaultSweep(name, false) : sweepValues(name, v.substring(e + 1)));
         }
-        case "--conf" -> org.hdfsrdma.bench.fs.FsOptions.putConf(conf, v);
+        case "--conf" -> org.hdfsrdma.tools.fs.FsOptions.putConf(conf, v);
         default -> throw new AssertionError(a);
       }
     }

@@ -17,7 +17,7 @@ import org.apache.hadoop.mapred.SortValidator;
 import org.apache.hadoop.mapreduce.RandomWriter;
 import org.apache.hadoop.util.Tool;
 import org.apache.hadoop.util.ToolRunner;
-import org.hdfsrdma.bench.fs.ProcStat;
+import org.hdfsrdma.tools.fs.ProcStat;
 import org.hdfsrdma.client.RdmaDistributedFileSystem;
 
 /**

@@ -12,8 +12,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import org.hdfsrdma.bench.Json;
-import org.hdfsrdma.bench.Sizes;
-import org.hdfsrdma.bench.fs.FsTable;
+import org.hdfsrdma.tools.Sizes;
+import org.hdfsrdma.tools.fs.FsTable;
 import org.hdfsrdma.bench.fs.Machine;
 
 /**

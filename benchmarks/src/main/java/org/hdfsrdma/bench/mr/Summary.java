@@ -3,7 +3,7 @@ package org.hdfsrdma.bench.mr;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.ToDoubleFunction;
-import org.hdfsrdma.bench.fs.Stats;
+import org.hdfsrdma.tools.fs.Stats;
 
 /**
  * One metric of one (point, job, op) over its runs: ours and stock side by side.

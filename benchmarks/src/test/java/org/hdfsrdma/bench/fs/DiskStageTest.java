@@ -27,6 +27,7 @@ import org.hdfsrdma.transport.Transports;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.hdfsrdma.tools.fs.Stats;
 
 /**
  * bench disk's disk stage on block files made here (a block file and its
@@ -114,11 +115,11 @@ class DiskStageTest {
     assertEquals(5, o.rounds());
     assertEquals(5, DiskBench.parse(new String[] {"--rounds", "5"}).rounds());
     for (String bad : new String[] {"0", "51", "x"}) {
-      assertThrows(org.hdfsrdma.bench.UsageException.class, () -> DiskBench.parse(new String[] {"--rounds", bad}),
+      assertThrows(org.hdfsrdma.tools.UsageException.class, () -> DiskBench.parse(new String[] {"--rounds", bad}),
           "--rounds " + bad);
     }
     assertEquals(64 << 20, DiskBench.parse(new String[] {"--request", "64M"}).request());
-    assertThrows(org.hdfsrdma.bench.UsageException.class, () -> DiskBench.parse(new String[] {"--request", "65M"}),
+    assertThrows(org.hdfsrdma.tools.UsageException.class, () -> DiskBench.parse(new String[] {"--request", "65M"}),
         "beyond what the ssd policy takes, refused before any cluster starts");
     Map<String, String> c1 = DiskBench.ssdConf(o, 1);
     Map<String, String> c16 = DiskBench.ssdConf(o, 16);

@@ -11,7 +11,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
-import org.hdfsrdma.bench.UsageException;
+import org.hdfsrdma.tools.UsageException;
 import org.junit.jupiter.api.Test;
 
 class PreadOptionsTest {

@@ -9,7 +9,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
-import org.hdfsrdma.bench.UsageException;
+import org.hdfsrdma.tools.UsageException;
 import org.junit.jupiter.api.Test;
 
 class MrOptionsTest {
