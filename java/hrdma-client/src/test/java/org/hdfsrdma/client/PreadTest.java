@@ -3,6 +3,7 @@ package org.hdfsrdma.client;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -300,7 +301,7 @@ class PreadTest {
    * of that chunk finds it, asks for the replica once more (it might be an old
    * view), finds it again, counts and reports it and reads another replica;
    * ranges off the bad chunk never notice. With every replica bad the caller
-   * gets the ChecksumException.
+   * gets the ChecksumException, and a later read one naming each replica with its failure.
    */
   @Test
   void checksumErrorsAreCaughtRetriedFreshReportedAndAnotherReplicaServes() throws Exception {
@@ -337,7 +338,16 @@ class PreadTest {
       assertArrayEquals(Arrays.copyOfRange(data, BPC * 30, BPC * 30 + 100), b);
       ChecksumException e = assertThrows(ChecksumException.class, () -> in.readFully(4999, new byte[3]));
       assertEquals(5000 / BPC * BPC, e.getPos(), "at the bad chunk");
-      assertThrows(ChecksumException.class, () -> in.read(4999, ByteBuffer.allocateDirect(3)));
+      // every replica known bad before this read: each one named with its own first failure
+      ChecksumException again = assertThrows(ChecksumException.class,
+          () -> in.read(4999, ByteBuffer.allocateDirect(3)));
+      assertEquals(5000 / BPC * BPC, again.getPos(), "at the bad chunk");
+      for (DatanodeInfo dn : lb3.getLocations()) {
+        assertTrue(again.getMessage().contains(dn.getDatanodeUuid()), again.getMessage());
+      }
+      assertInstanceOf(ChecksumException.class, again.getCause(), again.getMessage());
+      assertEquals(lb3.getLocations().length - 1, again.getSuppressed().length, again.getMessage());
+      assertTrue(again.getMessage().contains(again.getCause().getMessage()), again.getMessage());
     }
   }
 
