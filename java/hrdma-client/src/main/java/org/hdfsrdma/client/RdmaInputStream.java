@@ -90,7 +90,7 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
   private final int bufferSize;
   private final long prefetchBytes;
   private final long fileLength;
-  /** Guards {@link #blocks}, {@link #bad}, {@link #badWhy} and {@link #unreported} (positional reads run concurrently). */
+  /** Guards {@link #blocks}, {@link #bad}, {@link #badWhy}, {@link #unreported} (positional reads run concurrently). */
   private final Object infoLock = new Object();
   /** Known blocks by start offset. */
   private final TreeMap<Long, LocatedBlock> blocks = new TreeMap<>();
