@@ -100,60 +100,35 @@ class DiskPathTest {
   }
 
   /**
-   * The most extents {@code fallocate} alone gives block-sized files in the DataNode's volumes
-   * now, allocated as the plugin allocates the writers' blocks: one at a time per volume, the
-   * volumes at once, {@link #STREAMS} files in all, all held until the last is made. Where the
-   * filesystem's free space is fragmented (a shared disk), no preallocation does better.
-   *
-   * <p>The probes are then deleted and the filesystem synced: ext4 keeps the blocks of a deleted
-   * file from new allocations until its journal commits (every 5 s by default), so without the
-   * sync the writers that start next could not have the free space the probes measured and
-   * would get the next best, more fragmented, space.
+   * The most extents {@code fallocate} alone gives block-sized files in {@code dir} now, made
+   * one after another and deleted: where the filesystem's free space is fragmented (a shared
+   * disk), no preallocation does better than this.
    */
-  private int fallocateExtents() throws Exception {
-    int volumes = cluster.getStoragesPerDatanode();
+  private static int fallocateExtents(File dir) throws IOException, InterruptedException {
+    int max = 1;
     List<File> probes = new ArrayList<>();
-    for (int i = 0; i < STREAMS; i++) {
-      probes.add(new File(cluster.getInstanceStorageDir(0, i % volumes), "extent-probe-" + i));
-    }
-    ExecutorService perVolume = Executors.newFixedThreadPool(volumes);
     try {
-      List<Future<Integer>> max = new ArrayList<>();
-      for (int v = 0; v < volumes; v++) {
-        int vol = v;
-        max.add(perVolume.submit(() -> {
-          int m = 1;
-          for (int i = vol; i < STREAMS; i += volumes) {
-            File f = probes.get(i);
-            Process p = new ProcessBuilder("fallocate", "-l", String.valueOf(BLOCK), f.getPath()).inheritIO().start();
-            assertEquals(0, p.waitFor(), "fallocate " + f);
-            try (NativeDisk.File nf = NativeDisk.File.open(f.toPath(), 0)) {
-              m = Math.max(m, nf.extentCount());
-            }
-          }
-          return m;
-        }));
+      for (int i = 0; i < STREAMS; i++) {
+        File f = new File(dir, "extent-probe-" + i);
+        probes.add(f);
+        Process p = new ProcessBuilder("fallocate", "-l", String.valueOf(BLOCK), f.getPath()).inheritIO().start();
+        assertEquals(0, p.waitFor(), "fallocate " + f);
+        try (NativeDisk.File nf = NativeDisk.File.open(f.toPath(), 0)) {
+          max = Math.max(max, nf.extentCount());
+        }
       }
-      int most = 1;
-      for (Future<Integer> f : max) {
-        most = Math.max(most, f.get());
-      }
-      return most;
     } finally {
-      perVolume.shutdown();
       for (File f : probes) {
         f.delete();
       }
-      Process sync = new ProcessBuilder("sync", "-f", cluster.getInstanceStorageDir(0, 0).getPath()).inheritIO()
-          .start();
-      assertEquals(0, sync.waitFor(), "sync -f (syncfs) of the volumes' filesystem");
     }
+    return max;
   }
 
   @Test
   void fourConcurrentWritersGiveFewExtentsPerBlockAndStockReadsThem() throws Exception {
     Path dir = new Path("/disk/four");
-    int free = fallocateExtents();
+    int free = fallocateExtents(cluster.getInstanceStorageDir(0, 0));
     int allowed = Math.max(2, free);
     long directBefore = directWritten();
     ExecutorService pool = Executors.newFixedThreadPool(STREAMS);
@@ -188,7 +163,7 @@ class DiskPathTest {
         int extents = nf.extentCount();
         System.out.printf("disk path: %s: %d extents (fallocate alone here: up to %d)%n", p, extents, free);
         assertTrue(extents >= 1 && extents <= allowed, p + ": " + extents + " extents; fallocate alone gave up to "
-            + free + " in this filesystem's free space just before, allocated the same way");
+            + free + " in this filesystem's free space just before");
       }
       // the stock client, through the stock DataNode data path
       Random r = new Random(100 + i);
