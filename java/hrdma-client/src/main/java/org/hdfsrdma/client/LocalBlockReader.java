@@ -258,17 +258,9 @@ final class LocalBlockReader implements BlockReader {
   }
 
   /** A window of the range: its chunks verified by whichever thread runs it first. */
-  final class Window implements Runnable {
-    private static final int NEW = 0;
-    private static final int RUNNING = 1;
-    private static final int DONE = 2;
-    private static final int WITHDRAWN = 3;
-
+  final class Window extends VerifyOnce {
     final long start;
     final ByteBuffer data; // a slice of the map, never moved by the verifying thread
-    private final java.util.concurrent.atomic.AtomicInteger state = new java.util.concurrent.atomic.AtomicInteger();
-    private Throwable failure; // written before state turns DONE
-    private Thread verifiedBy;
 
     Window(long start, ByteBuffer data) {
       this.start = start;
@@ -276,97 +268,15 @@ final class LocalBlockReader implements BlockReader {
     }
 
     @Override
-    public void run() {
-      verify();
-    }
-
-    /** Verifies the window unless someone started it already or it was withdrawn; true if it did. */
-    boolean verify() {
-      if (!state.compareAndSet(NEW, RUNNING)) {
-        return false;
+    protected void check() throws IOException {
+      if (!verify) {
+        return;
       }
-      Throwable f = null;
       try {
-        if (verify) {
-          verifyWindow(data.duplicate(), start);
-        }
+        verifyWindow(data.duplicate(), start);
       } catch (InternalError e) { // a fault reading the mapping: the file shrank under us
-        f = new IOException("the block file of " + block + " changed while it was read: " + e.getMessage(), e);
-      } catch (Throwable t) {
-        f = t;
+        throw new IOException("the block file of " + block + " changed while it was read: " + e.getMessage(), e);
       }
-      failure = f;
-      verifiedBy = Thread.currentThread();
-      synchronized (this) {
-        state.set(DONE);
-        notifyAll();
-      }
-      return true;
-    }
-
-    /** Takes the window back if nobody started it; true then. */
-    boolean withdraw() {
-      return state.compareAndSet(NEW, WITHDRAWN);
-    }
-
-    /** Waits until a started window is verified (bounded: one window's work). */
-    void await() {
-      if (state.get() == DONE || state.get() == WITHDRAWN) {
-        return;
-      }
-      boolean interrupted = false;
-      synchronized (this) {
-        while (state.get() == RUNNING) {
-          try {
-            wait();
-          } catch (InterruptedException e) {
-            interrupted = true;
-          }
-        }
-      }
-      if (interrupted) {
-        Thread.currentThread().interrupt();
-      }
-    }
-
-    void rethrow() throws IOException {
-      Throwable f = failure;
-      if (f == null) {
-        return;
-      }
-      if (f instanceof IOException e) {
-        throw e;
-      }
-      if (f instanceof RuntimeException e) {
-        throw e;
-      }
-      if (f instanceof Error e) {
-        throw e;
-      }
-      throw new IOException(f);
-    }
-
-    /** Waits until someone has verified the window (tests: it must be run by someone). */
-    void awaitVerified() throws InterruptedException {
-      synchronized (this) {
-        while (state.get() != DONE) {
-          wait();
-        }
-      }
-    }
-
-    /** Whether a thread is verifying it right now (tests). */
-    boolean isRunning() {
-      return state.get() == RUNNING;
-    }
-
-    /** The thread that verified it (tests); null until verified. */
-    Thread verifiedBy() {
-      return state.get() == DONE ? verifiedBy : null;
-    }
-
-    boolean isVerified() {
-      return state.get() == DONE;
     }
   }
 

@@ -454,6 +454,25 @@ final class LocalReplicas implements AutoCloseable {
       return true;
     }
 
+    /** One read of the replica: fills the caller's target only when it succeeds. */
+    private interface ReplicaRead {
+      void from(Replica r) throws IOException;
+    }
+
+    /** Runs {@code read} on the replica, once more on a fresh copy when {@link #retryFresh} says so. */
+    private void readRetrying(ReplicaRead read) throws IOException {
+      while (true) {
+        try {
+          read.from(replica);
+          return;
+        } catch (IOException e) {
+          if (!retryFresh(e)) {
+            throw e;
+          }
+        }
+      }
+    }
+
     @Override
     public long remaining() {
       return end - pos;
@@ -469,16 +488,7 @@ final class LocalReplicas implements AutoCloseable {
         return -1;
       }
       int n = (int) Math.min(dst.remaining(), end - pos);
-      while (true) {
-        try {
-          replica.read(pos, dst, n);
-          break;
-        } catch (IOException e) {
-          if (!retryFresh(e)) {
-            throw e;
-          }
-        }
-      }
+      readRetrying(r -> r.read(pos, dst, n));
       pos += n;
       return n;
     }
@@ -493,16 +503,7 @@ final class LocalReplicas implements AutoCloseable {
         return -1;
       }
       int n = (int) Math.min(len, end - pos);
-      while (true) {
-        try {
-          replica.read(pos, b, off, n);
-          break;
-        } catch (IOException e) {
-          if (!retryFresh(e)) {
-            throw e;
-          }
-        }
-      }
+      readRetrying(r -> r.read(pos, b, off, n));
       pos += n;
       return n;
     }

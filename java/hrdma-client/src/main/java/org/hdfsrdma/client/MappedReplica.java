@@ -6,7 +6,6 @@ import java.util.ArrayDeque;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
@@ -249,15 +248,9 @@ final class MappedReplica {
   }
 
   /** A window verified by whichever thread starts it first. */
-  private final class Ahead implements Runnable {
-    private static final int NEW = 0;
-    private static final int RUNNING = 1;
-    private static final int DONE = 2;
-    private static final int WITHDRAWN = 3;
+  private final class Ahead extends VerifyOnce {
     final long from;
     final long to;
-    private final AtomicInteger state = new AtomicInteger();
-    private IOException failure; // written before state turns DONE
 
     Ahead(long from, long to) {
       this.from = from;
@@ -265,52 +258,11 @@ final class MappedReplica {
     }
 
     @Override
-    public void run() {
-      verify();
-    }
-
-    /** Verifies the window unless someone started it or it was withdrawn; true if this call did. */
-    boolean verify() {
-      if (!state.compareAndSet(NEW, RUNNING)) {
-        return false;
-      }
+    protected void check() throws IOException {
       try {
         verifyChunks(from, to);
-      } catch (IOException e) {
-        failure = e;
       } catch (RuntimeException e) {
-        failure = new IOException(e);
-      }
-      synchronized (this) {
-        state.set(DONE);
-        notifyAll();
-      }
-      return true;
-    }
-
-    boolean withdraw() {
-      return state.compareAndSet(NEW, WITHDRAWN);
-    }
-
-    void await() {
-      boolean interrupted = false;
-      synchronized (this) {
-        while (state.get() == RUNNING) {
-          try {
-            wait();
-          } catch (InterruptedException e) {
-            interrupted = true;
-          }
-        }
-      }
-      if (interrupted) {
-        Thread.currentThread().interrupt();
-      }
-    }
-
-    void rethrow() throws IOException {
-      if (failure != null) {
-        throw failure;
+        throw new IOException(e);
       }
     }
   }

@@ -19,10 +19,12 @@ import java.util.concurrent.CompletionService;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorCompletionService;
 import java.util.concurrent.Future;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.fs.ChecksumException;
 import org.apache.hadoop.fs.FSExceptionMessages;
 import org.apache.hadoop.fs.ReadOption;
+import org.apache.hadoop.hdfs.BlockMissingException;
 import org.apache.hadoop.hdfs.DFSInputStream;
 import org.apache.hadoop.hdfs.HrdmaInputStreamBase;
 import org.apache.hadoop.hdfs.ReadStatistics;
@@ -82,17 +84,20 @@ import org.hdfsrdma.client.compat.ZeroCopyFallback;
 final class RdmaInputStream extends HrdmaInputStreamBase {
   /** Sequential bytes from one reader before the next block's reader is opened ahead. */
   private static final long SEQUENTIAL_EVIDENCE = 64 * 1024;
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(RdmaInputStream.class);
 
   private final RdmaDistributedFileSystem fs;
   private final int bufferSize;
   private final long prefetchBytes;
   private final long fileLength;
-  /** Guards {@link #blocks}, {@link #bad} and {@link #unreported} (positional reads run concurrently). */
+  /** Guards {@link #blocks}, {@link #bad}, {@link #badWhy}, {@link #unreported} (positional reads run concurrently). */
   private final Object infoLock = new Object();
   /** Known blocks by start offset. */
   private final TreeMap<Long, LocatedBlock> blocks = new TreeMap<>();
   /** Replicas found bad (checksum) by this stream, by block id: DataNode uuids. */
   private final Map<Long, Set<String>> bad = new HashMap<>();
+  /** Why: the first ChecksumException of each replica found bad, by block id and DataNode uuid. */
+  private final Map<Long, Map<String, ChecksumException>> badWhy = new HashMap<>();
   /** Replicas found bad and not reported yet (reported once another replica served the range). */
   private final Map<Long, List<DatanodeInfo>> unreported = new HashMap<>();
   /** Guards {@link #stock} and {@link #stockCounted}. */
@@ -233,12 +238,24 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
    * A source for {@code [offset, offset + len)} of the file, all inside block
    * {@code lb}: an hrdma reader on the first usable replica, else the stock stream.
    *
-   * @throws ChecksumException every replica was found bad by this stream
+   * <p>A block the NameNode knows no replica of (a restarted NameNode before the
+   * DataNodes' block reports) is asked for again as stock's {@code chooseDataNode}
+   * does: after a growing wait ({@code dfs.client.retry.window.base}), at most
+   * {@code dfs.client.max.block.acquire.failures} times, then it is missing.
+   *
+   * @param await whether to wait for locations (false: a read ahead, which only tries)
+   * @throws ChecksumException every replica was found bad by this stream (with each one's cause)
+   * @throws BlockMissingException no replica of the block is known
    */
-  private Source open(LocatedBlock lb, long offset, long len, ChecksumException lastBad, boolean positional)
-      throws IOException {
+  private Source open(LocatedBlock lb, long offset, long len, ChecksumException lastBad, boolean positional,
+      boolean await) throws IOException {
     boolean refetched = false;
+    int acquireFailures = 0;
     while (true) {
+      if (lb.getLocations().length == 0) {
+        lb = awaitLocations(lb, acquireFailures++, await);
+        continue;
+      }
       Set<String> badHere;
       synchronized (infoLock) {
         Set<String> b = bad.get(lb.getBlock().getBlockId());
@@ -292,14 +309,68 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
           refetched = true;
           continue;
         }
-        throw lastBad != null ? lastBad
-            : new ChecksumException("every replica of " + lb.getBlock() + " failed its checksum", offset);
+        throw allBad(lb, offset, lastBad);
       }
       if (tokenProblem != null) {
         throw tokenProblem;
       }
       return new Source(lb, null, null, offset, -1); // stock path
     }
+  }
+
+  /**
+   * The NameNode gave no location for {@code lb}: as stock's {@code refetchLocations},
+   * waits {@code window * failures} plus a random part of {@code window * (failures + 1)},
+   * then asks again; a BlockMissingException once {@code failures} reaches the client's
+   * {@code dfs.client.max.block.acquire.failures} (or at once if {@code await} is false).
+   */
+  private LocatedBlock awaitLocations(LocatedBlock lb, int failures, boolean await) throws IOException {
+    if (!await || failures >= fs.getClient().getConf().getMaxBlockAcquireFailures()) {
+      throw new BlockMissingException(src, "Could not obtain block: " + lb.getBlock() + " file=" + src
+          + ": the NameNode knows no replica of it", lb.getStartOffset());
+    }
+    int window = fs.getClient().getConf().getTimeWindow();
+    long wait = (long) (window * failures + window * (failures + 1) * ThreadLocalRandom.current().nextDouble());
+    LOG.info("hrdma: no replica of {} known yet (file {}); asking the NameNode again in {} ms", lb.getBlock(), src,
+        wait);
+    try {
+      Thread.sleep(wait);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new InterruptedIOException("interrupted while waiting for the locations of " + lb.getBlock());
+    }
+    return refetch(lb);
+  }
+
+  /**
+   * Every replica of {@code lb} was found bad by this stream: a ChecksumException
+   * naming each replica with the first failure seen on it (the causes: the one
+   * {@code lastBad} of this call, else the first, as cause, the others suppressed),
+   * at the bad chunk of this call's failure if any.
+   */
+  private ChecksumException allBad(LocatedBlock lb, long offset, ChecksumException lastBad) {
+    Map<String, ChecksumException> why;
+    synchronized (infoLock) {
+      why = new java.util.LinkedHashMap<>(badWhy.getOrDefault(lb.getBlock().getBlockId(), Map.of()));
+    }
+    StringBuilder m = new StringBuilder("every replica of ").append(lb.getBlock()).append(" failed its checksum:");
+    for (DatanodeInfo dn : lb.getLocations()) {
+      ChecksumException c = why.get(dn.getDatanodeUuid());
+      m.append(' ').append(dn.getXferAddr()).append(" (").append(dn.getDatanodeUuid()).append("): ")
+          .append(c == null ? "given up by seekToNewSource" : c.getMessage()).append(';');
+    }
+    ChecksumException main = lastBad != null ? lastBad : why.values().stream().findFirst().orElse(null);
+    ChecksumException e = new ChecksumException(m.substring(0, m.length() - 1), main == null ? offset
+        : main.getPos());
+    if (main != null) {
+      e.initCause(main);
+    }
+    for (ChecksumException c : why.values()) {
+      if (c != main) {
+        e.addSuppressed(c);
+      }
+    }
+    return e;
   }
 
   /**
@@ -348,16 +419,29 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
   /** {@code s}'s replica failed with {@code e}: skip it from now on. */
   private void failed(Source s, IOException e) {
     s.close();
-    if (e instanceof ChecksumException) {
+    if (e instanceof ChecksumException ce) {
       fs.countChecksumError();
-      long id = s.block.getBlock().getBlockId();
-      synchronized (infoLock) {
-        if (bad.computeIfAbsent(id, k -> new HashSet<>()).add(s.dn.getDatanodeUuid())) {
-          unreported.computeIfAbsent(id, k -> new ArrayList<>()).add(s.dn);
-        }
-      }
+      markBad(s.block, s.dn, ce);
     } else {
       fs.fallBack(s.dn, e);
+    }
+  }
+
+  /**
+   * {@code dn}'s replica of {@code lb} is bad for this stream: with {@code why} (its first
+   * checksum failure is kept), to be reported once another replica served; null: given up
+   * by the caller (seekToNewSource), not reported.
+   */
+  private void markBad(LocatedBlock lb, DatanodeInfo dn, ChecksumException why) {
+    long id = lb.getBlock().getBlockId();
+    synchronized (infoLock) {
+      boolean added = bad.computeIfAbsent(id, k -> new HashSet<>()).add(dn.getDatanodeUuid());
+      if (why != null) {
+        badWhy.computeIfAbsent(id, k -> new java.util.LinkedHashMap<>()).putIfAbsent(dn.getDatanodeUuid(), why);
+        if (added) {
+          unreported.computeIfAbsent(id, k -> new ArrayList<>()).add(dn);
+        }
+      }
     }
   }
 
@@ -384,7 +468,7 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
       }
     } catch (IOException e) {
       // best effort, as the stock client: the block scanner finds it too
-      org.slf4j.LoggerFactory.getLogger(RdmaInputStream.class).warn("hrdma: could not report bad replicas of {}: {}",
+      LOG.warn("hrdma: could not report bad replicas of {}: {}",
           lb.getBlock(), StringUtils.stringifyException(e));
     }
   }
@@ -448,7 +532,7 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
           next = null;
         } else {
           dropNext();
-          cur = open(lb, pos, lb.getStartOffset() + lb.getBlockSize() - pos, lastBad, false);
+          cur = open(lb, pos, lb.getStartOffset() + lb.getBlockSize() - pos, lastBad, false, true);
         }
       }
       int want = (int) Math.min(max, cur.end() - pos);
@@ -508,7 +592,7 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
         return; // the reader has requests to send in this block still
       }
       LocatedBlock nb = blockAt(cur.end());
-      Source s = open(nb, nb.getStartOffset(), nb.getBlockSize(), null, false);
+      Source s = open(nb, nb.getStartOffset(), nb.getBlockSize(), null, false, false);
       if (s.reader == null) {
         return;
       }
@@ -618,7 +702,7 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
       ChecksumException lastBad = null;
       boolean tokenRefetched = false;
       while (true) {
-        Source s = open(lb, at, n, lastBad, true);
+        Source s = open(lb, at, n, lastBad, true, true);
         if (s.reader == null) {
           sink.fromStock(stock(), at, done, n);
           countStock(n);
@@ -677,7 +761,7 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
       while (true) {
         Future<byte[]> answer;
         if (running.isEmpty()) {
-          Source s = open(lb, at, n, lastBad, true);
+          Source s = open(lb, at, n, lastBad, true, true);
           if (s.reader == null) {
             sink.fromStock(stock(), at, done, n);
             countStock(n);
@@ -969,13 +1053,7 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
       } catch (ChecksumException e) {
         // as a sequential reader's: this replica is bad for the stream, another serves (or the copying read)
         fs.countChecksumError();
-        DatanodeInfo dn = mapped.datanode();
-        long id = lb.getBlock().getBlockId();
-        synchronized (infoLock) { // positional reads run concurrently
-          if (bad.computeIfAbsent(id, k -> new HashSet<>()).add(dn.getDatanodeUuid())) {
-            unreported.computeIfAbsent(id, k -> new ArrayList<>()).add(dn);
-          }
-        }
+        markBad(lb, mapped.datanode(), e);
         dropMapped();
         continue;
       } catch (IOException e) {
@@ -1137,9 +1215,7 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
     seek(targetPos);
     for (DatanodeInfo dn : lb.getLocations()) {
       if (!dn.getDatanodeUuid().equals(old.getDatanodeUuid()) && !fs.onStockPath(dn)) {
-        synchronized (infoLock) {
-          bad.computeIfAbsent(lb.getBlock().getBlockId(), k -> new HashSet<>()).add(old.getDatanodeUuid());
-        }
+        markBad(lb, old, null);
         return true;
       }
     }
@@ -1183,7 +1259,7 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
     if (!closed.get()) {
       if (!extended.isEmpty()) {
         // as stock: a warning; the buffers stay valid (their replicas stay mapped) until released
-        org.slf4j.LoggerFactory.getLogger(RdmaInputStream.class).warn("closing file {}, but there are still {} "
+        LOG.warn("closing file {}, but there are still {} "
             + "unreleased ByteBuffers allocated by read(). Please release them.", src, extended.size());
       }
       releaseOurs();

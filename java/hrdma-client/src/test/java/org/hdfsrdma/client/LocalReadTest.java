@@ -9,7 +9,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.File;
 import java.io.IOException;
-import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -66,25 +65,16 @@ class LocalReadTest {
 
   @BeforeAll
   void start() throws Exception {
-    socketDir = java.nio.file.Files.createTempDirectory(java.nio.file.Path.of("target"), "scr-").toAbsolutePath();
-    Configuration conf = PluginCluster.baseConf();
-    conf.set(ShortCircuitSocket.PATH_KEY, socketDir.resolve("dn-_PORT.sock").toString());
+    local = new LocalReadFixture("scr-");
+    Configuration conf = local.clusterConf();
     conf.setLong("hrdma.datanode.short-circuit.timeout-ms", SCR_TIMEOUT_MS);
     cluster = PluginCluster.start(conf, getClass(), 3);
     stock = cluster.getFileSystem();
-    fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), localConf());
+    fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(),
+        local.clientConf(cluster, true, WINDOW, AHEAD));
   }
 
-  private java.nio.file.Path socketDir;
-
-  private Configuration localConf() {
-    Configuration c = PluginCluster.rdmaClientConf(cluster);
-    c.set(ShortCircuitSocket.PATH_KEY, socketDir.resolve("dn-_PORT.sock").toString());
-    c.setBoolean(RdmaBlockClient.LOCAL_READS_KEY, true);
-    c.setInt(RdmaBlockClient.LOCAL_WINDOW_BYTES_KEY, WINDOW);
-    c.setInt(RdmaBlockClient.LOCAL_VERIFY_AHEAD_KEY, AHEAD);
-    return c;
-  }
+  private LocalReadFixture local;
 
   @AfterAll
   void stop() throws IOException {
@@ -256,7 +246,7 @@ class LocalReadTest {
       }
     };
     LocatedBlock lb = stock.getClient().getLocatedBlocks(p.toString(), 0).get(0);
-    String blockFile = files(lb.getLocations()[0], lb).getBlockPath();
+    String blockFile = LocalReadFixture.files(cluster, lb.getLocations()[0], lb).getBlockPath();
     try (FSDataInputStream in = fs.open(p)) {
       System.setSecurityManager(watcher);
       try {
@@ -329,7 +319,7 @@ class LocalReadTest {
     LocatedBlock lb = stock.getClient().getLocatedBlocks(p.toString(), 0).get(0);
     DatanodeInfo dn = lb.getLocations()[0];
     java.net.UnixDomainSocketAddress addr = java.net.UnixDomainSocketAddress.of(
-        ShortCircuitSocket.path(localConf(), dn.getXferPort()));
+        ShortCircuitSocket.path(local.clientConf(cluster, true, WINDOW, AHEAD), dn.getXferPort()));
     try (java.nio.channels.SocketChannel ch = java.nio.channels.SocketChannel.open(addr)) {
       writeFrame(ch, new byte[] {1, 2, 3, 4, 5});
       var r = readReply(ch);
@@ -342,7 +332,7 @@ class LocalReadTest {
       ch.write(huge);
       assertEquals(-1, ch.read(ByteBuffer.allocate(1)), "an oversized frame closes the connection");
     }
-    String blockFile = files(dn, lb).getBlockPath();
+    String blockFile = LocalReadFixture.files(cluster, dn, lb).getBlockPath();
     long before = descriptorsOf(blockFile);
     try (java.nio.channels.SocketChannel ch = java.nio.channels.SocketChannel.open(addr)) {
       writeFrame(ch, ShortCircuitSocket.request(lb.getBlock(), lb.getBlockToken()).toByteArray());
@@ -369,8 +359,8 @@ class LocalReadTest {
   void withoutTheSocketTheClientReadsOverTheTransport() throws Exception {
     byte[] data = PluginCluster.random(BLOCK, 44);
     Path p = writeStock("/local/no-socket", data);
-    Configuration c = localConf();
-    c.set(ShortCircuitSocket.PATH_KEY, socketDir.resolve("nobody-listens-_PORT.sock").toString());
+    Configuration c = local.clientConf(cluster, true, WINDOW, AHEAD);
+    c.set(ShortCircuitSocket.PATH_KEY, local.socketDir.resolve("nobody-listens-_PORT.sock").toString());
     try (RdmaDistributedFileSystem other = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), c)) {
       byte[] got = new byte[data.length];
       try (FSDataInputStream in = other.open(p)) {
@@ -413,34 +403,13 @@ class LocalReadTest {
     }
   }
 
-  /** The block and .meta files of {@code lb}'s replica on {@code dn}, from that DataNode's own dataset. */
-  private BlockLocalPathInfo files(DatanodeInfo dn, LocatedBlock lb) throws IOException {
-    for (DataNode d : cluster.getDataNodes()) {
-      if (d.getDatanodeUuid().equals(dn.getDatanodeUuid())) {
-        return d.getFSDataset().getBlockLocalPathInfo(lb.getBlock());
-      }
-    }
-    throw new AssertionError("no DataNode " + dn);
-  }
-
-  /** Flips one byte of {@code lb}'s replica on {@code dn}. */
-  private void flip(DatanodeInfo dn, LocatedBlock lb, long at) throws IOException {
-    File f = new File(files(dn, lb).getBlockPath());
-    try (RandomAccessFile raf = new RandomAccessFile(f, "rw")) {
-      raf.seek(at);
-      int v = raf.read();
-      raf.seek(at);
-      raf.write(v ^ 0x01);
-    }
-  }
-
   @Test
   void corruptReplicasAreDetectedAndTheGoodOneServes() throws Exception {
     byte[] data = PluginCluster.random(BLOCK / 2, 13);
     Path good = writeStock("/local/corrupt2", data);
     LocatedBlock lb = stock.getClient().getLocatedBlocks(good.toString(), 0).get(0);
-    flip(lb.getLocations()[0], lb, 1000);
-    flip(lb.getLocations()[1], lb, 70_000);
+    LocalReadFixture.flip(cluster, lb.getLocations()[0], lb, 1000);
+    LocalReadFixture.flip(cluster, lb.getLocations()[1], lb, 70_000);
     byte[] got = new byte[data.length];
     try (FSDataInputStream in = fs.open(good)) {
       in.readFully(got);
@@ -450,7 +419,7 @@ class LocalReadTest {
     Path bad = writeStock("/local/corrupt3", data);
     LocatedBlock lb3 = stock.getClient().getLocatedBlocks(bad.toString(), 0).get(0);
     for (DatanodeInfo dn : lb3.getLocations()) {
-      flip(dn, lb3, 5000);
+      LocalReadFixture.flip(cluster, dn, lb3, 5000);
     }
     long rdma0 = fs.rdmaBytesRead();
     try (FSDataInputStream in = fs.open(bad)) {
@@ -472,7 +441,7 @@ class LocalReadTest {
     LocatedBlock lb = stock.getClient().getLocatedBlocks(p.toString(), 0).get(0);
     DatanodeInfo dn = lb.getLocations()[0];
     int bad = 2 * WINDOW + 1234;
-    flip(dn, lb, bad);
+    LocalReadFixture.flip(cluster, dn, lb, bad);
     try (LocalBlockReader r = (LocalBlockReader) fs.blockClient().openLocal(lb, dn, 0, BLOCK)) {
       byte[] got = new byte[2 * WINDOW];
       r.readFully(got, 0, WINDOW); // window 0; windows 1 to 1 + AHEAD are the verifier's now
@@ -508,7 +477,7 @@ class LocalReadTest {
       in.readFully(got, 0, 100);
       DatanodeInfo dn = ((RdmaInputStream) in.getWrappedStream()).currentDataNode();
       LocatedBlock lb = stock.getClient().getLocatedBlocks(p.toString(), 0).get(0);
-      flip(dn, lb, (2L + AHEAD) * WINDOW + 77); // no window made there yet
+      LocalReadFixture.flip(cluster, dn, lb, (2L + AHEAD) * WINDOW + 77); // no window made there yet
       in.readFully(got, 100, data.length - 100);
     }
     assertArrayEquals(data, got);
@@ -528,7 +497,7 @@ class LocalReadTest {
     byte[] data = PluginCluster.random(BLOCK, 23);
     Path p = writeStock("/local/close", data);
     LocatedBlock lb = stock.getClient().getLocatedBlocks(p.toString(), 0).get(0);
-    BlockLocalPathInfo f = files(lb.getLocations()[0], lb);
+    BlockLocalPathInfo f = LocalReadFixture.files(cluster, lb.getLocations()[0], lb);
     List<Runnable> held = new ArrayList<>();
     LocalBlockReader r;
     try (NativeFiles.Fd d = NativeFiles.adopt(NativeFiles.openForPassing(f.getBlockPath()));
@@ -574,7 +543,7 @@ class LocalReadTest {
     byte[] data = PluginCluster.random(BLOCK, 29);
     Path p = writeStock("/local/cold", data);
     LocatedBlock lb = stock.getClient().getLocatedBlocks(p.toString(), 0).get(0);
-    BlockLocalPathInfo f = files(lb.getLocations()[0], lb);
+    BlockLocalPathInfo f = LocalReadFixture.files(cluster, lb.getLocations()[0], lb);
     java.nio.file.Path blk = java.nio.file.Path.of(f.getBlockPath());
     for (long readAhead : new long[] {0, BLOCK}) {
       try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(blk);
@@ -662,7 +631,8 @@ class LocalReadTest {
   void theVerifierEndsWithTheClient() throws Exception {
     byte[] data = PluginCluster.random(BLOCK, 25);
     Path p = writeStock("/local/verifier", data);
-    RdmaDistributedFileSystem other = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), localConf());
+    RdmaDistributedFileSystem other = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(),
+        local.clientConf(cluster, true, WINDOW, AHEAD));
     RdmaBlockClient client;
     try {
       byte[] got = new byte[data.length];

@@ -3,13 +3,12 @@ package org.hdfsrdma.client;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.EOFException;
-import java.io.File;
 import java.io.IOException;
-import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -58,23 +57,14 @@ class PreadTest {
   private MiniDFSCluster cluster;
   private DistributedFileSystem stock;
   private RdmaDistributedFileSystem fs;
-  private java.nio.file.Path socketDir;
+  private LocalReadFixture local;
 
   @BeforeAll
   void start() throws Exception {
-    socketDir = java.nio.file.Files.createTempDirectory(java.nio.file.Path.of("target"), "scr-").toAbsolutePath();
-    Configuration conf = PluginCluster.baseConf();
-    conf.set(ShortCircuitSocket.PATH_KEY, socketDir.resolve("dn-_PORT.sock").toString());
-    cluster = PluginCluster.start(conf, getClass(), 3);
+    local = new LocalReadFixture("scr-");
+    cluster = PluginCluster.start(local.clusterConf(), getClass(), 3);
     stock = cluster.getFileSystem();
-    fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), localConf());
-  }
-
-  private Configuration localConf() {
-    Configuration c = PluginCluster.rdmaClientConf(cluster);
-    c.set(ShortCircuitSocket.PATH_KEY, socketDir.resolve("dn-_PORT.sock").toString());
-    c.setBoolean(RdmaBlockClient.LOCAL_READS_KEY, true);
-    return c;
+    fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), local.clientConf(cluster, true, 0, 0));
   }
 
   @AfterAll
@@ -279,28 +269,12 @@ class PreadTest {
         .orElseThrow();
   }
 
-  private void flip(DatanodeInfo dn, LocatedBlock lb, long at) throws IOException {
-    for (DataNode d : cluster.getDataNodes()) {
-      if (d.getDatanodeUuid().equals(dn.getDatanodeUuid())) {
-        File f = new File(d.getFSDataset().getBlockLocalPathInfo(lb.getBlock()).getBlockPath());
-        try (RandomAccessFile raf = new RandomAccessFile(f, "rw")) {
-          raf.seek(at);
-          int v = raf.read();
-          raf.seek(at);
-          raf.write(v ^ 0x01);
-        }
-        return;
-      }
-    }
-    throw new AssertionError("no DataNode " + dn);
-  }
-
   /**
    * A replica kept mapped goes bad after it was read: the next positional read
    * of that chunk finds it, asks for the replica once more (it might be an old
    * view), finds it again, counts and reports it and reads another replica;
    * ranges off the bad chunk never notice. With every replica bad the caller
-   * gets the ChecksumException.
+   * gets the ChecksumException, and a later read one naming each replica with its failure.
    */
   @Test
   void checksumErrorsAreCaughtRetriedFreshReportedAndAnotherReplicaServes() throws Exception {
@@ -314,7 +288,7 @@ class PreadTest {
       byte[] b = new byte[2000];
       in.readFully(4000, b);
       DatanodeInfo first = keptReplica(lb);
-      flip(first, lb, 5000);
+      LocalReadFixture.flip(cluster, first, lb, 5000);
       in.readFully(20 * BPC, b); // another chunk: fine
       assertArrayEquals(Arrays.copyOfRange(data, 20 * BPC, 20 * BPC + 2000), b);
       assertEquals(errors0, fs.checksumErrors());
@@ -329,7 +303,7 @@ class PreadTest {
     Path all = writeStock("/pread/corrupt-all", data);
     LocatedBlock lb3 = stock.getClient().getLocatedBlocks(all.toString(), 0).get(0);
     for (DatanodeInfo dn : lb3.getLocations()) {
-      flip(dn, lb3, 5000);
+      LocalReadFixture.flip(cluster, dn, lb3, 5000);
     }
     try (FSDataInputStream in = fs.open(all)) {
       byte[] b = new byte[100];
@@ -337,7 +311,16 @@ class PreadTest {
       assertArrayEquals(Arrays.copyOfRange(data, BPC * 30, BPC * 30 + 100), b);
       ChecksumException e = assertThrows(ChecksumException.class, () -> in.readFully(4999, new byte[3]));
       assertEquals(5000 / BPC * BPC, e.getPos(), "at the bad chunk");
-      assertThrows(ChecksumException.class, () -> in.read(4999, ByteBuffer.allocateDirect(3)));
+      // every replica known bad before this read: each one named with its own first failure
+      ChecksumException again = assertThrows(ChecksumException.class,
+          () -> in.read(4999, ByteBuffer.allocateDirect(3)));
+      assertEquals(5000 / BPC * BPC, again.getPos(), "at the bad chunk");
+      for (DatanodeInfo dn : lb3.getLocations()) {
+        assertTrue(again.getMessage().contains(dn.getDatanodeUuid()), again.getMessage());
+      }
+      assertInstanceOf(ChecksumException.class, again.getCause(), again.getMessage());
+      assertEquals(lb3.getLocations().length - 1, again.getSuppressed().length, again.getMessage());
+      assertTrue(again.getMessage().contains(again.getCause().getMessage()), again.getMessage());
     }
   }
 
@@ -346,8 +329,8 @@ class PreadTest {
   void withoutTheSocketPositionalReadsGoOverTheTransportCounted() throws Exception {
     byte[] data = PluginCluster.random(BLOCK + 5000, 55);
     Path p = writeStock("/pread/no-socket", data);
-    Configuration c = localConf();
-    c.set(ShortCircuitSocket.PATH_KEY, socketDir.resolve("nobody-listens-_PORT.sock").toString());
+    Configuration c = local.clientConf(cluster, true, 0, 0);
+    c.set(ShortCircuitSocket.PATH_KEY, local.socketDir.resolve("nobody-listens-_PORT.sock").toString());
     try (RdmaDistributedFileSystem other = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), c);
         FSDataInputStream in = other.open(p)) {
       byte[] b = new byte[3000];
@@ -371,7 +354,7 @@ class PreadTest {
   void keptReplicasAreBoundedExpireAndGoWithTheClient() throws Exception {
     byte[] data = PluginCluster.random(4 * BLOCK, 56);
     Path p = writeStock("/pread/bounded", data);
-    Configuration c = localConf();
+    Configuration c = local.clientConf(cluster, true, 0, 0);
     c.setInt(RdmaBlockClient.LOCAL_CACHED_REPLICAS_KEY, 2);
     RdmaDistributedFileSystem other = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), c);
     try (FSDataInputStream in = other.open(p)) {
@@ -389,7 +372,7 @@ class PreadTest {
     }
     assertEquals(0, other.blockClient().replicas().mappedBytes(), "unmapped with the client");
 
-    c = localConf();
+    c = local.clientConf(cluster, true, 0, 0);
     c.setLong(RdmaBlockClient.LOCAL_CACHE_EXPIRY_MS_KEY, 1);
     try (RdmaDistributedFileSystem expiring = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), c);
         FSDataInputStream in = expiring.open(p)) {
@@ -399,7 +382,7 @@ class PreadTest {
       assertEquals(2, expiring.blockClient().replicas().opened(), "asked for again once expired");
     }
 
-    c = localConf();
+    c = local.clientConf(cluster, true, 0, 0);
     c.setInt(RdmaBlockClient.LOCAL_CACHED_REPLICAS_KEY, 0);
     try (RdmaDistributedFileSystem none = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), c);
         FSDataInputStream in = none.open(p)) {

@@ -8,9 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.File;
 import java.io.IOException;
-import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -40,7 +38,6 @@ import org.apache.hadoop.io.nativeio.NativeIO;
 import org.apache.hadoop.util.NativeCodeLoader;
 import org.hdfsrdma.datanode.RdmaDataNodePlugin;
 import org.hdfsrdma.nativelib.NativeFiles;
-import org.hdfsrdma.protocol.ShortCircuitSocket;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -78,7 +75,7 @@ class ZeroCopyReadTest {
   private MiniDFSCluster cluster;
   private DistributedFileSystem stock;
   private RdmaDistributedFileSystem fs;
-  private java.nio.file.Path socketDir;
+  private LocalReadFixture local;
   private NativeIO.POSIX.CacheManipulator manipulator;
   private final ByteBufferPool pool = new ElasticByteBufferPool();
 
@@ -88,24 +85,15 @@ class ZeroCopyReadTest {
     if (!NativeCodeLoader.isNativeCodeLoaded()) {
       NativeIO.POSIX.setCacheManipulator(new NativeIO.POSIX.NoMlockCacheManipulator());
     }
-    socketDir = java.nio.file.Files.createTempDirectory(java.nio.file.Path.of("target"), "zcr-").toAbsolutePath();
-    Configuration conf = PluginCluster.baseConf();
-    conf.set(ShortCircuitSocket.PATH_KEY, socketDir.resolve("dn-_PORT.sock").toString());
+    local = new LocalReadFixture("zcr-");
+    Configuration conf = local.clusterConf();
     conf.setLong(DFSConfigKeys.DFS_DATANODE_MAX_LOCKED_MEMORY_KEY, LOCKED);
     conf.setLong(DFSConfigKeys.DFS_NAMENODE_PATH_BASED_CACHE_REFRESH_INTERVAL_MS, 200);
     conf.setLong(DFSConfigKeys.DFS_CACHEREPORT_INTERVAL_MSEC_KEY, 300);
     cluster = PluginCluster.start(conf, getClass(), 3);
     stock = cluster.getFileSystem();
-    fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), localConf(true));
-  }
-
-  private Configuration localConf(boolean local) {
-    Configuration c = PluginCluster.rdmaClientConf(cluster);
-    c.set(ShortCircuitSocket.PATH_KEY, socketDir.resolve("dn-_PORT.sock").toString());
-    c.setBoolean(RdmaBlockClient.LOCAL_READS_KEY, local);
-    c.setInt(RdmaBlockClient.LOCAL_WINDOW_BYTES_KEY, WINDOW);
-    c.setInt(RdmaBlockClient.LOCAL_VERIFY_AHEAD_KEY, AHEAD);
-    return c;
+    fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(),
+        local.clientConf(cluster, true, WINDOW, AHEAD));
   }
 
   @AfterAll
@@ -284,23 +272,6 @@ class ZeroCopyReadTest {
     // nothingLeaks: both replicas unmapped
   }
 
-  /** Flips one byte of {@code lb}'s replica on {@code dn}, in place (the page cache sees it). */
-  private void flip(DatanodeInfo dn, LocatedBlock lb, long at) throws IOException {
-    for (DataNode d : cluster.getDataNodes()) {
-      if (d.getDatanodeUuid().equals(dn.getDatanodeUuid())) {
-        File f = new File(d.getFSDataset().getBlockLocalPathInfo(lb.getBlock()).getBlockPath());
-        try (RandomAccessFile raf = new RandomAccessFile(f, "rw")) {
-          raf.seek(at);
-          int v = raf.read();
-          raf.seek(at);
-          raf.write(v ^ 0x01);
-        }
-        return;
-      }
-    }
-    throw new AssertionError("no DataNode " + dn);
-  }
-
   /**
    * Bad chunks: with checksums on, a bad replica is left for a good one (the
    * bytes are right) and reported; with every replica bad the caller gets the
@@ -318,7 +289,8 @@ class ZeroCopyReadTest {
       // maps a replica: its first window verified, the next AHEAD windows handed to the verifier
       ByteBuffer head = in.read(pool, 1, VERIFY);
       DatanodeInfo mappedOn = ((RdmaInputStream) in.getWrappedStream()).mappedDataNode();
-      flip(mappedOn, lb, (1 + AHEAD) * WINDOW + 4000); // beyond them; the mapping sees it (the page cache)
+      // beyond them; the mapping sees it (the page cache)
+      LocalReadFixture.flip(cluster, mappedOn, lb, (1 + AHEAD) * WINDOW + 4000);
       byte[] rest = readAllZeroCopy(in, BLOCK, VERIFY);
       assertEquals(data[0], head.get(0));
       in.releaseBuffer(head);
@@ -331,7 +303,7 @@ class ZeroCopyReadTest {
     Path all = write("/zc/corrupt3", data);
     LocatedBlock lb3 = stock.getClient().getLocatedBlocks(all.toString(), 0).get(0);
     for (DatanodeInfo dn : lb3.getLocations()) {
-      flip(dn, lb3, 5000);
+      LocalReadFixture.flip(cluster, dn, lb3, 5000);
     }
     long fallbacks0 = fs.zeroCopyFallbacks();
     try (FSDataInputStream in = fs.open(all)) {
@@ -352,9 +324,9 @@ class ZeroCopyReadTest {
   void withoutAMappableReplicaTheReadCopiesAndIsCounted() throws Exception {
     byte[] data = PluginCluster.random(BLOCK + 5000, 55);
     Path p = write("/zc/fallback", data);
-    Configuration noMmap = localConf(true);
+    Configuration noMmap = local.clientConf(cluster, true, WINDOW, AHEAD);
     noMmap.setBoolean("dfs.client.mmap.enabled", false);
-    for (Configuration c : List.of(localConf(false), noMmap)) {
+    for (Configuration c : List.of(local.clientConf(cluster, false, WINDOW, AHEAD), noMmap)) {
       List<ByteBuffer> given = new ArrayList<>();
       ByteBufferPool own = new ElasticByteBufferPool() {
         @Override
@@ -414,7 +386,7 @@ class ZeroCopyReadTest {
       assertEquals(2L * data.length, fs.localBytesUnverified() - unverified0);
 
       LocatedBlock first = blocks.get(0);
-      flip(first.getCachedLocations()[0], first, 10);
+      LocalReadFixture.flip(cluster, first.getCachedLocations()[0], first, 10);
       byte[] flipped = data.clone();
       flipped[10] ^= 0x01;
       try (FSDataInputStream in = fs.open(p)) {
