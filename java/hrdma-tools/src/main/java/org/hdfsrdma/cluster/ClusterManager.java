@@ -303,7 +303,7 @@ public final class ClusterManager {
         }
         if (dfs != null) {
           try {
-            live = liveXferPorts(dfs);
+            live = reportedXferPorts(dfs);
             safeMode = dfs.isInSafeMode();
           } catch (IOException e) {
             nnError = e.toString();
@@ -333,7 +333,7 @@ public final class ClusterManager {
         }
         String progress = (dfs == null ? "NameNode RPC not up yet" : nnError != null ? "NameNode: " + nnError
             : "NameNode up" + (Boolean.TRUE.equals(safeMode) ? " (in safe mode)" : ""))
-            + "; DataNodes not live yet: " + (notLive.isEmpty() ? "none" : notLive)
+            + "; DataNodes not live (or not reported their blocks) yet: " + (notLive.isEmpty() ? "none" : notLive)
             + "; plugins not serving yet: " + (notServing.isEmpty() ? "none" : notServing);
         long now = System.nanoTime();
         if (now > deadline) {
@@ -530,6 +530,21 @@ public final class ClusterManager {
     Set<Integer> s = new HashSet<>();
     for (DatanodeInfo d : dfs.getDataNodeStats(DatanodeReportType.LIVE)) {
       s.add(d.getXferPort());
+    }
+    return s;
+  }
+
+  /**
+   * The xfer ports of the live DataNodes whose first block report the NameNode has: before it,
+   * a restarted cluster's NameNode may have left safe mode (a small namespace's threshold
+   * rounds down to no block) while it knows no replica of the blocks, and reads wait.
+   */
+  private static Set<Integer> reportedXferPorts(DistributedFileSystem dfs) throws IOException {
+    Set<Integer> s = new HashSet<>();
+    for (DatanodeInfo d : dfs.getDataNodeStats(DatanodeReportType.LIVE)) {
+      if (d.getLastBlockReportTime() > 0) {
+        s.add(d.getXferPort());
+      }
     }
     return s;
   }
