@@ -31,7 +31,7 @@ extern "C" {
 
 /* Bumped whenever a signature or a struct in this header changes. The JNI
  * layer and the Java loader check it at load time. */
-#define HRDMA_ABI_VERSION 3
+#define HRDMA_ABI_VERSION 4
 
 typedef enum {
     HRDMA_INPROGRESS      = 1,
@@ -49,6 +49,7 @@ typedef enum {
     HRDMA_ERR_BUSY        = -11, /* address in use, resource busy */
     HRDMA_ERR_NO_DEVICE   = -12,
     HRDMA_ERR_TRUNCATED   = -13, /* message longer than the receive buffer */
+    HRDMA_ERR_AUTH        = -14, /* AEAD tag mismatch */
 } hrdma_status_t;
 
 /* Static text for a status; never NULL. */
@@ -383,6 +384,33 @@ int hrdma_fd_advise_willneed(const void *addr, size_t len);
 uint64_t hrdma_fd_mapped_bytes(void);
 /* Descriptors adopted and not closed yet. */
 uint64_t hrdma_fds_held(void);
+
+/* ---------------------------------------------------------------- aead -- */
+
+/* AES-GCM (OpenSSL's libcrypto) with a 12-byte nonce and a 16-byte tag, the
+ * same bytes as the JDK's AES/GCM/NoPadding, for messages in registered
+ * memory: sealed and opened in place, no copy, no heap. One object seals or
+ * opens one direction; not thread-safe. */
+typedef struct hrdma_gcm hrdma_gcm_t;
+
+#define HRDMA_GCM_TAG_BYTES 16
+#define HRDMA_GCM_NONCE_BYTES 12
+
+/* 1 when this build has AES-GCM (linked with libcrypto), else 0. */
+int hrdma_gcm_available(void);
+/* key_len 16 or 32. HRDMA_ERR_UNSUPPORTED in a build without libcrypto. */
+int hrdma_gcm_create(const void *key, size_t key_len, int encrypt,
+                     hrdma_gcm_t **out);
+void hrdma_gcm_destroy(hrdma_gcm_t *g);
+/* Seals len bytes at src into dst: the ciphertext, then the tag (len + 16
+ * bytes). dst is src (in place) or does not overlap it. */
+int hrdma_gcm_seal(hrdma_gcm_t *g, const uint8_t nonce[HRDMA_GCM_NONCE_BYTES],
+                   const void *src, size_t len, void *dst);
+/* Opens len bytes at buf (ciphertext, then the tag) in place: the plaintext
+ * is the first len - 16 bytes on HRDMA_OK; HRDMA_ERR_AUTH when the tag does
+ * not match (the bytes are then garbage and must not be used). */
+int hrdma_gcm_open(hrdma_gcm_t *g, const uint8_t nonce[HRDMA_GCM_NONCE_BYTES],
+                   void *buf, size_t len);
 
 #ifdef __cplusplus
 }

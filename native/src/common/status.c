@@ -21,6 +21,7 @@ const char *hrdma_status_str(int status)
     case HRDMA_ERR_BUSY:        return "resource busy";
     case HRDMA_ERR_NO_DEVICE:   return "no such device";
     case HRDMA_ERR_TRUNCATED:   return "message truncated";
+    case HRDMA_ERR_AUTH:        return "authentication tag mismatch";
     default:                    return "unknown status";
     }
 }

@@ -1143,3 +1143,82 @@ JNIEXPORT jlong JNICALL JNI_CLASS(fdsHeld0)(JNIEnv *env, jclass cls)
     (void)env; (void)cls;
     return (jlong)hrdma_fds_held();
 }
+
+/* ------------------------------------------------------------------ aead -- */
+
+JNIEXPORT jboolean JNICALL JNI_CLASS(gcmAvailable0)(JNIEnv *env, jclass cls)
+{
+    (void)env; (void)cls;
+    return hrdma_gcm_available() ? JNI_TRUE : JNI_FALSE;
+}
+
+/* The key is copied into the cipher's schedule; the Java array is not kept. */
+JNIEXPORT jlong JNICALL JNI_CLASS(gcmCreate0)(JNIEnv *env, jclass cls,
+                                              jbyteArray key, jboolean encrypt)
+{
+    unsigned char k[32];
+    hrdma_gcm_t *g = NULL;
+    jsize n;
+    int st;
+
+    (void)cls;
+    n = (*env)->GetArrayLength(env, key);
+    if (n != 16 && n != 32) {
+        hrdma_jni_throw(env, HRDMA_ERR_INVALID, "gcm key of neither 16 nor 32 bytes");
+        return 0;
+    }
+    (*env)->GetByteArrayRegion(env, key, 0, n, (jbyte *)k);
+    st = hrdma_gcm_create(k, (size_t)n, encrypt == JNI_TRUE, &g);
+    memset(k, 0, sizeof(k));
+    if (st != HRDMA_OK) {
+        hrdma_jni_throw(env, st, "gcm create");
+        return 0;
+    }
+    return (jlong)(uintptr_t)g;
+}
+
+JNIEXPORT void JNICALL JNI_CLASS(gcmDestroy0)(JNIEnv *env, jclass cls, jlong g)
+{
+    (void)env; (void)cls;
+    hrdma_gcm_destroy((hrdma_gcm_t *)(uintptr_t)g);
+}
+
+/* The nonce is the 64-bit counter after 4 zero bytes, big-endian (Sealer's). */
+static void hrdma_jni_nonce(uint8_t nonce[HRDMA_GCM_NONCE_BYTES], jlong counter)
+{
+    int i;
+
+    memset(nonce, 0, 4);
+    for (i = 0; i < 8; i++) {
+        nonce[4 + i] = (uint8_t)((uint64_t)counter >> (56 - 8 * i));
+    }
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(gcmSeal0)(JNIEnv *env, jclass cls, jlong g,
+                                           jlong counter, jlong src, jlong len,
+                                           jlong dst)
+{
+    uint8_t nonce[HRDMA_GCM_NONCE_BYTES];
+
+    (void)env; (void)cls;
+    if (len < 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    hrdma_jni_nonce(nonce, counter);
+    return hrdma_gcm_seal((hrdma_gcm_t *)(uintptr_t)g, nonce, PTR(src),
+                          (size_t)len, PTR(dst));
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(gcmOpen0)(JNIEnv *env, jclass cls, jlong g,
+                                           jlong counter, jlong buf, jlong len)
+{
+    uint8_t nonce[HRDMA_GCM_NONCE_BYTES];
+
+    (void)env; (void)cls;
+    if (len < 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    hrdma_jni_nonce(nonce, counter);
+    return hrdma_gcm_open((hrdma_gcm_t *)(uintptr_t)g, nonce, PTR(buf),
+                          (size_t)len);
+}

@@ -8,6 +8,7 @@ import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseP
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PipelineAckProto;
 import org.hdfsrdma.protocol.Message;
 import org.hdfsrdma.protocol.MessageCodec;
+import org.hdfsrdma.protocol.wire.ProtectedEndpoint;
 import org.hdfsrdma.transport.Endpoint;
 import org.hdfsrdma.transport.EndpointHandler;
 import org.hdfsrdma.transport.RegisteredBuffer;
@@ -46,6 +47,15 @@ final class WriteMirror implements EndpointHandler {
   /** Sends the received packet on; never blocks. */
   void forward(RegisteredBuffer received) {
     Endpoint e = ep;
+    if (e instanceof ProtectedEndpoint p) {
+      // sealed into the connector's own buffer in one pass: no plain copy first
+      p.sendCopy(received.retain()).whenComplete((v, t) -> {
+        if (t != null) {
+          listener.onDownstreamFailed("forwarding to " + name + " failed: " + t.getMessage());
+        }
+      });
+      return;
+    }
     RegisteredBuffer out;
     ByteBuffer src = received.nio();
     // cut-through on tcp only: on a ucx transport shared by the server and the connector (one before shared

@@ -110,6 +110,20 @@ public final class Jni {
   public static native long crc32cChunksVerify0(long data, long len, int bytesPerChecksum,
       long sums, long sumsLen);
 
+  // aead (AES-GCM, NativeGcm)
+
+  public static native boolean gcmAvailable0();
+
+  public static native long gcmCreate0(byte[] key, boolean encrypt) throws NativeException;
+
+  public static native void gcmDestroy0(long gcm);
+
+  /** Status: 0 sealed, negative error. */
+  public static native int gcmSeal0(long gcm, long counter, long src, long len, long dst);
+
+  /** Status: 0 opened, -14 (tag mismatch), other negative error. */
+  public static native int gcmOpen0(long gcm, long counter, long buf, long len);
+
   // disk (block files): fast-path natives return a status (or a value >= 0)
 
   /** >= 0: the file descriptor; < 0: status. flags: NativeDisk.WRITE | NativeDisk.DIRECT. */

@@ -82,10 +82,24 @@ public final class ProtectedEndpoint implements Endpoint {
 
   @Override
   public CompletableFuture<Void> send(RegisteredBuffer message) {
+    return send(message, false);
+  }
+
+  /**
+   * Sends {@code message} sealed into a new buffer of this connection's transport, whoever
+   * else holds it, and leaves it intact: a received packet forwarded downstream comes from
+   * another transport's registered memory, and sealing across is the copy it needs anyway
+   * (one pass, not a copy and then a seal). Takes over the caller's reference.
+   */
+  public CompletableFuture<Void> sendCopy(RegisteredBuffer message) {
+    return send(message, true);
+  }
+
+  private CompletableFuture<Void> send(RegisteredBuffer message, boolean copy) {
     synchronized (sendLock) {
       RegisteredBuffer sealed;
       try {
-        sealed = seal(message);
+        sealed = seal(message, copy);
       } catch (GeneralSecurityException | TransportException | RuntimeException e) {
         message.release();
         raw.close(); // the counters can no longer agree
@@ -96,11 +110,11 @@ public final class ProtectedEndpoint implements Endpoint {
     }
   }
 
-  private RegisteredBuffer seal(RegisteredBuffer m) throws GeneralSecurityException, TransportException {
+  private RegisteredBuffer seal(RegisteredBuffer m, boolean copy) throws GeneralSecurityException, TransportException {
     ByteBuffer b = m.nio();
     int start = b.position();
     int end = b.limit();
-    if (m.refCnt() == 1 && m.capacity() - end >= Sealer.TAG_BYTES) {
+    if (!copy && m.refCnt() == 1 && m.capacity() - end >= Sealer.TAG_BYTES) {
       ByteBuffer dst = b.duplicate();
       dst.limit(end + Sealer.TAG_BYTES).position(start);
       out.seal(b.duplicate(), dst);

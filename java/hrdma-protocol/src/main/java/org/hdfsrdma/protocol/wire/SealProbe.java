@@ -18,15 +18,26 @@ public final class SealProbe {
 
   /** One measurement. */
   public record Result(String cipher, int keyBits, int messageBytes, double sealMBps, double openMBps,
-      long heapBytesPerMessage) {}
+      long heapBytesPerMessage, String implementation) {}
+
+  /** True when AES-GCM on direct buffers runs in libhrdma (OpenSSL) in this process. */
+  public static boolean nativeAvailable() {
+    return org.hdfsrdma.nativelib.NativeGcm.available();
+  }
 
   /** Runs {@code messages} messages of {@code messageBytes} after three rounds as many for warm-up. */
   public static Result run(String cipher, int keyBits, int messageBytes, int messages)
       throws GeneralSecurityException {
+    return run(cipher, keyBits, messageBytes, messages, true);
+  }
+
+  /** As above; {@code allowNative} false measures the JDK's cipher even where libhrdma has AES-GCM. */
+  public static Result run(String cipher, int keyBits, int messageBytes, int messages, boolean allowNative)
+      throws GeneralSecurityException {
     byte[] key = new byte[keyBits / 8];
     new SecureRandom().nextBytes(key);
-    Sealer seal = new Sealer(cipher, key, true);
-    Sealer open = new Sealer(cipher, key, false);
+    Sealer seal = new Sealer(cipher, key, true, 0, allowNative);
+    Sealer open = new Sealer(cipher, key, false, 0, allowNative);
     ByteBuffer buf = ByteBuffer.allocateDirect(messageBytes + Sealer.TAG_BYTES);
     com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
     long tid = Thread.currentThread().getId();
@@ -53,6 +64,7 @@ public final class SealProbe {
       heap = (mx.getThreadAllocatedBytes(tid) - h0) / (2L * messages);
     }
     double mb = (double) messageBytes * messages / 1e6;
-    return new Result(cipher, keyBits, messageBytes, mb / (sealNs / 1e9), mb / (openNs / 1e9), heap);
+    return new Result(cipher, keyBits, messageBytes, mb / (sealNs / 1e9), mb / (openNs / 1e9), heap,
+        seal.isNative() ? "libcrypto" : "jdk");
   }
 }

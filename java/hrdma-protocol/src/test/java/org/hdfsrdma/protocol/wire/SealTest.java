@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
@@ -187,6 +188,27 @@ class SealTest {
     RegisteredBuffer onWire = toServer.sent.get(0);
     assertNotSame(m, onWire);
     assertArrayEquals(data, bytes(m), "the held message is untouched");
+    assertEquals(1, m.refCnt(), "the sender's reference was released");
+    m.release();
+    p[1].open(onWire);
+    assertArrayEquals(data, bytes(onWire));
+    onWire.release();
+  }
+
+  @Test
+  void aForwardedPacketIsSealedAcrossInOnePassEvenWhenNobodyElseHoldsIt() throws Exception {
+    Wire toServer = new Wire();
+    ProtectedEndpoint[] p = pair("AES/GCM/NoPadding", 256, toServer, new Wire());
+    byte[] data = new byte[70_001];
+    new Random(5).nextBytes(data);
+    RegisteredBuffer m = message(data); // another transport's buffer: must not go on this one's wire
+    long copied = ProtectedEndpoint.sealedByCopy();
+    m.retain(); // kept to look at: sendCopy takes over the other reference
+    p[0].sendCopy(m);
+    RegisteredBuffer onWire = toServer.sent.get(0);
+    assertNotSame(m, onWire);
+    assertTrue(ProtectedEndpoint.sealedByCopy() > copied, "counted as sealed across");
+    assertArrayEquals(data, bytes(m), "the forwarded packet is untouched");
     assertEquals(1, m.refCnt(), "the sender's reference was released");
     m.release();
     p[1].open(onWire);
