@@ -237,6 +237,16 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
    */
   private Source open(LocatedBlock lb, long offset, long len, ChecksumException lastBad, boolean positional)
       throws IOException {
+    return open(lb, offset, len, lastBad, positional, null);
+  }
+
+  /**
+   * As {@link #open(LocatedBlock, long, long, ChecksumException, boolean)}, but not on the
+   * replica of DataNode {@code avoid} (a uuid; null: any): null when no other replica can be
+   * read, as stock's seekToNewSource, which leaves its current node out for that one choice.
+   */
+  private Source open(LocatedBlock lb, long offset, long len, ChecksumException lastBad, boolean positional,
+      String avoid) throws IOException {
     boolean refetched = false;
     while (true) {
       Set<String> badHere;
@@ -245,13 +255,18 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
         badHere = b == null ? Set.of() : Set.copyOf(b);
       }
       boolean anyNotBad = false;
+      boolean otherOnStockPath = false;
       InvalidBlockTokenException tokenProblem = null;
       for (DatanodeInfo dn : candidates(lb)) {
         if (badHere.contains(dn.getDatanodeUuid())) {
           continue;
         }
         anyNotBad = true;
+        if (dn.getDatanodeUuid().equals(avoid)) {
+          continue;
+        }
         if (fs.onStockPath(dn)) {
+          otherOnStockPath = true;
           continue;
         }
         if (fs.tryLocal(dn)) {
@@ -294,6 +309,9 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
         }
         throw lastBad != null ? lastBad
             : new ChecksumException("every replica of " + lb.getBlock() + " failed its checksum", offset);
+      }
+      if (avoid != null && !otherOnStockPath) {
+        return null; // no other replica: the caller keeps the one it has
       }
       if (tokenProblem != null) {
         throw tokenProblem;
@@ -1124,26 +1142,33 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
     return (int) Math.min(Integer.MAX_VALUE, fileLength - pos);
   }
 
+  /**
+   * As stock's: the block at {@code targetPos} is opened on a replica other than the current
+   * one, now (with new tokens from the NameNode should the cached ones be refused); true when
+   * one was found, false when the current one is the only replica to read. The current
+   * DataNode is left out of this one choice only, not for the stream: stock removes it from
+   * its dead nodes again at once.
+   */
   @Override
   public synchronized boolean seekToNewSource(long targetPos) throws IOException {
     checkOpen();
     if (cur == null || cur.dn == null) {
       return false;
     }
-    DatanodeInfo old = cur.dn;
-    LocatedBlock lb = cur.block;
+    String old = cur.dn.getDatanodeUuid();
     dropCurrent();
     dropNext();
     seek(targetPos);
-    for (DatanodeInfo dn : lb.getLocations()) {
-      if (!dn.getDatanodeUuid().equals(old.getDatanodeUuid()) && !fs.onStockPath(dn)) {
-        synchronized (infoLock) {
-          bad.computeIfAbsent(lb.getBlock().getBlockId(), k -> new HashSet<>()).add(old.getDatanodeUuid());
-        }
-        return true;
-      }
+    if (pos >= fileLength) {
+      return false;
     }
-    return false;
+    LocatedBlock lb = blockAt(pos);
+    Source s = open(lb, pos, lb.getStartOffset() + lb.getBlockSize() - pos, null, false, old);
+    if (s == null) {
+      return false; // the next read opens a source on what there is
+    }
+    cur = s;
+    return true;
   }
 
   /** Whether the next block's reader is out already (tests). */
