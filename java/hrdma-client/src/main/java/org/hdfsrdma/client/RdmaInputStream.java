@@ -249,6 +249,16 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
    */
   private Source open(LocatedBlock lb, long offset, long len, ChecksumException lastBad, boolean positional,
       boolean await) throws IOException {
+    return open(lb, offset, len, lastBad, positional, await, null);
+  }
+
+  /**
+   * As {@link #open(LocatedBlock, long, long, ChecksumException, boolean, boolean)}, but not on
+   * the replica of DataNode {@code avoid} (a uuid; null: any): null when no other replica can be
+   * read, as stock's seekToNewSource, which leaves its current node out for that one choice.
+   */
+  private Source open(LocatedBlock lb, long offset, long len, ChecksumException lastBad, boolean positional,
+      boolean await, String avoid) throws IOException {
     boolean refetched = false;
     int acquireFailures = 0;
     while (true) {
@@ -262,13 +272,18 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
         badHere = b == null ? Set.of() : Set.copyOf(b);
       }
       boolean anyNotBad = false;
+      boolean otherOnStockPath = false;
       InvalidBlockTokenException tokenProblem = null;
       for (DatanodeInfo dn : candidates(lb)) {
         if (badHere.contains(dn.getDatanodeUuid())) {
           continue;
         }
         anyNotBad = true;
+        if (dn.getDatanodeUuid().equals(avoid)) {
+          continue;
+        }
         if (fs.onStockPath(dn)) {
+          otherOnStockPath = true;
           continue;
         }
         if (fs.tryLocal(dn)) {
@@ -310,6 +325,9 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
           continue;
         }
         throw allBad(lb, offset, lastBad);
+      }
+      if (avoid != null && !otherOnStockPath) {
+        return null; // no other replica: the caller keeps the one it has
       }
       if (tokenProblem != null) {
         throw tokenProblem;
@@ -357,7 +375,7 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
     for (DatanodeInfo dn : lb.getLocations()) {
       ChecksumException c = why.get(dn.getDatanodeUuid());
       m.append(' ').append(dn.getXferAddr()).append(" (").append(dn.getDatanodeUuid()).append("): ")
-          .append(c == null ? "given up by seekToNewSource" : c.getMessage()).append(';');
+          .append(c == null ? "not read by this stream" : c.getMessage()).append(';');
     }
     ChecksumException main = lastBad != null ? lastBad : why.values().stream().findFirst().orElse(null);
     ChecksumException e = new ChecksumException(m.substring(0, m.length() - 1), main == null ? offset
@@ -429,18 +447,15 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
 
   /**
    * {@code dn}'s replica of {@code lb} is bad for this stream: with {@code why} (its first
-   * checksum failure is kept), to be reported once another replica served; null: given up
-   * by the caller (seekToNewSource), not reported.
+   * checksum failure is kept), to be reported once another replica served.
    */
   private void markBad(LocatedBlock lb, DatanodeInfo dn, ChecksumException why) {
     long id = lb.getBlock().getBlockId();
     synchronized (infoLock) {
       boolean added = bad.computeIfAbsent(id, k -> new HashSet<>()).add(dn.getDatanodeUuid());
-      if (why != null) {
-        badWhy.computeIfAbsent(id, k -> new java.util.LinkedHashMap<>()).putIfAbsent(dn.getDatanodeUuid(), why);
-        if (added) {
-          unreported.computeIfAbsent(id, k -> new ArrayList<>()).add(dn);
-        }
+      badWhy.computeIfAbsent(id, k -> new java.util.LinkedHashMap<>()).putIfAbsent(dn.getDatanodeUuid(), why);
+      if (added) {
+        unreported.computeIfAbsent(id, k -> new ArrayList<>()).add(dn);
       }
     }
   }
@@ -1202,24 +1217,33 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
     return (int) Math.min(Integer.MAX_VALUE, fileLength - pos);
   }
 
+  /**
+   * As stock's: the block at {@code targetPos} is opened on a replica other than the current
+   * one, now (with new tokens from the NameNode should the cached ones be refused); true when
+   * one was found, false when the current one is the only replica to read. The current
+   * DataNode is left out of this one choice only, not for the stream: stock removes it from
+   * its dead nodes again at once.
+   */
   @Override
   public synchronized boolean seekToNewSource(long targetPos) throws IOException {
     checkOpen();
     if (cur == null || cur.dn == null) {
       return false;
     }
-    DatanodeInfo old = cur.dn;
-    LocatedBlock lb = cur.block;
+    String old = cur.dn.getDatanodeUuid();
     dropCurrent();
     dropNext();
     seek(targetPos);
-    for (DatanodeInfo dn : lb.getLocations()) {
-      if (!dn.getDatanodeUuid().equals(old.getDatanodeUuid()) && !fs.onStockPath(dn)) {
-        markBad(lb, old, null);
-        return true;
-      }
+    if (pos >= fileLength) {
+      return false;
     }
-    return false;
+    LocatedBlock lb = blockAt(pos);
+    Source s = open(lb, pos, lb.getStartOffset() + lb.getBlockSize() - pos, null, false, false, old);
+    if (s == null) {
+      return false; // the next read opens a source on what there is
+    }
+    cur = s;
+    return true;
   }
 
   /** Whether the next block's reader is out already (tests). */

@@ -20,6 +20,7 @@ import org.apache.hadoop.security.token.SecretManager.InvalidToken;
 import org.apache.hadoop.security.token.Token;
 import org.apache.hadoop.util.DataChecksum;
 import org.hdfsrdma.datanode.compat.DataNodeAccess;
+import org.hdfsrdma.datanode.compat.FaultHooks;
 import org.hdfsrdma.datanode.disk.DirectPacketReader;
 import org.hdfsrdma.datanode.disk.DiskIo;
 import org.hdfsrdma.protocol.BlockOps;
@@ -409,6 +410,11 @@ final class BlockReadTask implements ReadQueue.Read {
     if (offset < 0 || len < 0 || offset > visible || len > visible - offset) {
       return decline(Status.ERROR, "Offset " + offset + " and length " + len + " don't match block " + block
           + " ( blockLen " + visible + " )");
+    }
+    try {
+      FaultHooks.throwTooManyOpenFiles(); // stock's hook where its BlockSender opens the files
+    } catch (IOException e) {
+      return decline(Status.ERROR, "opReadBlock " + block + " received exception " + e); // stock's words
     }
     DataNodeAccess.MetaStream meta = dn.metaInputStream(block);
     if (meta == null) {

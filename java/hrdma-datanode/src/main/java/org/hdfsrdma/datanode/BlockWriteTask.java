@@ -12,6 +12,7 @@ import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpWriteBlockProt
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PipelineAckProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
 import org.hdfsrdma.datanode.compat.DataNodeAccess;
+import org.hdfsrdma.datanode.compat.FaultHooks;
 import org.hdfsrdma.protocol.BlockOps;
 import org.hdfsrdma.protocol.Message;
 import org.hdfsrdma.protocol.MessageCodec;
@@ -78,7 +79,7 @@ final class BlockWriteTask implements WriteMirror.Listener {
     this.request = request;
     this.id = request.requestId();
     this.setup = new PipelineSetup(ctx, this, up, request, this);
-    this.responder = new AckResponder(ack -> sendUp(MessageKind.PIPELINE_ACK, ack));
+    this.responder = new AckResponder(this::ackUp);
   }
 
   long requestId() {
@@ -107,7 +108,16 @@ final class BlockWriteTask implements WriteMirror.Listener {
         return;
       }
       if (d != null && responder.downstreamFailure() == null) {
-        d.forward(m.buffer());
+        // stock's hooks around mirroring a packet; an injected failure is the mirror's
+        long begin = System.nanoTime();
+        try {
+          FaultHooks.stopSendingPacketDownstream(d.name());
+          d.forward(m.buffer());
+          FaultHooks.logDelaySendingPacketDownstream(d.name(), TimeUnit.NANOSECONDS.toMillis(System.nanoTime()
+              - begin));
+        } catch (IOException e) {
+          d.failed("sending a packet to " + d.name() + " failed: " + e.getMessage());
+        }
       }
       packets.add(m);
     }
@@ -208,6 +218,32 @@ final class BlockWriteTask implements WriteMirror.Listener {
     }
   }
 
+  /**
+   * An ack upstream, between stock's PacketResponder hooks: an injected failure before it is
+   * sent fails the write as a failed responder does stock's (the connection closes, the client
+   * recovers its pipeline).
+   */
+  private void ackUp(PipelineAckProto ack) {
+    long begin = System.nanoTime();
+    try {
+      FaultHooks.failPipeline(setup.replica, setup.mirrorName);
+      FaultHooks.delaySendingAckToUpstream(String.valueOf(up.remoteAddress()));
+    } catch (IOException e) {
+      LOG.warn("hrdma datanode: ack of {} seqno {} to {} failed: {}", setup.block, ack.getSeqno(),
+          up.remoteAddress(), e.toString());
+      abort();
+      up.close();
+      return;
+    }
+    sendUp(MessageKind.PIPELINE_ACK, ack);
+    try {
+      FaultHooks.logDelaySendingAckToUpstream(setup.mirrorName, TimeUnit.NANOSECONDS.toMillis(System.nanoTime()
+          - begin));
+    } catch (IOException e) {
+      LOG.warn("hrdma datanode: after the ack of {} seqno {}: {}", setup.block, ack.getSeqno(), e.toString());
+    }
+  }
+
   /** Sends {@code kind} upstream; never blocks. A failure closes the connection. */
   void sendUp(MessageKind kind, org.apache.hadoop.thirdparty.protobuf.MessageLite header) {
     try {
@@ -275,6 +311,15 @@ final class BlockWriteTask implements WriteMirror.Listener {
             }
           }
           sendUp(MessageKind.WRITE_RESPONSE, BlockOps.writeResponse(Status.SUCCESS, "", null));
+          try {
+            FaultHooks.writeBlockAfterFlush(); // stock's hook once the connect ack is out
+          } catch (IOException e) {
+            // as stock's writeBlock ending on it: the write stops, the connection closes
+            synchronized (lock) {
+              failUnlocked(e.toString());
+            }
+            up.close();
+          }
           if (volumeExecutor != null) {
             synchronized (lock) {
               scheduled = false;

@@ -8,6 +8,7 @@ import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PacketHeaderProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
 import org.apache.hadoop.util.DataChecksum;
+import org.hdfsrdma.datanode.compat.FaultHooks;
 import org.hdfsrdma.datanode.compat.RbwReplica;
 import org.hdfsrdma.datanode.disk.DiskIo;
 import org.hdfsrdma.protocol.ChunkSums;
@@ -117,6 +118,7 @@ final class PacketReceiver {
         // the data goes to the file straight from the buffer it arrived in (the message is
         // released only after this returns: disk.write waits for the volume's worker)
         ByteBuffer fresh = data.position(skip);
+        FaultHooks.delayWriteToDisk(); // stock's hook before the data is written
         disk.write(h.getOffsetInBlock() + skip, dataLen - skip, () -> { // hrdma disk: on the volume's scheduler
           if (skip % bytesPerChecksum != 0) {
             replica.rewindLastChecksum(checksumSize); // that chunk's checksum is rewritten whole

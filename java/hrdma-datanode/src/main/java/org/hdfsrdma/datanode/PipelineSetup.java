@@ -16,6 +16,7 @@ import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier.AccessMo
 import org.apache.hadoop.security.token.SecretManager.InvalidToken;
 import org.apache.hadoop.util.DataChecksum;
 import org.hdfsrdma.datanode.compat.DataNodeAccess;
+import org.hdfsrdma.datanode.compat.FaultHooks;
 import org.hdfsrdma.datanode.compat.RbwReplica;
 import org.hdfsrdma.datanode.disk.DiskIo;
 import org.hdfsrdma.protocol.BlockOps;
@@ -141,6 +142,7 @@ final class PipelineSetup {
       WriteMirror d = new WriteMirror(mirrorName, up, listener);
       BlockOpResponseProto resp;
       try {
+        FaultHooks.failMirrorConnection(); // stock's hook: a throw is an unreachable mirror
         HrdmaConnector connector = ctx.connector();
         InetSocketAddress a = new InetSocketAddress(next.getIpAddr(), RdmaPorts.pluginPort(next, dn.conf()));
         ClientGate gate = new ClientGate(d);

@@ -82,6 +82,11 @@ final class WriteMirror implements EndpointHandler {
     });
   }
 
+  /** Sending to the downstream failed here (an injected fault): the write goes on without it. */
+  void failed(String why) {
+    listener.onDownstreamFailed(why);
+  }
+
   void close() {
     Endpoint e = ep;
     if (e != null) {

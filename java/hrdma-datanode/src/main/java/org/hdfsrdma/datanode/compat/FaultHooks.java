@@ -1,0 +1,62 @@
+package org.hdfsrdma.datanode.compat;
+
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import org.apache.hadoop.hdfs.server.datanode.DataNodeFaultInjector;
+
+/**
+ * Stock's DataNode fault-injection points ({@link DataNodeFaultInjector}, set by tests with
+ * {@code DataNodeFaultInjector.set}), called where our write and read paths do what stock's
+ * DataXceiver, BlockReceiver, PacketResponder and BlockSender do at the same point. The default
+ * injector does nothing; a test's may delay or throw, and what a throw means is what it means
+ * to stock at that point (each caller says).
+ */
+public final class FaultHooks {
+  private FaultHooks() {}
+
+  /** DataXceiver#writeBlock: before connecting to the mirror (a throw: the mirror is unreachable). */
+  public static void failMirrorConnection() throws IOException {
+    DataNodeFaultInjector.get().failMirrorConnection();
+  }
+
+  /** DataXceiver#writeBlock: the connect ack (WRITE_RESPONSE) went upstream. */
+  public static void writeBlockAfterFlush() throws IOException {
+    DataNodeFaultInjector.get().writeBlockAfterFlush();
+  }
+
+  /** BlockReceiver#receivePacket: before a packet is sent on to the mirror (a throw: the mirror failed). */
+  public static void stopSendingPacketDownstream(String mirror) throws IOException {
+    DataNodeFaultInjector.get().stopSendingPacketDownstream(mirror);
+  }
+
+  /** BlockReceiver#receivePacket: the packet went to the mirror, {@code millis} after it was due. */
+  public static void logDelaySendingPacketDownstream(String mirror, long millis) throws IOException {
+    DataNodeFaultInjector.get().logDelaySendingPacketDownstream(mirror, millis);
+  }
+
+  /** BlockReceiver#receivePacket: before a packet's data is written to disk. */
+  public static void delayWriteToDisk() {
+    DataNodeFaultInjector.get().delayWriteToDisk();
+  }
+
+  /** PacketResponder#sendAckUpstream: before the ack is sent (a throw: the responder fails). */
+  public static void delaySendingAckToUpstream(String upstream) throws IOException {
+    DataNodeFaultInjector.get().delay();
+    DataNodeFaultInjector.get().delaySendingAckToUpstream(upstream);
+  }
+
+  /** PacketResponder#sendAckUpstream: the ack went up {@code millis} after it was ready. */
+  public static void logDelaySendingAckToUpstream(String mirror, long millis) throws IOException {
+    DataNodeFaultInjector.get().logDelaySendingAckToUpstream(mirror, millis);
+  }
+
+  /** PacketResponder#run: before a packet's ack is processed (a throw: the responder fails). */
+  public static void failPipeline(RbwReplica replica, String mirror) throws IOException {
+    DataNodeFaultInjector.get().failPipeline(replica.replica(), mirror);
+  }
+
+  /** BlockSender's constructor: the replica's files are about to be opened for a read. */
+  public static void throwTooManyOpenFiles() throws FileNotFoundException {
+    DataNodeFaultInjector.get().throwTooManyOpenFiles();
+  }
+}
