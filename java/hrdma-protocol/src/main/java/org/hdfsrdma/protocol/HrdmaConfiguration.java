@@ -1,25 +1,23 @@
 package org.hdfsrdma.protocol;
 
-import org.apache.hadoop.conf.Configuration;
-
 /**
- * Adds hrdma-default.xml (every {@code hrdma.*} key with its default, shipped in this jar) to
- * Hadoop's default resources, as HdfsConfiguration does for hdfs-default.xml: every
- * Configuration that loads defaults then lists our keys, and core-site.xml / hdfs-site.xml
- * still override them. Thread-safe; idempotent.
+ * Where the {@code hrdma.*} defaults live: hrdma-default.xml (every key with its default and
+ * description, shipped in this jar, the source of docs/configuration.md) and, equal to it
+ * (ConfigurationRegistryTest checks), each key's {@code _DEFAULT} constant, which the code
+ * passes to every {@code conf.get}. The file is deliberately not a Hadoop default resource:
+ * Configuration loads default resources in the order they were added, the last winning, and
+ * ours would be added after core-site.xml and hdfs-site.xml (when the plugin or the client
+ * class loads), so every {@code hrdma.*} key an operator set there was overridden by its
+ * default. Stateless.
  */
 public final class HrdmaConfiguration {
   /** The defaults resource on the class path. */
   public static final String DEFAULT_RESOURCE = "hrdma-default.xml";
 
-  static {
-    Configuration.addDefaultResource(DEFAULT_RESOURCE);
-  }
-
   private HrdmaConfiguration() {}
 
-  /** Loads the defaults resource (once per class loader); call before reading configuration. */
+  /** Nothing to load: kept so callers say where configuration starts being read. */
   public static void init() {
-    // the static initializer does the work
+    // the defaults are the _DEFAULT constants; see the class comment
   }
 }

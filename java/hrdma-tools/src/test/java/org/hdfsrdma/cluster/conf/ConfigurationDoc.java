@@ -78,8 +78,8 @@ final class ConfigurationDoc {
         .append("<!-- Generated from java/hrdma-protocol/src/main/resources/hrdma-default.xml by `make docs`;"
             + " do not edit. -->\n\n")
         .append("Every `hrdma.*` key, its default and what it does. The defaults ship in the hrdma-protocol jar\n")
-        .append("as `hrdma-default.xml`, loaded as a Hadoop default resource by the DataNode plugin and the\n")
-        .append("client; set a key in `hdfs-site.xml` (or `core-site.xml`) to override it. The tools take\n")
+        .append("as `hrdma-default.xml` (equal to the code's `_DEFAULT` constants, which apply when a key is\n")
+        .append("unset); set a key in `hdfs-site.xml` (or `core-site.xml`) to override it. The tools take\n")
         .append("`--conf KEY=VALUE`. An empty default is computed or means unset (see the description).\n")
         .append("In code each key is a `_KEY`/`_DEFAULT` pair in a registry class: `HrdmaTransportKeys`,\n")
         .append("`HrdmaProtocolKeys`, `HrdmaDataNodeKeys`, `HrdmaClientKeys`, `HrdmaClusterKeys`.\n");
