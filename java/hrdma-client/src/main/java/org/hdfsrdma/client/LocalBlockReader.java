@@ -114,7 +114,7 @@ final class LocalBlockReader implements BlockReader {
     if (metaFd.size() < headerBytes || metaFd.size() > Integer.MAX_VALUE) {
       throw new IOException("the .meta file of " + block + " has " + metaFd.size() + " bytes");
     }
-    NativeFiles.Mapping mm = mapOf(metaFd, 0, metaFd.size());
+    NativeFiles.Mapping mm = mapOf(metaFd, 0, metaFd.size(), block);
     NativeFiles.Mapping dm = null;
     try {
       this.meta = mm.buffer();
@@ -129,7 +129,7 @@ final class LocalBlockReader implements BlockReader {
         throw new IOException("[" + mapStart + ", " + fileEnd + ") of " + block + " is too large to map");
       }
       if (fileEnd > mapStart) {
-        dm = mapOf(data, mapStart, fileEnd - mapStart);
+        dm = mapOf(data, mapStart, fileEnd - mapStart, block);
         this.map = dm.buffer();
       } else {
         this.map = ByteBuffer.allocate(0);
@@ -172,7 +172,9 @@ final class LocalBlockReader implements BlockReader {
     return verify;
   }
 
-  private NativeFiles.Mapping mapOf(NativeFiles.Fd fd, long offset, long length) throws IOException {
+  /** {@code [offset, offset + length)} of a replica file of {@code block}, mapped read-only. */
+  static NativeFiles.Mapping mapOf(NativeFiles.Fd fd, long offset, long length, ExtendedBlock block)
+      throws IOException {
     try {
       return fd.map(offset, length);
     } catch (NativeException e) {

@@ -248,7 +248,7 @@ final class LocalReplicas implements AutoCloseable {
       if (metaFd.size() < headerBytes || metaFd.size() > Integer.MAX_VALUE) {
         throw new IOException("the .meta file of " + block + " has " + metaFd.size() + " bytes");
       }
-      NativeFiles.Mapping mm = map(metaFd, metaFd.size());
+      NativeFiles.Mapping mm = LocalBlockReader.mapOf(metaFd, 0, metaFd.size(), block);
       NativeFiles.Mapping dm = null;
       try {
         this.meta = mm.buffer();
@@ -267,7 +267,7 @@ final class LocalReplicas implements AutoCloseable {
           throw new IOException("the .meta file of " + block + " has " + meta.capacity() + " bytes, too few for "
               + chunks + " checksums");
         }
-        dm = map(dataFd, length);
+        dm = LocalBlockReader.mapOf(dataFd, 0, length, block);
         try {
           dm.adviseRandom(); // positional reads: a cold page costs its own read, not the device's read-ahead
         } catch (NativeException e) {
@@ -284,14 +284,6 @@ final class LocalReplicas implements AutoCloseable {
       this.metaMap = mm;
       this.dataMap = dm;
       mappedBytes.addAndGet(mm.length() + dm.length());
-    }
-
-    private NativeFiles.Mapping map(NativeFiles.Fd fd, long len) throws IOException {
-      try {
-        return fd.map(0, len);
-      } catch (NativeException e) {
-        throw new IOException("cannot map a file of " + block + ": " + e.getMessage(), e);
-      }
     }
 
     private boolean retain() {

@@ -11,7 +11,6 @@ import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.server.datanode.BlockMetadataHeader;
 import org.apache.hadoop.util.DataChecksum;
-import org.hdfsrdma.nativelib.NativeException;
 import org.hdfsrdma.nativelib.NativeFiles;
 
 /**
@@ -104,7 +103,7 @@ final class MappedReplica {
     if (metaSize < BlockMetadataHeader.getHeaderSize() || metaSize > Integer.MAX_VALUE) {
       throw new IOException("the .meta file of " + block + " has " + metaSize + " bytes");
     }
-    NativeFiles.Mapping mm = map(f.meta(), 0, metaSize, block);
+    NativeFiles.Mapping mm = LocalBlockReader.mapOf(f.meta(), 0, metaSize, block);
     NativeFiles.Mapping dm = null;
     try {
       DataChecksum c = LocalBlockReader.checksumOf(mm.buffer(), block);
@@ -112,7 +111,7 @@ final class MappedReplica {
       long start = offsetInBlock / bpc * bpc;
       // whole chunks up to 2 GiB of mapping; the replica's last chunk may be short
       long end = Math.min(visibleLength, start + (long) (Integer.MAX_VALUE / bpc) * bpc);
-      dm = map(f.data(), start, end - start, block);
+      dm = LocalBlockReader.mapOf(f.data(), start, end - start, block);
       return new MappedReplica(block, dn, dm, mm, c, start, end, f.cached());
     } catch (IOException | RuntimeException e) {
       mm.close();
@@ -120,16 +119,6 @@ final class MappedReplica {
         dm.close();
       }
       throw e;
-    }
-  }
-
-  private static NativeFiles.Mapping map(NativeFiles.Fd fd, long offset, long length, ExtendedBlock block)
-      throws IOException {
-    try {
-      return fd.map(offset, length);
-    } catch (NativeException e) {
-      throw new IOException("cannot map [" + offset + ", " + (offset + length) + ") of a file of " + block + ": "
-          + e.getMessage(), e);
     }
   }
 
