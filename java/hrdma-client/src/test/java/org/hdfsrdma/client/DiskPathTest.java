@@ -129,7 +129,6 @@ class DiskPathTest {
   void fourConcurrentWritersGiveFewExtentsPerBlockAndStockReadsThem() throws Exception {
     Path dir = new Path("/disk/four");
     int free = fallocateExtents(cluster.getInstanceStorageDir(0, 0));
-    int allowed = Math.max(2, free);
     long directBefore = directWritten();
     ExecutorService pool = Executors.newFixedThreadPool(STREAMS);
     List<Future<?>> done = new ArrayList<>();
@@ -153,6 +152,10 @@ class DiskPathTest {
     }
     double secs = (System.nanoTime() - t0) / 1e9;
     pool.shutdown();
+    // the free space this shared disk offers moves while the writers allocate (other processes
+    // write to it too): the bound is what fallocate alone gets before or after, whichever is worse
+    free = Math.max(free, fallocateExtents(cluster.getInstanceStorageDir(0, 0)));
+    int bound = Math.max(2, free);
     for (int i = 0; i < STREAMS; i++) {
       Path p = new Path(dir, "f" + i);
       List<LocatedBlock> blocks = stock.getClient().getLocatedBlocks(p.toString(), 0).getLocatedBlocks();
@@ -162,8 +165,8 @@ class DiskPathTest {
       try (NativeDisk.File nf = NativeDisk.File.open(f.toPath(), 0)) {
         int extents = nf.extentCount();
         System.out.printf("disk path: %s: %d extents (fallocate alone here: up to %d)%n", p, extents, free);
-        assertTrue(extents >= 1 && extents <= allowed, p + ": " + extents + " extents; fallocate alone gave up to "
-            + free + " in this filesystem's free space just before");
+        assertTrue(extents >= 1 && extents <= bound, p + ": " + extents + " extents; fallocate alone gave up to "
+            + free + " in this filesystem's free space before or after");
       }
       // the stock client, through the stock DataNode data path
       Random r = new Random(100 + i);
@@ -189,7 +192,7 @@ class DiskPathTest {
         vs.stream().map(s -> String.format("run %.1f MB, p50/p99 %d/%d us", s.avgRunBytes() / (1 << 20),
             s.latencyP50Us(), s.latencyP99Us())).toList());
     assertTrue(finalized >= STREAMS && prealloc >= STREAMS && trimmed >= STREAMS, vs.toString());
-    assertTrue(maxExtents >= 1 && maxExtents <= allowed, vs.toString());
+    assertTrue(maxExtents >= 1 && maxExtents <= bound, vs.toString());
     assertTrue(written >= STREAMS * BLOCK, vs.toString());
     // every packet is 1 MiB at a 1 MiB offset: all of it went around the page cache
     assertEquals(STREAMS * BLOCK, vs.stream().mapToLong(VolumeStats.Snapshot::directWrittenBytes).sum()
@@ -207,7 +210,7 @@ class DiskPathTest {
     System.out.println(DiskStatus.header());
     jmx.forEach(v -> System.out.println(DiskStatus.format(v)));
     assertEquals(vs.size(), jmx.size(), "one JMX record per volume: " + jmx);
-    assertTrue(jmx.stream().allMatch(v -> "rotational".equals(v.policy()) && v.extentsPerBlock() <= allowed), "" + jmx);
+    assertTrue(jmx.stream().allMatch(v -> "rotational".equals(v.policy()) && v.extentsPerBlock() <= bound), "" + jmx);
     assertTrue(jmx.stream().mapToLong(DiskStatus.Volume::requests).sum() >= STREAMS * BLOCK / (1 << 20), "" + jmx);
   }
 
