@@ -3,10 +3,14 @@ package org.hdfsrdma.client;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.File;
+import java.io.IOException;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.DFSConfigKeys;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.apache.hadoop.hdfs.server.datanode.DataNode;
 import org.hdfsrdma.datanode.RdmaDataNodePlugin;
 import org.hdfsrdma.protocol.SocketPaths;
 import org.hdfsrdma.transport.TransportConf;
@@ -33,6 +37,23 @@ final class PluginCluster {
     // (SocketSquattingTest checks the refusal of them)
     conf.setBoolean(SocketPaths.ALLOW_STICKY_KEY, true);
     return conf;
+  }
+
+  /**
+   * The file holding {@code dn}'s replica of {@code block}, asked of that
+   * DataNode's dataset. MiniDFSCluster#getBlockFile(index, ...) looks in the
+   * storage directories of the index's first DataNode, which is another one
+   * once a DataNode was restarted (it moves to the end of the list).
+   */
+  static File blockFile(MiniDFSCluster cluster, DatanodeInfo dn, ExtendedBlock block) throws IOException {
+    for (DataNode d : cluster.getDataNodes()) {
+      if (d.getDatanodeUuid().equals(dn.getDatanodeUuid())) {
+        File f = new File(d.getFSDataset().getBlockLocalPathInfo(block).getBlockPath());
+        assertTrue(f.isFile(), "block file " + f);
+        return f;
+      }
+    }
+    throw new AssertionError("no DataNode " + dn);
   }
 
   /** Starts {@code dataNodes} DataNodes under target/test-dir/OWNER and waits for their plugins. */

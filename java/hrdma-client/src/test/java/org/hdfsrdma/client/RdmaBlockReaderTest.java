@@ -33,7 +33,6 @@ import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
 import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier.AccessMode;
 import org.apache.hadoop.hdfs.security.token.block.BlockTokenSecretManager;
 import org.apache.hadoop.hdfs.security.token.block.InvalidBlockTokenException;
-import org.apache.hadoop.hdfs.server.datanode.DataNode;
 import org.apache.hadoop.security.token.Token;
 import org.hdfsrdma.datanode.RdmaDataNodePlugin;
 import org.hdfsrdma.protocol.BlockOps;
@@ -297,15 +296,6 @@ class RdmaBlockReaderTest {
     return got;
   }
 
-  private int indexOf(DatanodeInfo dn) {
-    List<DataNode> dns = cluster.getDataNodes();
-    for (int i = 0; i < dns.size(); i++) {
-      if (dns.get(i).getDatanodeUuid().equals(dn.getDatanodeUuid())) {
-        return i;
-      }
-    }
-    throw new AssertionError("no DataNode " + dn);
-  }
 
   @Test
   @Order(4)
@@ -313,8 +303,7 @@ class RdmaBlockReaderTest {
     byte[] data = write("/corrupt/file", PluginCluster.random(2 * BLOCK, 9), 1);
     LocatedBlock lb = blocks("/corrupt/file").get(1);
     DatanodeInfo dn = lb.getLocations()[0];
-    File f = cluster.getBlockFile(indexOf(dn), lb.getBlock());
-    assertTrue(f != null && f.isFile(), "block file " + f);
+    File f = PluginCluster.blockFile(cluster, dn, lb.getBlock());
     long flipAt = 300_000 + 17;
     try (RandomAccessFile raf = new RandomAccessFile(f, "rw")) {
       raf.seek(flipAt);

@@ -15,7 +15,6 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
-import java.util.List;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
@@ -352,15 +351,7 @@ class RdmaDistributedFileSystemTest {
   }
 
   private void flip(DatanodeInfo dn, LocatedBlock lb, long at) throws IOException {
-    List<DataNode> dns = cluster.getDataNodes();
-    int index = -1;
-    for (int i = 0; i < dns.size(); i++) {
-      if (dns.get(i).getDatanodeUuid().equals(dn.getDatanodeUuid())) {
-        index = i;
-      }
-    }
-    File f = cluster.getBlockFile(index, lb.getBlock());
-    assertTrue(f != null && f.isFile(), "block file " + f);
+    File f = PluginCluster.blockFile(cluster, dn, lb.getBlock());
     try (RandomAccessFile raf = new RandomAccessFile(f, "rw")) {
       raf.seek(at);
       int v = raf.read();
