@@ -140,7 +140,7 @@ abstract class AbstractUcxTransport implements Transport {
     }
     this.operationScoped = access.equals("operation");
     String userConfig = conf.get(TransportConf.UCX_CONFIG_KEY, TransportConf.UCX_CONFIG_DEFAULT);
-    this.ucxConfig = operationScoped ? scopedConfig(userConfig) : userConfig;
+    this.ucxConfig = operationScoped ? scopedConfig(userConfig, hasRdmaDevices()) : userConfig;
     int spin = conf.getInt(TransportConf.UCX_SPIN_KEY, TransportConf.UCX_SPIN_DEFAULT);
     try {
       this.ctx = createContext(() -> Jni.ctxCreate0(ucxConfig), Jni::ctxDestroy0,
@@ -180,11 +180,14 @@ abstract class AbstractUcxTransport implements Transport {
    * its operation alone: without UCP's registration cache (which would hand back the
    * registration of the whole slab the buffer lies in, and keep it) and, on InfiniBand,
    * without the IB memory domain's own cache (same, one level down). Settings the user gave
-   * win.
+   * win. The IB setting only where there is an RDMA device: without one no IB memory domain
+   * takes it, and UCX warns of an invalid configuration at every worker.
    */
-  static String scopedConfig(String user) {
+  static String scopedConfig(String user, boolean rdmaDevices) {
     StringBuilder b = new StringBuilder(user == null ? "" : user.trim());
-    for (String kv : new String[] {"RCACHE_ENABLE=n", "IB_REG_METHODS=direct"}) {
+    String[] scoping = rdmaDevices ? new String[] {"RCACHE_ENABLE=n", "IB_REG_METHODS=direct"}
+        : new String[] {"RCACHE_ENABLE=n"};
+    for (String kv : scoping) {
       String name = kv.substring(0, kv.indexOf('=') + 1);
       if (!(";" + b).contains(";" + name)) {
         if (b.length() > 0 && b.charAt(b.length() - 1) != ';') {
@@ -194,6 +197,14 @@ abstract class AbstractUcxTransport implements Transport {
       }
     }
     return b.toString();
+  }
+
+  private static boolean hasRdmaDevices() {
+    try {
+      return !HrdmaNative.probeDevices().isBlank();
+    } catch (NativeException e) {
+      return true; // cannot tell: keep the setting (at worst UCX warns)
+    }
   }
 
   /**

@@ -111,10 +111,12 @@ class UcxRemoteAccessTest {
 
   @Test
   void theCachesAreTurnedOffUnlessTheUserSaidOtherwise() throws Exception {
-    assertEquals("TLS=tcp;RCACHE_ENABLE=n;IB_REG_METHODS=direct", AbstractUcxTransport.scopedConfig("TLS=tcp"));
-    assertEquals("RCACHE_ENABLE=n;IB_REG_METHODS=direct", AbstractUcxTransport.scopedConfig(""));
+    assertEquals("TLS=tcp;RCACHE_ENABLE=n;IB_REG_METHODS=direct", AbstractUcxTransport.scopedConfig("TLS=tcp", true));
+    assertEquals("RCACHE_ENABLE=n;IB_REG_METHODS=direct", AbstractUcxTransport.scopedConfig("", true));
     assertEquals("RCACHE_ENABLE=y;TLS=tcp;IB_REG_METHODS=direct",
-        AbstractUcxTransport.scopedConfig("RCACHE_ENABLE=y;TLS=tcp"));
+        AbstractUcxTransport.scopedConfig("RCACHE_ENABLE=y;TLS=tcp", true));
+    // no RDMA device: no IB memory domain to take the IB setting
+    assertEquals("TLS=tcp;RCACHE_ENABLE=n", AbstractUcxTransport.scopedConfig("TLS=tcp", false));
     assertThrows(TransportException.class, () -> new UcxTransport(conf("everything")));
   }
 }
