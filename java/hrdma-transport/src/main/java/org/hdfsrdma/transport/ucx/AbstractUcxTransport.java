@@ -114,6 +114,11 @@ abstract class AbstractUcxTransport implements Transport {
     }
   }
 
+  /** Why UCX is refused in this process now, or null (tests). */
+  static String stuckCreation() {
+    return STUCK.get();
+  }
+
   /** A creation nobody waits for any more: its context, when it comes, is destroyed; UCX is usable again. */
   private static void giveUp(CompletableFuture<Long> made, java.util.function.LongConsumer destroyer, String why) {
     made.whenComplete((ctx, err) -> {

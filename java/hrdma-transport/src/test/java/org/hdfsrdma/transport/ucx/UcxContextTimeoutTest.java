@@ -1,6 +1,7 @@
 package org.hdfsrdma.transport.ucx;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -48,6 +49,12 @@ class UcxContextTimeoutTest {
     release.countDown();
     assertTrue(destroyedLatch.await(10, TimeUnit.SECONDS), "the late context destroyed");
     assertEquals(42L, destroyed.get());
+    // the refusal ends right after the late context is destroyed (on the creating thread)
+    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (AbstractUcxTransport.stuckCreation() != null && System.nanoTime() < end) {
+      Thread.sleep(5);
+    }
+    assertNull(AbstractUcxTransport.stuckCreation(), "still refused");
     assertEquals(7L, AbstractUcxTransport.createContext(() -> 7L, ctx -> { }, 10_000), "usable again");
   }
 
