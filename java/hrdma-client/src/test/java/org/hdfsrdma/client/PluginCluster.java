@@ -4,13 +4,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.File;
 import java.io.IOException;
-import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.DFSConfigKeys;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.server.datanode.DataNode;
+import org.hdfsrdma.datanode.PluginMiniClusters;
 import org.hdfsrdma.datanode.RdmaDataNodePlugin;
 import org.hdfsrdma.protocol.SocketPaths;
 import org.hdfsrdma.transport.TransportConf;
@@ -61,62 +61,16 @@ final class PluginCluster {
     File base = new File("target/test-dir/" + owner.getSimpleName());
     MiniDFSCluster cluster = new MiniDFSCluster.Builder(conf, base).numDataNodes(dataNodes).build();
     cluster.waitActive();
-    restartWherePortTaken(cluster);
     awaitPluginsServing(cluster);
     return cluster;
   }
 
   /**
-   * A plugin listens on its DataNode's (ephemeral) xfer port + the port
-   * offset, which another socket of this machine may hold already: such a
-   * plugin fails to start (by design it logs once and leaves the DataNode on
-   * the stock path). For the tests, that DataNode is restarted on new ports.
+   * Waits until the plugin of every DataNode of this cluster serves, restarting a DataNode
+   * whose plugin port another socket held (PluginMiniClusters).
    */
-  private static void restartWherePortTaken(MiniDFSCluster cluster) throws Exception {
-    for (int attempt = 0; attempt < 3; attempt++) {
-      long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-      int failed = -1;
-      boolean allSettled = false;
-      while (!allSettled && failed < 0 && System.nanoTime() < end) {
-        allSettled = true;
-        for (int i = 0; i < cluster.getDataNodes().size(); i++) {
-          String uuid = cluster.getDataNodes().get(i).getDatanodeUuid();
-          RdmaDataNodePlugin.State st = RdmaDataNodePlugin.running().stream()
-              .filter(p -> uuid != null && uuid.equals(p.datanodeUuid())).map(RdmaDataNodePlugin::state)
-              .findFirst().orElse(null);
-          if (st == RdmaDataNodePlugin.State.FAILED && String.valueOf(failure(uuid)).contains("cannot listen")) {
-            failed = i;
-          } else if (st != RdmaDataNodePlugin.State.SERVING) {
-            allSettled = false;
-          }
-        }
-        Thread.sleep(20);
-      }
-      if (failed < 0) {
-        return;
-      }
-      cluster.restartDataNode(failed, false); // new ephemeral ports
-      cluster.waitActive();
-    }
-  }
-
-  private static String failure(String uuid) {
-    return RdmaDataNodePlugin.running().stream().filter(p -> uuid.equals(p.datanodeUuid()))
-        .map(RdmaDataNodePlugin::failure).findFirst().orElse(null);
-  }
-
-  /**
-   * Waits until the plugin of every DataNode of this cluster serves. Matched by
-   * DataNode UUID: other test classes' clusters may run in the same JVM.
-   */
-  static void awaitPluginsServing(MiniDFSCluster cluster) throws InterruptedException {
-    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    while (!cluster.getDataNodes().stream().allMatch(dn -> RdmaDataNodePlugin.running().stream()
-        .anyMatch(p -> dn.getDatanodeUuid() != null && dn.getDatanodeUuid().equals(p.datanodeUuid())
-            && p.state() == RdmaDataNodePlugin.State.SERVING))) {
-      assertTrue(System.nanoTime() < end, "plugins not serving: " + RdmaDataNodePlugin.running());
-      Thread.sleep(20);
-    }
+  static void awaitPluginsServing(MiniDFSCluster cluster) throws Exception {
+    PluginMiniClusters.awaitServing(cluster);
   }
 
   /** Closes {@code fs} and shuts {@code cluster} down; either may be null (a setup that failed). */

@@ -16,6 +16,7 @@ import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.HdfsConfiguration;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.hdfsrdma.client.RdmaDistributedFileSystem;
+import org.hdfsrdma.datanode.PluginMiniClusters;
 import org.hdfsrdma.datanode.RdmaDataNodePlugin;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -40,7 +41,7 @@ class HarnessIsOursTest {
     try {
       cluster.waitActive();
       if (MODE.equals("ours")) {
-        restartWherePluginPortTaken(cluster);
+        PluginMiniClusters.awaitServing(cluster);
       }
       DistributedFileSystem fs = cluster.getFileSystem();
       byte[] data = new byte[3 << 20];
@@ -81,40 +82,6 @@ class HarnessIsOursTest {
       }
     } finally {
       cluster.shutdown();
-    }
-  }
-
-  /**
-   * A plugin listens on its DataNode's xfer port + 1000; with MiniDFSCluster's ephemeral
-   * ports another socket of this machine sometimes holds that port, and the plugin then
-   * leaves its DataNode on the stock path (logged once). Hadoop's tests run on regardless
-   * (such a DataNode is served the stock way); this check restarts it on new ports.
-   */
-  private static void restartWherePluginPortTaken(MiniDFSCluster cluster) throws Exception {
-    for (int attempt = 0; attempt < 3; attempt++) {
-      int taken = -1;
-      long end = System.nanoTime() + 30_000_000_000L;
-      boolean settled = false;
-      while (!settled && taken < 0 && System.nanoTime() < end) {
-        settled = true;
-        for (int i = 0; i < cluster.getDataNodes().size(); i++) {
-          String uuid = cluster.getDataNodes().get(i).getDatanodeUuid();
-          var plugin = RdmaDataNodePlugin.running().stream()
-              .filter(pl -> uuid != null && uuid.equals(pl.datanodeUuid())).findFirst().orElse(null);
-          if (plugin != null && plugin.state() == RdmaDataNodePlugin.State.FAILED
-              && String.valueOf(plugin.failure()).contains("cannot listen")) {
-            taken = i;
-          } else if (plugin == null || plugin.state() != RdmaDataNodePlugin.State.SERVING) {
-            settled = false;
-          }
-        }
-        Thread.sleep(20);
-      }
-      if (taken < 0) {
-        return;
-      }
-      cluster.restartDataNode(taken, false);
-      cluster.waitActive();
     }
   }
 }

@@ -24,6 +24,7 @@ import org.apache.hadoop.hdfs.HdfsConfiguration;
 import org.apache.hadoop.hdfs.HedgedReadMetricsAccess;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.apache.hadoop.hdfs.client.HdfsClientConfigKeys;
+import org.hdfsrdma.datanode.PluginMiniClusters;
 import org.hdfsrdma.client.RdmaDistributedFileSystem;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -58,6 +59,9 @@ class HedgedReadTest {
     File base = new File(System.getProperty("test.build.data", "target/test/data"), "HedgedReadTest");
     cluster = new MiniDFSCluster.Builder(conf, base).numDataNodes(3).build();
     cluster.waitActive();
+    if (OURS) {
+      PluginMiniClusters.awaitServing(cluster);
+    }
     data = new byte[SIZE];
     new Random(42).nextBytes(data);
     try (FSDataOutputStream out = cluster.getFileSystem().create(new Path("/hedged"), true, 4096, (short) 3,

@@ -2,7 +2,6 @@ package org.hdfsrdma.client.contract;
 
 import java.io.File;
 import java.io.IOException;
-import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
@@ -10,6 +9,7 @@ import org.apache.hadoop.fs.contract.AbstractFSContract;
 import org.apache.hadoop.hdfs.DFSConfigKeys;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.hdfsrdma.client.RdmaDistributedFileSystem;
+import org.hdfsrdma.datanode.PluginMiniClusters;
 import org.hdfsrdma.datanode.RdmaDataNodePlugin;
 
 /**
@@ -58,18 +58,10 @@ public class RdmaHdfsContract extends AbstractFSContract {
       conf.setInt(DFSConfigKeys.DFS_REPLICATION_KEY, 1);
       cluster = new MiniDFSCluster.Builder(conf, new File("target/test-dir/contract")).numDataNodes(1).build();
       cluster.waitActive();
-      long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-      String uuid = cluster.getDataNodes().get(0).getDatanodeUuid();
-      while (RdmaDataNodePlugin.running().stream()
-          .noneMatch(p -> uuid.equals(p.datanodeUuid()) && p.state() == RdmaDataNodePlugin.State.SERVING)) {
-        if (System.nanoTime() > end) {
-          throw new IOException("plugin not serving: " + RdmaDataNodePlugin.running());
-        }
-        try {
-          Thread.sleep(20);
-        } catch (InterruptedException e) {
-          throw new IOException(e);
-        }
+      try {
+        PluginMiniClusters.awaitServing(cluster);
+      } catch (Exception | AssertionError e) {
+        throw new IOException("plugin not serving", e);
       }
       Configuration client = new Configuration(cluster.getConfiguration(0));
       client.set("fs.hdfs.impl", RdmaDistributedFileSystem.class.getName());
