@@ -32,8 +32,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A write's pipeline set-up (stock: DataXceiver#writeBlock up to the first packet), on the
- * write executor: the block token is checked as stock checks it (mode WRITE, the storage
+ * A write's pipeline set-up (stock: DataXceiver#writeBlock up to the first packet), on a
+ * set-up thread of its own (creating the replica touches a volume, which may hang; stock's
+ * DataXceiver thread blocks the same way, and only its own write): the block token is checked as stock checks it (mode WRITE, the storage
  * types and ids of this node and those downstream); the replica is created
  * ({@code createRbw}, with a reservation and preallocation bounded by the block size this
  * DataNode knows) or recovered, by stage; when the request names downstream targets, the
@@ -134,6 +135,11 @@ final class PipelineSetup {
       return refuse(Status.ERROR, "DataNode " + dn.datanodeUuid() + " cannot " + (stage
           == BlockConstructionStage.PIPELINE_SETUP_CREATE ? "create " : "recover (" + stage + ") ") + block + ": "
           + e, true);
+    }
+    if (task.abandoned()) {
+      // the replica took long (a slow volume) and upstream left meanwhile: no downstream set-up
+      // for nobody; the replica stays RBW, as stock's when its client goes
+      return refuse(Status.ERROR, "the write of " + block + " was abandoned during its set-up", true);
     }
     DatanodeInfo[] targets = BlockOps.targets(op);
     if (targets.length > 0) {
