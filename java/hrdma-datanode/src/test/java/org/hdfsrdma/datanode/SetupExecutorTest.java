@@ -58,7 +58,7 @@ class SetupExecutorTest {
       assertEquals(3, e.getLargestPoolSize(), "threads made: the two hung and one reused");
       // at the bound (three running), one more is refused, not queued
       CountDownLatch third = new CountDownLatch(1);
-      e.execute(() -> {
+      executeSoon(e, () -> {
         try {
           third.await();
         } catch (InterruptedException x) {
