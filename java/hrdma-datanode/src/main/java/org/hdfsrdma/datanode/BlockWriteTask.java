@@ -356,7 +356,7 @@ final class BlockWriteTask implements WriteMirror.Listener {
         setup.openDisk();
         receiver = new PacketReceiver(setup.block, setup.replica, setup.disk, setup.checksum,
             setup.startOffset, dn.syncOnClose(), ctx.limits().maxPacketBytes(), responder,
-            String.valueOf(up.remoteAddress()));
+            String.valueOf(up.remoteAddress()), setup.verifyChecksums);
       }
       while (true) {
         if (responder.finalizeDue()) {

@@ -65,6 +65,9 @@ final class PipelineSetup {
   long startOffset;
   private long reserveBytes; // what openDisk preallocates
   boolean registered;  // the task is the block's registered writer on this DataNode
+  // stock BlockReceiver#shouldVerifyChecksum: a client's packets are verified by the pipeline's
+  // last DataNode only (its error ack stops the write everywhere); a DataNode's, everywhere
+  boolean verifyChecksums = true;
 
   PipelineSetup(OpContext ctx, BlockWriteTask task, Endpoint up, Message request, WriteMirror.Listener listener) {
     this.ctx = ctx;
@@ -142,6 +145,7 @@ final class PipelineSetup {
       return refuse(Status.ERROR, "the write of " + block + " was abandoned during its set-up", true);
     }
     DatanodeInfo[] targets = BlockOps.targets(op);
+    verifyChecksums = targets.length == 0 || op.getHeader().getClientName().isEmpty();
     if (targets.length > 0) {
       DatanodeInfo next = targets[0];
       mirrorName = next.getXferAddr();
