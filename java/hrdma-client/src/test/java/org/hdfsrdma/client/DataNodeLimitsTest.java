@@ -88,6 +88,9 @@ class DataNodeLimitsTest {
     conf.setLong(TransportConf.READ_TIMEOUT_KEY, READ_TIMEOUT_MS);
     conf.set("hrdma.datanode.disk.policy.disk", "fifo"); // volume workers a test can hold
     conf.setInt("hrdma.datanode.write.threads", 1); // fewer than the writes a hung volume holds
+    // stock's round-robin, with volumes a test can hang inside createRbw
+    conf.set(DFSConfigKeys.DFS_DATANODE_FSDATASET_VOLUME_CHOOSING_POLICY_KEY,
+        HoldingVolumeChoosingPolicy.class.getName());
     // a loaded machine may take seconds over a hello: a write must not drift to the stock path
     conf.setLong("hrdma.transport.connect-timeout-ms", 20_000);
     java.io.File base = new java.io.File("target/test-dir/" + getClass().getSimpleName());
@@ -556,6 +559,87 @@ class DataNodeLimitsTest {
       assertTrue(stuck > 2 && stuck < writes, stuck + " of " + writes + " writes on the held volumes");
     } finally {
       unhang.countDown();
+      writers.shutdownNow();
+      c.close();
+    }
+  }
+
+  /**
+   * A replica creation hung on its volume delays only its own write: with one volume of each
+   * DataNode hung inside createRbw (after the volume choice, before the volume is touched),
+   * the writes whose replicas go to the other volumes complete over our path, and reads are
+   * served, while the held ones wait; once the volumes are back the held writes complete too,
+   * every file is whole, and no write, connection buffer or set-up is left behind.
+   */
+  @Test
+  @Order(10)
+  @Timeout(180)
+  void aHungReplicaCreationDelaysOnlyItsOwnWrites() throws Exception {
+    byte[] data = PluginCluster.random(200_000, 13);
+    RdmaDistributedFileSystem c = (RdmaDistributedFileSystem) FileSystem.newInstance(
+        PluginCluster.rdmaClientConf(cluster));
+    ExecutorService writers = Executors.newCachedThreadPool();
+    CountDownLatch release = new CountDownLatch(1);
+    try {
+      Path before = new Path("/limits/before-hung-create");
+      try (FSDataOutputStream out = c.create(before, true, 4096, (short) 2, PluginCluster.BLOCK)) {
+        out.write(data);
+      }
+      int heldBefore = HoldingVolumeChoosingPolicy.heldTotal();
+      long rdmaBytesBefore = c.rdmaBytesWritten();
+      for (int d = 0; d < 2; d++) {
+        RdmaDataNodePlugin p = plugin(dn(d));
+        HoldingVolumeChoosingPolicy.hold(new java.util.TreeSet<>(p.disk().schedulers().keySet()).first(), release);
+      }
+      int writes = 12; // more than a DataNode's write threads (1 here) and its volumes
+      List<Path> files = new ArrayList<>();
+      List<Future<Long>> done = new ArrayList<>();
+      for (int i = 0; i < writes; i++) {
+        Path f = new Path("/limits/hung-create-" + i);
+        files.add(f);
+        done.add(writers.submit(() -> {
+          try (FSDataOutputStream out = c.create(f, true, 4096, (short) 1, PluginCluster.BLOCK)) {
+            out.write(data);
+          }
+          return System.nanoTime();
+        }));
+        Thread.sleep(100); // one at a time into the volume choosing policy
+      }
+      // every write either completes or waits on a held volume; the free ones do not wait for the held
+      await(() -> done.stream().filter(Future::isDone).count() + HoldingVolumeChoosingPolicy.waiting() == writes,
+          60_000, "each write completed or held");
+      int held = HoldingVolumeChoosingPolicy.waiting();
+      assertTrue(held >= 2 && held <= writes - 2, held + " of " + writes + " writes held");
+      assertEquals(held, HoldingVolumeChoosingPolicy.heldTotal() - heldBefore, "held creations");
+      // reads are served meanwhile, by a DataNode with a hung creation
+      assertArrayEquals(data, readAll(c, before));
+      Thread.sleep(500);
+      assertEquals(held, HoldingVolumeChoosingPolicy.waiting(), "a held write went on while its volume was held");
+      assertEquals(writes - held, done.stream().filter(Future::isDone).count());
+      for (Future<Long> f : done) {
+        if (f.isDone()) {
+          f.get(); // completed, not failed
+        }
+      }
+      long releasedAt = System.nanoTime();
+      HoldingVolumeChoosingPolicy.releaseAll();
+      for (int i = 0; i < writes; i++) {
+        done.get(i).get(60, TimeUnit.SECONDS);
+        assertArrayEquals(data, readAll(c, files.get(i)), files.get(i) + " content");
+      }
+      System.err.println("hrdma test: " + held + " held writes completed within "
+          + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - releasedAt) + " ms of the release");
+      // all over our path, none set up again or sent through the stock path
+      assertEquals(0, c.stockWriteFallbacks(), "writes through the stock path");
+      assertEquals(0, c.pipelineRecoveries(), "pipeline recoveries");
+      assertEquals((long) writes * data.length, c.rdmaBytesWritten() - rdmaBytesBefore, "bytes written over hrdma");
+      // nothing left behind: no open write, no set-up thread waiting
+      await(() -> RdmaDataNodePlugin.running().stream().allMatch(p -> p.openWrites() == 0), 30_000,
+          "no open writes");
+      assertEquals(0, HoldingVolumeChoosingPolicy.waiting());
+    } finally {
+      HoldingVolumeChoosingPolicy.releaseAll();
+      release.countDown();
       writers.shutdownNow();
       c.close();
     }

@@ -273,12 +273,31 @@ final class BlockWriteTask implements WriteMirror.Listener {
         aborted = true;
       }
       if (!setupDone) {
-        sendUp(MessageKind.WRITE_RESPONSE, BlockOps.writeResponse(Status.ERROR, "", "DataNode "
-            + dn.datanodeUuid() + " is stopping or overloaded; write not served"));
+        // as stock's DataXceiverServer over dfs.datanode.max.transfer.threads: this node refuses,
+        // named as the bad link so that the client builds its pipeline without it
+        sendUp(MessageKind.WRITE_RESPONSE, BlockOps.writeResponse(Status.ERROR, selfAddress(), "DataNode "
+            + dn.datanodeUuid() + " is stopping or has " + HrdmaDataNodeKeys.WRITE_MAX_SETUPS_KEY
+            + " write set-ups in progress; write not served"));
       }
       // no executor thread will come: clean up on another thread (closing the replica's files
       // touches its volume; this may be an I/O thread); nothing else runs on this task
       java.util.concurrent.CompletableFuture.runAsync(this::cleanup);
+    }
+  }
+
+  /** This DataNode's xfer address in the request's block pool, or "" when it has none. */
+  private String selfAddress() {
+    try {
+      return dn.registeredXferAddr(BlockOps.block(request.writeRequest()).getBlockPoolId());
+    } catch (IOException | RuntimeException e) {
+      return "";
+    }
+  }
+
+  /** Upstream went away, the write timed out or the plugin is stopping (the set-up stops early). */
+  boolean abandoned() {
+    synchronized (lock) {
+      return aborted;
     }
   }
 
@@ -337,7 +356,7 @@ final class BlockWriteTask implements WriteMirror.Listener {
         setup.openDisk();
         receiver = new PacketReceiver(setup.block, setup.replica, setup.disk, setup.checksum,
             setup.startOffset, dn.syncOnClose(), ctx.limits().maxPacketBytes(), responder,
-            String.valueOf(up.remoteAddress()));
+            String.valueOf(up.remoteAddress()), setup.verifyChecksums);
       }
       while (true) {
         if (responder.finalizeDue()) {

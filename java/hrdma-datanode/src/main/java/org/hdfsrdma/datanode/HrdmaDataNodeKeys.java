@@ -40,9 +40,16 @@ public final class HrdmaDataNodeKeys {
    */
   public static final String SHARE_TRANSPORTS_KEY = "hrdma.datanode.share-transports";
   public static final boolean SHARE_TRANSPORTS_DEFAULT = false;
-  /** Threads per volume that write received packets to disk; as many again, shared, set up write pipelines. */
+  /** Threads per volume that write received packets to disk (a hung volume holds up only its own writes). */
   public static final String WRITE_THREADS_KEY = "hrdma.datanode.write.threads";
   public static final int WRITE_THREADS_DEFAULT = 8;
+  /**
+   * Write set-ups (block token, replica creation, downstream connection) in progress at once, each on a
+   * thread of its own (stock: one DataXceiver thread each, within dfs.datanode.max.transfer.threads), so a
+   * replica creation hung on its volume holds up only its own write; one more is refused.
+   */
+  public static final String WRITE_MAX_SETUPS_KEY = "hrdma.datanode.write.max-setups";
+  public static final int WRITE_MAX_SETUPS_DEFAULT = 256;
   /** How long a write's setup waits for the downstream DataNode's response. */
   public static final String WRITE_SETUP_TIMEOUT_KEY = "hrdma.datanode.write.setup-timeout-ms";
   public static final long WRITE_SETUP_TIMEOUT_DEFAULT = 30_000;

@@ -32,8 +32,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A write's pipeline set-up (stock: DataXceiver#writeBlock up to the first packet), on the
- * write executor: the block token is checked as stock checks it (mode WRITE, the storage
+ * A write's pipeline set-up (stock: DataXceiver#writeBlock up to the first packet), on a
+ * set-up thread of its own (creating the replica touches a volume, which may hang; stock's
+ * DataXceiver thread blocks the same way, and only its own write): the block token is checked as stock checks it (mode WRITE, the storage
  * types and ids of this node and those downstream); the replica is created
  * ({@code createRbw}, with a reservation and preallocation bounded by the block size this
  * DataNode knows) or recovered, by stage; when the request names downstream targets, the
@@ -64,6 +65,9 @@ final class PipelineSetup {
   long startOffset;
   private long reserveBytes; // what openDisk preallocates
   boolean registered;  // the task is the block's registered writer on this DataNode
+  // stock BlockReceiver#shouldVerifyChecksum: a client's packets are verified by the pipeline's
+  // last DataNode only (its error ack stops the write everywhere); a DataNode's, everywhere
+  boolean verifyChecksums = true;
 
   PipelineSetup(OpContext ctx, BlockWriteTask task, Endpoint up, Message request, WriteMirror.Listener listener) {
     this.ctx = ctx;
@@ -135,7 +139,13 @@ final class PipelineSetup {
           == BlockConstructionStage.PIPELINE_SETUP_CREATE ? "create " : "recover (" + stage + ") ") + block + ": "
           + e, true);
     }
+    if (task.abandoned()) {
+      // the replica took long (a slow volume) and upstream left meanwhile: no downstream set-up
+      // for nobody; the replica stays RBW, as stock's when its client goes
+      return refuse(Status.ERROR, "the write of " + block + " was abandoned during its set-up", true);
+    }
     DatanodeInfo[] targets = BlockOps.targets(op);
+    verifyChecksums = targets.length == 0 || op.getHeader().getClientName().isEmpty();
     if (targets.length > 0) {
       DatanodeInfo next = targets[0];
       mirrorName = next.getXferAddr();

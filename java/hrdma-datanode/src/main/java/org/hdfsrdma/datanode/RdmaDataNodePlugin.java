@@ -173,16 +173,20 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     }
     int writeThreads = conf.getInt(WRITE_THREADS_KEY, WRITE_THREADS_DEFAULT);
     long setupTimeoutMs = conf.getLong(WRITE_SETUP_TIMEOUT_KEY, WRITE_SETUP_TIMEOUT_DEFAULT);
-    if (writeThreads < 1 || setupTimeoutMs < 1) {
+    int maxSetups = conf.getInt(HrdmaDataNodeKeys.WRITE_MAX_SETUPS_KEY, HrdmaDataNodeKeys.WRITE_MAX_SETUPS_DEFAULT);
+    if (writeThreads < 1 || setupTimeoutMs < 1 || maxSetups < 1) {
       fail("hrdma datanode plugin: bad configuration, not serving: " + WRITE_THREADS_KEY + "=" + writeThreads
-          + ", " + WRITE_SETUP_TIMEOUT_KEY + "=" + setupTimeoutMs, null);
+          + ", " + WRITE_SETUP_TIMEOUT_KEY + "=" + setupTimeoutMs + ", " + HrdmaDataNodeKeys.WRITE_MAX_SETUPS_KEY
+          + "=" + maxSetups, null);
       return;
     }
     this.tconf = tconf;
     this.shareTransports = conf.getBoolean(SHARE_TRANSPORTS_KEY, SHARE_TRANSPORTS_DEFAULT);
     ThreadPoolExecutor executor = newExecutor(settings.threads(), "hrdma-dn-read-" + dn.xferPort() + "-");
-    // a write's set-up (token, replica, downstream) runs here; its packets on its volume's threads
-    ThreadPoolExecutor wexecutor = newExecutor(writeThreads, "hrdma-dn-write-setup-" + dn.xferPort() + "-");
+    // a write's set-up (token, replica, downstream) runs here, on a thread of its own: creating the
+    // replica touches a volume not known before, so a hung one holds only that thread; its packets
+    // then run on its volume's threads
+    ThreadPoolExecutor wexecutor = newSetupExecutor(maxSetups, "hrdma-dn-write-setup-" + dn.xferPort() + "-");
     DiskIo diskIo = new DiskIo(diskSettings, dn.volumes());
     VolumeExecutors vexecutors = new VolumeExecutors(settings.threads(), writeThreads, dn.xferPort());
     RequestDispatcher d = new RequestDispatcher(new OpContext(dn, settings, limits, executor, vexecutors, wexecutor,
@@ -317,6 +321,19 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
    * queue (a full queue refuses the request with an error; it never blocks an
    * I/O thread).
    */
+  /**
+   * One thread per task in progress, up to {@code max}, reused while busy and gone after 30 s
+   * idle; one task more is refused (RejectedExecutionException), never queued behind a hung one.
+   */
+  static ThreadPoolExecutor newSetupExecutor(int max, String prefix) {
+    AtomicInteger n = new AtomicInteger();
+    return new ThreadPoolExecutor(0, max, 30, TimeUnit.SECONDS, new java.util.concurrent.SynchronousQueue<>(), r -> {
+      Thread t = new Thread(r, prefix + n.incrementAndGet());
+      t.setDaemon(true);
+      return t;
+    });
+  }
+
   private static ThreadPoolExecutor newExecutor(int threads, String prefix) {
     AtomicInteger n = new AtomicInteger();
     ThreadPoolExecutor e = new ThreadPoolExecutor(threads, threads, 30,
