@@ -34,7 +34,8 @@ import org.slf4j.LoggerFactory;
 /**
  * A write's pipeline set-up (stock: DataXceiver#writeBlock up to the first packet), on a
  * set-up thread of its own (creating the replica touches a volume, which may hang; stock's
- * DataXceiver thread blocks the same way, and only its own write): the block token is checked as stock checks it (mode WRITE, the storage
+ * DataXceiver thread blocks the same way, and only its own write): the block token is
+ * checked as stock checks it (mode WRITE, the storage
  * types and ids of this node and those downstream); the replica is created
  * ({@code createRbw}, with a reservation and preallocation bounded by the block size this
  * DataNode knows) or recovered, by stage; when the request names downstream targets, the

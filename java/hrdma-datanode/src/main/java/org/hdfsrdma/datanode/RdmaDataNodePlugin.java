@@ -317,11 +317,6 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   }
 
   /**
-   * A read or write executor: a fixed number of daemon threads and a bounded
-   * queue (a full queue refuses the request with an error; it never blocks an
-   * I/O thread).
-   */
-  /**
    * One thread per task in progress, up to {@code max}, reused while busy and gone after 30 s
    * idle; one task more is refused (RejectedExecutionException), never queued behind a hung one.
    */
@@ -334,6 +329,11 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     });
   }
 
+  /**
+   * A read or write executor: a fixed number of daemon threads and a bounded
+   * queue (a full queue refuses the request with an error; it never blocks an
+   * I/O thread).
+   */
   private static ThreadPoolExecutor newExecutor(int threads, String prefix) {
     AtomicInteger n = new AtomicInteger();
     ThreadPoolExecutor e = new ThreadPoolExecutor(threads, threads, 30,
