@@ -58,7 +58,7 @@ test-hdfs-full: setup
 
 test-hdfs-stock: setup
 	mvn -B -q install -DskipTests -pl java/hrdma-hdfs-tests -am
-	$(HDFS_TESTS) -Phdfs-stock -Dhdfs.tests.selection=all
+	$(HDFS_TESTS) -Phdfs-stock -Dhdfs.tests.selection=all -Dhdfs.tests.class-timeout=1800
 
 bench: build
 	bin/hrdma perf --compare

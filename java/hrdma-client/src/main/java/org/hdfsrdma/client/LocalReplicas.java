@@ -35,6 +35,15 @@ import org.hdfsrdma.protocol.ChunkSums;
  * go. A replica whose read failed (checksum, a fault because the file shrank)
  * is dropped at once: the next read asks the DataNode again.
  *
+ * <p>A replica does not outlive the run of the DataNode that gave it: stock's
+ * short-circuit cache learns of a DataNode's exit when it closes the shared
+ * memory segment (its slots turn invalid, the next read asks again, with the
+ * stream's token). Ours notes which socket file of the DataNode's plugin it
+ * was asked at (file key and modification time; a restarted plugin binds a
+ * new one, a stopped one removes it) and, on a hit, checks that file at most
+ * every {@value #SERVER_CHECK_MS} ms: another file, or none, drops the replica
+ * and the read asks the DataNode listening now.
+ *
  * <p>Thread-safe.
  */
 final class LocalReplicas implements AutoCloseable {
@@ -49,6 +58,18 @@ final class LocalReplicas implements AutoCloseable {
   interface Opener {
     ShortCircuitClient.Fds open() throws IOException;
   }
+
+  /** How often a hit checks that the DataNode's plugin serving its socket is the one the replica came from. */
+  static final long SERVER_CHECK_MS = 100;
+
+  /** The last look at a socket file: when, and which file it was (null: none there). */
+  private record ServerProbe(long atNanos, Object server) {
+  }
+
+  /** By socket path. */
+  private final java.util.concurrent.ConcurrentHashMap<String, ServerProbe> probes =
+      new java.util.concurrent.ConcurrentHashMap<>();
+  private final AtomicLong serverChanged = new AtomicLong();
 
   private final int capacity;
   private final long expiryNanos;
@@ -74,13 +95,18 @@ final class LocalReplicas implements AutoCloseable {
    * The replica of {@code key}, retained (the caller {@link Replica#release()}s
    * it): cached, or opened with {@code opener} and cached.
    */
-  Replica acquire(Key key, ExtendedBlock block, Opener opener) throws IOException {
-    return acquire(key, block, opener, null);
+  Replica acquire(Key key, ExtendedBlock block, String socketPath, Opener opener) throws IOException {
+    return acquire(key, block, socketPath, opener, null);
   }
 
-  /** As {@link #acquire(Key, ExtendedBlock, Opener)}; {@code hit[0]} tells whether it was cached. */
-  private Replica acquire(Key key, ExtendedBlock block, Opener opener, boolean[] hit) throws IOException {
+  /**
+   * As {@link #acquire(Key, ExtendedBlock, String, Opener)}; {@code hit[0]} tells whether it
+   * was cached. {@code socketPath}: the DataNode's short-circuit socket {@code opener} asks at.
+   */
+  private Replica acquire(Key key, ExtendedBlock block, String socketPath, Opener opener, boolean[] hit)
+      throws IOException {
     long now = System.nanoTime();
+    Object server = serverAt(socketPath, now);
     List<Replica> drop = null;
     synchronized (this) {
       if (closed) {
@@ -91,6 +117,12 @@ final class LocalReplicas implements AutoCloseable {
         map.remove(key);
         drop = List.of(r);
         r = null;
+      } else if (r != null && (server == null || !server.equals(r.server) || !socketPath.equals(r.socketPath))) {
+        // the DataNode restarted (or stopped) since it gave this replica: ask the one there now
+        map.remove(key);
+        drop = List.of(r);
+        r = null;
+        serverChanged.incrementAndGet();
       }
       if (r != null && r.retain()) {
         r.lastUsed = now;
@@ -102,9 +134,11 @@ final class LocalReplicas implements AutoCloseable {
       }
     }
     releaseAll(drop);
+    // the file looked at before the exchange: should the plugin restart meanwhile, the next hit asks again
+    Object before = serverAt(socketPath, System.nanoTime(), true);
     Replica fresh;
     try (ShortCircuitClient.Fds f = opener.open()) {
-      fresh = new Replica(key, block, f.data(), f.meta());
+      fresh = new Replica(key, block, f.data(), f.meta(), socketPath, before);
     }
     opened.incrementAndGet();
     fresh.retain(); // the caller's reference; the cache holds the first
@@ -124,6 +158,35 @@ final class LocalReplicas implements AutoCloseable {
     }
     releaseAll(drop);
     return fresh;
+  }
+
+  /** Which socket file is at {@code path} (looked at again after {@value #SERVER_CHECK_MS} ms); null: none. */
+  private Object serverAt(String path, long now) {
+    return serverAt(path, now, false);
+  }
+
+  private Object serverAt(String path, long now, boolean fresh) {
+    ServerProbe p = probes.get(path);
+    if (!fresh && p != null && now - p.atNanos() < SERVER_CHECK_MS * 1_000_000L) {
+      return p.server();
+    }
+    Object server;
+    try {
+      java.nio.file.attribute.BasicFileAttributes a = java.nio.file.Files.readAttributes(
+          java.nio.file.Path.of(path), java.nio.file.attribute.BasicFileAttributes.class,
+          java.nio.file.LinkOption.NOFOLLOW_LINKS);
+      // the file key is device and inode, which a new file may reuse: the time it was bound tells them apart
+      server = List.of(String.valueOf(a.fileKey()), a.lastModifiedTime());
+    } catch (IOException e) {
+      server = null; // nothing there: the DataNode's plugin is not serving
+    }
+    probes.put(path, new ServerProbe(now, server));
+    return server;
+  }
+
+  /** Cached replicas dropped because their DataNode restarted or stopped since it gave them. */
+  long serverChanges() {
+    return serverChanged.get();
   }
 
   /** Beyond capacity, or unused too long: out of the map (caller releases them outside the lock). */
@@ -228,12 +291,18 @@ final class LocalReplicas implements AutoCloseable {
     private final int sumSize;
     private final int headerBytes;
     private final long length;
+    /** The DataNode's short-circuit socket it came from, and which file was there ({@link #serverAt}). */
+    private final String socketPath;
+    private final Object server;
     /** The cache's reference plus one per read in progress; unmapped at 0. */
     private final AtomicInteger refs = new AtomicInteger(1);
     private volatile long lastUsed;
 
-    private Replica(Key key, ExtendedBlock block, NativeFiles.Fd dataFd, NativeFiles.Fd metaFd) throws IOException {
+    private Replica(Key key, ExtendedBlock block, NativeFiles.Fd dataFd, NativeFiles.Fd metaFd, String socketPath,
+        Object server) throws IOException {
       this.key = key;
+      this.socketPath = socketPath;
+      this.server = server;
       this.block = block;
       this.name = "replica " + block;
       this.length = key.length();
@@ -407,6 +476,7 @@ final class LocalReplicas implements AutoCloseable {
   final class Range implements BlockReader {
     private final Key key;
     private final ExtendedBlock block;
+    private final String socketPath;
     private final Opener opener;
     private Replica replica;
     /** Whether {@link #replica} came from the cache (not opened for this range). */
@@ -415,13 +485,18 @@ final class LocalReplicas implements AutoCloseable {
     private final long end;
     private boolean closed;
 
-    /** {@code [offset, offset + length)} of the replica of {@code key}: cached, or opened with {@code opener}. */
-    Range(Key key, ExtendedBlock block, Opener opener, long offset, long length) throws IOException {
+    /**
+     * {@code [offset, offset + length)} of the replica of {@code key}: cached, or opened with
+     * {@code opener} at the DataNode's socket {@code socketPath}.
+     */
+    Range(Key key, ExtendedBlock block, String socketPath, Opener opener, long offset, long length)
+        throws IOException {
       this.key = key;
       this.block = block;
+      this.socketPath = socketPath;
       this.opener = opener;
       boolean[] hit = new boolean[1];
-      this.replica = acquire(key, block, opener, hit);
+      this.replica = acquire(key, block, socketPath, opener, hit);
       this.cached = hit[0];
       this.pos = offset;
       this.end = offset + length;
@@ -440,7 +515,7 @@ final class LocalReplicas implements AutoCloseable {
       Replica old = replica;
       replica = null;
       old.release();
-      replica = acquire(key, block, opener, null);
+      replica = acquire(key, block, socketPath, opener, null);
       cached = false;
       stale.incrementAndGet();
       return true;

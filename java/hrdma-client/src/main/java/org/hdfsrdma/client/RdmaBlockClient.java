@@ -322,9 +322,9 @@ public final class RdmaBlockClient implements Closeable {
           + block.getBlock() + " of " + visible + " bytes");
     }
     LocalReplicas.Key key = LocalReplicas.Key.of(datanode.getDatanodeUuid(), block.getBlock(), visible);
-    return replicas.new Range(key, block.getBlock(), () -> shortCircuit.request(
-        ShortCircuitSocket.path(conf, datanode.getXferPort()), block.getBlock(), block.getBlockToken()),
-        offsetInBlock, length);
+    String path = ShortCircuitSocket.path(conf, datanode.getXferPort());
+    return replicas.new Range(key, block.getBlock(), path,
+        () -> shortCircuit.request(path, block.getBlock(), block.getBlockToken()), offsetInBlock, length);
   }
 
   /** The replicas kept mapped for positional reads (tests, metrics). */
