@@ -64,6 +64,8 @@ final class BlockWriteTask implements WriteMirror.Listener {
 
   // touched only by the executor (serialized by `scheduled`)
   private boolean setupDone;
+  // set by the executor before `ready`: whether this node verifies the packets' checksums
+  private volatile boolean verifies = true;
 
   private final Object lock = new Object();
   private final ArrayDeque<Message> packets = new ArrayDeque<>(); // guarded by lock
@@ -204,6 +206,17 @@ final class BlockWriteTask implements WriteMirror.Listener {
 
   @Override
   public void onDownstreamAck(PipelineAckProto ack) {
+    if (!verifies && ack.getReplyCount() > 0 && BlockOps.ackStatuses(ack).get(0) == Status.ERROR_CHECKSUM) {
+      // stock (PacketResponder): the node after this one found a packet corrupt that this one
+      // passed on unverified; this node is the one to leave the pipeline, not the one that
+      // checked. It stops and closes its upstream: the node before it (or the client) sees this
+      // node fail, and the recovery truncates the replicas to what every node acknowledged.
+      LOG.warn("hrdma datanode: {} reported a corrupt packet of {} that this DataNode passed on unverified;"
+          + " stopping this write", setup.mirrorName, setup.block);
+      abort();
+      up.close();
+      return;
+    }
     responder.downstreamAck(ack);
     schedule(); // finalizes or ends the write when the ack asks for it
   }
@@ -305,6 +318,7 @@ final class BlockWriteTask implements WriteMirror.Listener {
           } else {
             responder.pipeline(String.valueOf(setup.block), setup.replica, mirror != null);
             volumeExecutor = ctx.volumeWriteExecutor(setup.replica.storageUuid());
+            verifies = verifiesChecksums(mirror != null, request);
             lastPacketNanos = System.nanoTime();
             synchronized (lock) {
               ready = true;
@@ -334,10 +348,10 @@ final class BlockWriteTask implements WriteMirror.Listener {
         abortedNow = aborted;
       }
       if (receiver == null && volumeExecutor != null && !abortedNow) {
-        setup.openDisk();
+        setup.openDisk(firstOfPipeline(request));
         receiver = new PacketReceiver(setup.block, setup.replica, setup.disk, setup.checksum,
             setup.startOffset, dn.syncOnClose(), ctx.limits().maxPacketBytes(), responder,
-            String.valueOf(up.remoteAddress()));
+            String.valueOf(up.remoteAddress()), verifies);
       }
       while (true) {
         if (responder.finalizeDue()) {
@@ -372,6 +386,30 @@ final class BlockWriteTask implements WriteMirror.Listener {
       }
     }
     cleanup();
+  }
+
+  /**
+   * Whether this node verifies the packets' checksums (stock BlockReceiver#shouldVerifyChecksum):
+   * in a client's pipeline only the last node does (a corrupt packet is reported by it and the
+   * node before it leaves the pipeline, {@link #onDownstreamAck}); a write with no client name
+   * (from a DataNode) is verified everywhere.
+   */
+  static boolean verifiesChecksums(boolean mirrored, Message request) {
+    try {
+      return !mirrored || request.writeRequest().getHeader().getClientName().isEmpty();
+    } catch (java.net.ProtocolException e) {
+      throw new AssertionError(e); // the dispatcher checked the kind
+    }
+  }
+
+  /** Whether this node is the first of its pipeline (no node before it: its upstream is the client). */
+  static boolean firstOfPipeline(Message request) {
+    try {
+      var op = request.writeRequest();
+      return op.getTargetsCount() + 1 >= op.getPipelineSize();
+    } catch (java.net.ProtocolException e) {
+      throw new AssertionError(e); // the dispatcher checked the kind
+    }
   }
 
   /**

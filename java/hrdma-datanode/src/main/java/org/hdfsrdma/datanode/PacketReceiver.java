@@ -18,7 +18,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A write's packets into its replica (stock: BlockReceiver#receivePacket): checks each
- * packet's place and size, verifies its chunk checksums (the failure reads as Hadoop's),
+ * packet's place and size, verifies its chunk checksums where asked (the failure reads as
+ * Hadoop's; as stock's shouldVerifyChecksum, only the last DataNode of a client's pipeline
+ * verifies, see {@link BlockWriteTask}),
  * writes data and checksums through the volume's disk scheduler, fsyncs where the client
  * asked (syncBlock: hsync, and a SYNC_BLOCK file's last packet) and closes the streams after
  * the last packet; then hands its result to the {@link AckResponder}. Finalizing is the
@@ -40,6 +42,7 @@ final class PacketReceiver {
   private final int maxPacketBytes;
   private final AckResponder responder;
   private final String from;
+  private final boolean verify;
 
   private long expectedSeqno = -1; // -1: taken from the first packet (a recovered pipeline resends old seqnos)
   private long expectedOffset;
@@ -47,7 +50,8 @@ final class PacketReceiver {
   private boolean stopped;  // a packet failed: no more local processing
 
   PacketReceiver(ExtendedBlock block, RbwReplica replica, DiskIo.WriteStream disk, DataChecksum checksum,
-      long startOffset, boolean syncOnClose, int maxPacketBytes, AckResponder responder, String from) {
+      long startOffset, boolean syncOnClose, int maxPacketBytes, AckResponder responder, String from,
+      boolean verify) {
     this.block = block;
     this.replica = replica;
     this.disk = disk;
@@ -59,6 +63,7 @@ final class PacketReceiver {
     this.maxPacketBytes = maxPacketBytes;
     this.responder = responder;
     this.from = from;
+    this.verify = verify;
   }
 
   boolean stopped() {
@@ -106,7 +111,9 @@ final class PacketReceiver {
       if (dataLen > overlap) {
         ByteBuffer sums = payload.slice(payload.position(), sumLen);
         ByteBuffer data = payload.slice(payload.position() + sumLen, dataLen);
-        ChunkSums.verify(checksum, data, sums, block.toString(), h.getOffsetInBlock());
+        if (verify) {
+          ChunkSums.verify(checksum, data, sums, block.toString(), h.getOffsetInBlock());
+        }
         if (sumBuf.length < sumLen) {
           sumBuf = new byte[sumLen];
         }

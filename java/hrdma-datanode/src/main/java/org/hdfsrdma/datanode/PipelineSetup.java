@@ -220,10 +220,11 @@ final class PipelineSetup {
   /**
    * The replica's disk stream (preallocation, O_DIRECT where it can), through its volume's
    * scheduler: on the volume's write thread, after {@link #run()}, so a hung volume stalls
-   * only its own writes.
+   * only its own writes. {@code firstOfPipeline}: the volume's {@code cache-first} write mode
+   * keeps only the first replica of a pipeline in the page cache.
    */
-  void openDisk() {
-    disk = ctx.disk().openWrite(replica, reserveBytes); // hrdma disk
+  void openDisk(boolean firstOfPipeline) {
+    disk = ctx.disk().openWrite(replica, reserveBytes, firstOfPipeline); // hrdma disk
     replica.setDirectWriter(disk);
   }
 
