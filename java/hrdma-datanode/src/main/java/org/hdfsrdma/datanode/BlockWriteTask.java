@@ -206,17 +206,6 @@ final class BlockWriteTask implements WriteMirror.Listener {
 
   @Override
   public void onDownstreamAck(PipelineAckProto ack) {
-    if (!verifies && ack.getReplyCount() > 0 && BlockOps.ackStatuses(ack).get(0) == Status.ERROR_CHECKSUM) {
-      // stock (PacketResponder): the node after this one found a packet corrupt that this one
-      // passed on unverified; this node is the one to leave the pipeline, not the one that
-      // checked. It stops and closes its upstream: the node before it (or the client) sees this
-      // node fail, and the recovery truncates the replicas to what every node acknowledged.
-      LOG.warn("hrdma datanode: {} reported a corrupt packet of {} that this DataNode passed on unverified;"
-          + " stopping this write", setup.mirrorName, setup.block);
-      abort();
-      up.close();
-      return;
-    }
     responder.downstreamAck(ack);
     schedule(); // finalizes or ends the write when the ack asks for it
   }
@@ -316,9 +305,9 @@ final class BlockWriteTask implements WriteMirror.Listener {
               aborted = true; // the replica is finalized: no packets follow, nothing to ack
             }
           } else {
-            responder.pipeline(String.valueOf(setup.block), setup.replica, mirror != null);
-            volumeExecutor = ctx.volumeWriteExecutor(setup.replica.storageUuid());
             verifies = verifiesChecksums(mirror != null, request);
+            responder.pipeline(String.valueOf(setup.block), setup.replica, mirror != null, verifies);
+            volumeExecutor = ctx.volumeWriteExecutor(setup.replica.storageUuid());
             lastPacketNanos = System.nanoTime();
             synchronized (lock) {
               ready = true;
@@ -391,7 +380,7 @@ final class BlockWriteTask implements WriteMirror.Listener {
   /**
    * Whether this node verifies the packets' checksums (stock BlockReceiver#shouldVerifyChecksum):
    * in a client's pipeline only the last node does (a corrupt packet is reported by it and the
-   * node before it leaves the pipeline, {@link #onDownstreamAck}); a write with no client name
+   * node before it leaves the pipeline, {@link AckResponder}); a write with no client name
    * (from a DataNode) is verified everywhere.
    */
   static boolean verifiesChecksums(boolean mirrored, Message request) {
