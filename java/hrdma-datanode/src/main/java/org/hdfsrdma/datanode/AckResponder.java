@@ -54,6 +54,7 @@ final class AckResponder {
   private final ArrayDeque<PipelineAckProto> downAcks = new ArrayDeque<>();
   private volatile RbwReplica replica;
   private boolean mirrored;
+  private boolean verifies = true;
   private String downFailure;
   private boolean finalizeDue;
   private boolean ended;
@@ -63,10 +64,11 @@ final class AckResponder {
   }
 
   /** Set once the pipeline is up: the replica whose acked length moves, and whether a mirror acks too. */
-  synchronized void pipeline(String what, RbwReplica replica, boolean mirrored) {
+  synchronized void pipeline(String what, RbwReplica replica, boolean mirrored, boolean verifies) {
     this.what = what;
     this.replica = replica;
     this.mirrored = mirrored;
+    this.verifies = verifies;
   }
 
   /** This node's result for a packet (write executor). */
@@ -134,6 +136,16 @@ final class AckResponder {
               statuses.add(Status.ERROR);
             } else {
               statuses.addAll(BlockOps.ackStatuses(a));
+              if (!verifies && statuses.get(0) == Status.SUCCESS && statuses.size() > 1
+                  && statuses.get(1) == Status.ERROR_CHECKSUM) {
+                // stock (PacketResponder): the next node found corrupt a packet this one passed
+                // on unverified; this node, not the one that checked, is to leave the pipeline:
+                // its own status says so (the client takes the first failed node as the bad one)
+                // and the write stops here; the recovery truncates to what every node acknowledged
+                LOG.warn("hrdma datanode: the next DataNode found a packet of {} corrupt that this one passed on"
+                    + " unverified (seqno {})", what, p.seqno);
+                statuses.set(0, Status.ERROR);
+              }
             }
           } else if (downFailure != null) {
             statuses.add(Status.ERROR);

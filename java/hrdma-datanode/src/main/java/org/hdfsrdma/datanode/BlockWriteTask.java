@@ -64,6 +64,8 @@ final class BlockWriteTask implements WriteMirror.Listener {
 
   // touched only by the executor (serialized by `scheduled`)
   private boolean setupDone;
+  // set by the executor before `ready`: whether this node verifies the packets' checksums
+  private volatile boolean verifies = true;
 
   private final Object lock = new Object();
   private final ArrayDeque<Message> packets = new ArrayDeque<>(); // guarded by lock
@@ -322,7 +324,8 @@ final class BlockWriteTask implements WriteMirror.Listener {
               aborted = true; // the replica is finalized: no packets follow, nothing to ack
             }
           } else {
-            responder.pipeline(String.valueOf(setup.block), setup.replica, mirror != null);
+            verifies = verifiesChecksums(mirror != null, request);
+            responder.pipeline(String.valueOf(setup.block), setup.replica, mirror != null, verifies);
             volumeExecutor = ctx.volumeWriteExecutor(setup.replica.storageUuid());
             lastPacketNanos = System.nanoTime();
             synchronized (lock) {
@@ -353,10 +356,10 @@ final class BlockWriteTask implements WriteMirror.Listener {
         abortedNow = aborted;
       }
       if (receiver == null && volumeExecutor != null && !abortedNow) {
-        setup.openDisk();
+        setup.openDisk(firstOfPipeline(request));
         receiver = new PacketReceiver(setup.block, setup.replica, setup.disk, setup.checksum,
             setup.startOffset, dn.syncOnClose(), ctx.limits().maxPacketBytes(), responder,
-            String.valueOf(up.remoteAddress()), setup.verifyChecksums);
+            String.valueOf(up.remoteAddress()), verifies);
       }
       while (true) {
         if (responder.finalizeDue()) {
@@ -391,6 +394,30 @@ final class BlockWriteTask implements WriteMirror.Listener {
       }
     }
     cleanup();
+  }
+
+  /**
+   * Whether this node verifies the packets' checksums (stock BlockReceiver#shouldVerifyChecksum):
+   * in a client's pipeline only the last node does (a corrupt packet is reported by it and the
+   * node before it leaves the pipeline, {@link AckResponder}); a write with no client name
+   * (from a DataNode) is verified everywhere.
+   */
+  static boolean verifiesChecksums(boolean mirrored, Message request) {
+    try {
+      return !mirrored || request.writeRequest().getHeader().getClientName().isEmpty();
+    } catch (java.net.ProtocolException e) {
+      throw new AssertionError(e); // the dispatcher checked the kind
+    }
+  }
+
+  /** Whether this node is the first of its pipeline (no node before it: its upstream is the client). */
+  static boolean firstOfPipeline(Message request) {
+    try {
+      var op = request.writeRequest();
+      return op.getTargetsCount() + 1 >= op.getPipelineSize();
+    } catch (java.net.ProtocolException e) {
+      throw new AssertionError(e); // the dispatcher checked the kind
+    }
   }
 
   /**

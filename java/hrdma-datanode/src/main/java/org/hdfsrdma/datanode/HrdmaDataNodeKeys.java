@@ -19,7 +19,7 @@ public final class HrdmaDataNodeKeys {
   public static final String DISK_POLICY_KEY_PREFIX = DISK_PREFIX + "policy.";
   /**
    * How block data is written per storage type: {@code hrdma.datanode.disk.write-mode.<type>} = cache,
-   * drop-behind, direct or auto (what that leaves in the page cache).
+   * drop-behind, direct, cache-first or auto (what that leaves in the page cache).
    */
   public static final String DISK_WRITE_MODE_KEY_PREFIX = DISK_PREFIX + "write-mode.";
 
@@ -157,7 +157,7 @@ public final class HrdmaDataNodeKeys {
   public static final boolean DISK_PREALLOCATE_DEFAULT = true;
   /**
    * Per-volume write-mode overrides: comma-separated &lt;volume dir&gt;=&lt;mode&gt; (cache, drop-behind,
-   * direct, auto).
+   * direct, cache-first, auto).
    */
   public static final String DISK_WRITE_MODE_OVERRIDES_KEY = "hrdma.datanode.disk.write-mode.overrides";
   public static final String DISK_WRITE_MODE_OVERRIDES_DEFAULT = "";

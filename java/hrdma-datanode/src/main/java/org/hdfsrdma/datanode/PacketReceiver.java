@@ -18,8 +18,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A write's packets into its replica (stock: BlockReceiver#receivePacket): checks each
- * packet's place and size, verifies its chunk checksums where stock does (the last DataNode
- * of a client's pipeline, every DataNode of a DataNode's; the failure reads as Hadoop's),
+ * packet's place and size, verifies its chunk checksums where asked (the failure reads as
+ * Hadoop's; as stock's shouldVerifyChecksum, only the last DataNode of a client's pipeline
+ * verifies, see {@link BlockWriteTask}),
  * writes data and checksums through the volume's disk scheduler, fsyncs where the client
  * asked (syncBlock: hsync, and a SYNC_BLOCK file's last packet) and closes the streams after
  * the last packet; then hands its result to the {@link AckResponder}. Finalizing is the
@@ -41,7 +42,7 @@ final class PacketReceiver {
   private final int maxPacketBytes;
   private final AckResponder responder;
   private final String from;
-  private final boolean verify; // false: a middle DataNode of a client's pipeline (stock does not verify there)
+  private final boolean verify;
 
   private long expectedSeqno = -1; // -1: taken from the first packet (a recovered pipeline resends old seqnos)
   private long expectedOffset;

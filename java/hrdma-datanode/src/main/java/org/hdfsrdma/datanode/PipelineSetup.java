@@ -66,9 +66,6 @@ final class PipelineSetup {
   long startOffset;
   private long reserveBytes; // what openDisk preallocates
   boolean registered;  // the task is the block's registered writer on this DataNode
-  // stock BlockReceiver#shouldVerifyChecksum: a client's packets are verified by the pipeline's
-  // last DataNode only (its error ack stops the write everywhere); a DataNode's, everywhere
-  boolean verifyChecksums = true;
 
   PipelineSetup(OpContext ctx, BlockWriteTask task, Endpoint up, Message request, WriteMirror.Listener listener) {
     this.ctx = ctx;
@@ -146,7 +143,6 @@ final class PipelineSetup {
       return refuse(Status.ERROR, "the write of " + block + " was abandoned during its set-up", true);
     }
     DatanodeInfo[] targets = BlockOps.targets(op);
-    verifyChecksums = targets.length == 0 || op.getHeader().getClientName().isEmpty();
     if (targets.length > 0) {
       DatanodeInfo next = targets[0];
       mirrorName = next.getXferAddr();
@@ -231,10 +227,11 @@ final class PipelineSetup {
   /**
    * The replica's disk stream (preallocation, O_DIRECT where it can), through its volume's
    * scheduler: on the volume's write thread, after {@link #run()}, so a hung volume stalls
-   * only its own writes.
+   * only its own writes. {@code firstOfPipeline}: the volume's {@code cache-first} write mode
+   * keeps only the first replica of a pipeline in the page cache.
    */
-  void openDisk() {
-    disk = ctx.disk().openWrite(replica, reserveBytes); // hrdma disk
+  void openDisk(boolean firstOfPipeline) {
+    disk = ctx.disk().openWrite(replica, reserveBytes, firstOfPipeline); // hrdma disk
     replica.setDirectWriter(disk);
   }
 

@@ -167,7 +167,15 @@ public final class DiskIo implements AutoCloseable {
    * the volume's scheduler.
    */
   public WriteStream openWrite(RbwReplica replica, long reserveBytes) {
-    return openWrite(replica.volume(), replica.blockFile(), reserveBytes);
+    return openWrite(replica, reserveBytes, true);
+  }
+
+  /**
+   * As {@link #openWrite(RbwReplica, long)}, for a replica that is ({@code firstOfPipeline})
+   * or is not the first of a client's pipeline: a {@code cache-first} volume caches only the first.
+   */
+  public WriteStream openWrite(RbwReplica replica, long reserveBytes, boolean firstOfPipeline) {
+    return openWrite(replica.volume(), replica.blockFile(), reserveBytes, firstOfPipeline);
   }
 
   /** Starts reading a replica this DataNode holds. */
@@ -200,12 +208,16 @@ public final class DiskIo implements AutoCloseable {
   }
 
   WriteStream openWrite(Volume v, Path blockFile, long reserveBytes) {
+    return openWrite(v, blockFile, reserveBytes, true);
+  }
+
+  WriteStream openWrite(Volume v, Path blockFile, long reserveBytes, boolean firstOfPipeline) {
     VolumeScheduler s = scheduler(v);
     NativeDisk.File f = null;
+    DiskSettings.WriteMode mode = writeMode(v).forPipeline(firstOfPipeline);
     if (blockFile == null) {
-      return new WriteStream(v, s, null, null, null, writeMode(v));
+      return new WriteStream(v, s, null, null, null, mode);
     }
-    DiskSettings.WriteMode mode = writeMode(v);
     if (nativeOk) {
       f = open(v, s, blockFile, NativeDisk.WRITE);
     }

@@ -101,7 +101,13 @@ public record DiskSettings(boolean schedulerEnabled, Map<StorageType, String> po
     /** As {@link #CACHE}, and the range before the one being written back is dropped from the cache. */
     DROP_BEHIND("drop-behind"),
     /** O_DIRECT from an aligned buffer: the page cache is neither copied into nor filled. */
-    DIRECT("direct");
+    DIRECT("direct"),
+    /**
+     * {@link #CACHE} for a replica written by the first DataNode of a client's pipeline (on
+     * the writer's host where the writer runs on a DataNode: the replica its host's readers
+     * read), {@link #DIRECT} for the replicas downstream. Resolved per write by {@link #forPipeline}.
+     */
+    CACHE_FIRST("cache-first");
 
     private final String key;
 
@@ -113,11 +119,19 @@ public record DiskSettings(boolean schedulerEnabled, Map<StorageType, String> po
     public String key() {
       return key;
     }
+
+    /** The mode of one replica's write: {@link #CACHE_FIRST} resolved by the replica's place in its pipeline. */
+    public WriteMode forPipeline(boolean firstOfPipeline) {
+      if (this != CACHE_FIRST) {
+        return this;
+      }
+      return firstOfPipeline ? CACHE : DIRECT;
+    }
   }
 
   /** The write-mode names the configuration takes. */
   public static final java.util.List<String> WRITE_MODES = java.util.List.of("cache", "drop-behind", "direct",
-      "auto");
+      "cache-first", "auto");
 
   /**
    * Default write mode per storage type: ARCHIVE drops behind (data written to the
@@ -237,7 +251,8 @@ public record DiskSettings(boolean schedulerEnabled, Map<StorageType, String> po
    * The write mode of a volume: its directory's override, else its storage type's;
    * {@code auto} is {@link WriteMode#DIRECT} where the volume's reads are O_DIRECT
    * ({@code directReads}: an ssd or adaptive policy, direct reads on and possible),
-   * since reads there never look in the page cache, and {@link WriteMode#CACHE} elsewhere.
+   * since reads there never look in the page cache, and {@link WriteMode#CACHE_FIRST} elsewhere
+   * (docs/storage.md says why).
    */
   public WriteMode writeMode(StorageType type, String dir, boolean directReads) {
     String o = writeModeByDir.get(normalizeDir(dir));
@@ -246,7 +261,8 @@ public record DiskSettings(boolean schedulerEnabled, Map<StorageType, String> po
       case "cache" -> WriteMode.CACHE;
       case "drop-behind" -> WriteMode.DROP_BEHIND;
       case "direct" -> WriteMode.DIRECT;
-      case "auto" -> directReads ? WriteMode.DIRECT : WriteMode.CACHE;
+      case "cache-first" -> WriteMode.CACHE_FIRST;
+      case "auto" -> directReads ? WriteMode.DIRECT : WriteMode.CACHE_FIRST;
       default -> throw new AssertionError("checked when read");
     };
   }

@@ -44,24 +44,33 @@ class WriteModeTest {
   @Test
   void modesFollowStorageTypesOverridesAndTheVolumesReads() {
     DiskSettings d = DiskSettings.of(new Configuration(false));
-    // auto: O_DIRECT where reads are O_DIRECT (they never look in the cache), else cached as stock
-    assertEquals(WriteMode.CACHE, d.writeMode(StorageType.DISK, "/data/1", false));
+    // auto: O_DIRECT where reads are O_DIRECT (they never look in the cache), else the first
+    // replica of a pipeline cached as stock, the others O_DIRECT
+    assertEquals(WriteMode.CACHE_FIRST, d.writeMode(StorageType.DISK, "/data/1", false));
     assertEquals(WriteMode.DIRECT, d.writeMode(StorageType.DISK, "/data/1", true));
     assertEquals(WriteMode.DIRECT, d.writeMode(StorageType.SSD, "/ssd/1", true));
-    assertEquals(WriteMode.CACHE, d.writeMode(StorageType.SSD, "/ssd/1", false));
+    assertEquals(WriteMode.CACHE_FIRST, d.writeMode(StorageType.SSD, "/ssd/1", false));
     assertEquals(WriteMode.DROP_BEHIND, d.writeMode(StorageType.ARCHIVE, "/archive/1", false));
-    assertEquals(WriteMode.CACHE, d.writeMode(StorageType.RAM_DISK, "/mnt/ram", false));
+    assertEquals(WriteMode.CACHE_FIRST, d.writeMode(StorageType.RAM_DISK, "/mnt/ram", false));
+    // cache-first, per replica: the first of a pipeline cached, the ones downstream O_DIRECT
+    assertEquals(WriteMode.CACHE, WriteMode.CACHE_FIRST.forPipeline(true));
+    assertEquals(WriteMode.DIRECT, WriteMode.CACHE_FIRST.forPipeline(false));
+    for (WriteMode m : List.of(WriteMode.CACHE, WriteMode.DROP_BEHIND, WriteMode.DIRECT)) {
+      assertEquals(m, m.forPipeline(true));
+      assertEquals(m, m.forPipeline(false));
+    }
 
     Configuration conf = new Configuration(false);
     conf.set(DiskSettings.WRITE_MODE_KEY_PREFIX + "disk", "drop-behind");
     conf.set(DiskSettings.WRITE_MODE_KEY_PREFIX + "ssd", "Cache");
-    conf.set(DiskSettings.WRITE_MODE_OVERRIDES_KEY, "/data/2/=direct, file:///data/3=auto");
+    conf.set(DiskSettings.WRITE_MODE_OVERRIDES_KEY, "/data/2/=direct, file:///data/3=auto, /data/4=cache-first");
     DiskSettings s = DiskSettings.of(conf);
     assertEquals(WriteMode.DROP_BEHIND, s.writeMode(StorageType.DISK, "/data/1", true));
     assertEquals(WriteMode.CACHE, s.writeMode(StorageType.SSD, "/ssd/1", true));
     assertEquals(WriteMode.DIRECT, s.writeMode(StorageType.DISK, "/data/2", false));
-    assertEquals(WriteMode.CACHE, s.writeMode(StorageType.DISK, "/data/3/", false));
+    assertEquals(WriteMode.CACHE_FIRST, s.writeMode(StorageType.DISK, "/data/3/", false));
     assertEquals(WriteMode.DIRECT, s.writeMode(StorageType.DISK, "file:///data/3", true));
+    assertEquals(WriteMode.CACHE_FIRST, s.writeMode(StorageType.DISK, "/data/4", true));
 
     String[][] bad = {
       {DiskSettings.WRITE_MODE_KEY_PREFIX + "disk", "o_direct"},
@@ -85,13 +94,13 @@ class WriteModeTest {
     conf.set(DiskSettings.POLICY_KEY_PREFIX + "disk", "rotational");
     conf.set(DiskSettings.POLICY_KEY_PREFIX + "ssd", "ssd");
     try (DiskIo io = new DiskIo(DiskSettings.of(conf), List.of(disk, ssd))) {
-      assertEquals(WriteMode.CACHE, io.writeMode(disk), "rotational: reads go through the cache");
-      assertEquals(uringAvailable() ? WriteMode.DIRECT : WriteMode.CACHE, io.writeMode(ssd),
+      assertEquals(WriteMode.CACHE_FIRST, io.writeMode(disk), "rotational: reads go through the cache");
+      assertEquals(uringAvailable() ? WriteMode.DIRECT : WriteMode.CACHE_FIRST, io.writeMode(ssd),
           "ssd policy: reads are O_DIRECT where io_uring is there");
     }
     conf.setBoolean(DiskSettings.DIRECT_READS_KEY, false);
     try (DiskIo io = new DiskIo(DiskSettings.of(conf), List.of(disk, ssd))) {
-      assertEquals(WriteMode.CACHE, io.writeMode(ssd), "buffered reads: written data is kept for them");
+      assertEquals(WriteMode.CACHE_FIRST, io.writeMode(ssd), "buffered reads: written data is kept for them");
     }
   }
 
@@ -105,9 +114,12 @@ class WriteModeTest {
     // the chunk checksums of the stream, as the client sends them with its packets (.meta)
     byte[] sums = new byte[(size + BYTES_PER_CHECKSUM - 1) / BYTES_PER_CHECKSUM * sum.getChecksumSize()];
     sum.calculateChunkedSums(ByteBuffer.wrap(data), ByteBuffer.wrap(sums));
-    for (WriteMode mode : WriteMode.values()) {
-      Path d = Files.createDirectories(dir.resolve(mode.key()));
-      Volume v = new Volume("v-" + mode.key(), StorageType.DISK, d.toString());
+    for (String c : cases()) {
+      WriteMode mode = modeOf(c);
+      boolean first = !c.endsWith(DOWNSTREAM);
+      WriteMode want = mode.forPipeline(first);
+      Path d = Files.createDirectories(dir.resolve(c));
+      Volume v = new Volume("v-" + c, StorageType.DISK, d.toString());
       Configuration conf = new Configuration(false);
       conf.set(DiskSettings.POLICY_KEY_PREFIX + "disk", "rotational");
       conf.set(DiskSettings.WRITE_MODE_OVERRIDES_KEY, d + "=" + mode.key());
@@ -119,9 +131,9 @@ class WriteModeTest {
         assertEquals(mode, io.writeMode(v));
         long directBefore = io.scheduler(v).stats().snapshot().directWrittenBytes();
         try (FileChannel ch = FileChannel.open(blk, StandardOpenOption.WRITE)) {
-          DiskIo.WriteStream w = io.openWrite(v, blk, 32L * MB);
+          DiskIo.WriteStream w = io.openWrite(v, blk, 32L * MB, first);
           boolean direct = w.alignment() > 0;
-          assertEquals(mode == WriteMode.DIRECT, direct || w.mode() != mode,
+          assertEquals(want == WriteMode.DIRECT, direct || w.mode() != want,
               "only a direct volume opens the file O_DIRECT (or falls back to dropping)");
           // packets of 64 KiB + 100 bytes: most of each direct, an odd head and tail through the channel
           int packet = (64 << 10) + 100;
@@ -161,9 +173,11 @@ class WriteModeTest {
     int size = 8 * MB;
     byte[] data = new byte[size];
     new Random(8).nextBytes(data);
-    for (WriteMode mode : WriteMode.values()) {
-      Path d = Files.createDirectories(dir.resolve("cache-" + mode.key()));
-      Volume v = new Volume("c-" + mode.key(), StorageType.DISK, d.toString());
+    for (String c : cases()) {
+      WriteMode mode = modeOf(c);
+      boolean first = !c.endsWith(DOWNSTREAM);
+      Path d = Files.createDirectories(dir.resolve("cache-" + c));
+      Volume v = new Volume("c-" + c, StorageType.DISK, d.toString());
       Configuration conf = new Configuration(false);
       conf.set(DiskSettings.POLICY_KEY_PREFIX + "disk", "rotational");
       conf.set(DiskSettings.WRITE_MODE_OVERRIDES_KEY, d + "=" + mode.key());
@@ -173,7 +187,7 @@ class WriteModeTest {
       WriteMode used;
       try (DiskIo io = new DiskIo(DiskSettings.of(conf), List.of(v));
           FileChannel ch = FileChannel.open(blk, StandardOpenOption.WRITE)) {
-        DiskIo.WriteStream w = io.openWrite(v, blk, size);
+        DiskIo.WriteStream w = io.openWrite(v, blk, size, first);
         for (int at = 0; at < size; at += MB) {
           ByteBuffer b = ByteBuffer.wrap(data, at, MB).slice();
           long off = at;
@@ -188,10 +202,11 @@ class WriteModeTest {
       }
       // the first MiB: dropped behind a drop-behind writer (two windows before its end)
       try (FileChannel ch = FileChannel.open(blk, StandardOpenOption.READ)) {
-        MappedByteBuffer first = ch.map(FileChannel.MapMode.READ_ONLY, 0, MB);
+        MappedByteBuffer head = ch.map(FileChannel.MapMode.READ_ONLY, 0, MB);
+        assertEquals(mode.forPipeline(first), used, c);
         switch (used) {
-          case CACHE -> assertTrue(first.isLoaded(), "cache: what was written stays in the page cache");
-          case DROP_BEHIND, DIRECT -> assertFalse(first.isLoaded(), used + ": not in the page cache");
+          case CACHE -> assertTrue(head.isLoaded(), c + ": what was written stays in the page cache");
+          case DROP_BEHIND, DIRECT -> assertFalse(head.isLoaded(), c + ": not in the page cache");
           default -> throw new AssertionError(used);
         }
       }
@@ -276,5 +291,27 @@ class WriteModeTest {
     } catch (NativeException | RuntimeException e) {
       return false;
     }
+  }
+
+  private static final String DOWNSTREAM = "-downstream";
+
+  /** Each mode's name, and cache-first's also as written by a node downstream in its pipeline. */
+  private static List<String> cases() {
+    List<String> c = new java.util.ArrayList<>();
+    for (WriteMode m : WriteMode.values()) {
+      c.add(m.key());
+      c.add(m.key() + DOWNSTREAM);
+    }
+    return c;
+  }
+
+  private static WriteMode modeOf(String c) {
+    String k = c.endsWith(DOWNSTREAM) ? c.substring(0, c.length() - DOWNSTREAM.length()) : c;
+    for (WriteMode m : WriteMode.values()) {
+      if (m.key().equals(k)) {
+        return m;
+      }
+    }
+    throw new AssertionError(c);
   }
 }

@@ -1,0 +1,127 @@
+package org.hdfsrdma.client;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.StandardOpenOption;
+import java.util.List;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.hdfs.DFSConfigKeys;
+import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
+import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.hdfsrdma.datanode.RdmaDataNodePlugin;
+import org.hdfsrdma.datanode.disk.DiskSettings;
+import org.hdfsrdma.datanode.disk.VolumeScheduler;
+import org.hdfsrdma.nativelib.HrdmaNative;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The default write mode of rotational DISK volumes, {@code cache-first}: in a pipeline of
+ * three, the first DataNode writes through the page cache and keeps the block there, the two
+ * downstream write O_DIRECT; the file reads back as written and checksums as stock's copy of
+ * the same bytes. Only the last DataNode verifies the checksums (RdmaBlockWriterTest: a
+ * corrupt packet is refused by it and the node before it leaves the pipeline).
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(300)
+class CacheFirstWriteTest {
+  private static final int BLOCK = 8 << 20;
+
+  private MiniDFSCluster cluster;
+  private DistributedFileSystem stock;
+  private RdmaDistributedFileSystem fs;
+
+  @BeforeAll
+  void start() throws Exception {
+    Configuration conf = PluginCluster.baseConf();
+    conf.setLong(DFSConfigKeys.DFS_BLOCK_SIZE_KEY, BLOCK);
+    // a rotational volume; its write mode left at "auto"
+    conf.set(DiskSettings.POLICY_KEY_PREFIX + "disk", "rotational");
+    cluster = PluginCluster.start(conf, getClass(), 3);
+    stock = cluster.getFileSystem();
+    fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), PluginCluster.rdmaClientConf(cluster));
+  }
+
+  @AfterAll
+  void stop() throws IOException {
+    PluginCluster.shutdown(fs, cluster);
+  }
+
+  @AfterEach
+  void nothingLeaks() throws IOException {
+    assertEquals(0, fs.blockClient().buffersOutstanding(), "transport buffers out");
+    assertTrue(RdmaDataNodePlugin.running().stream().allMatch(p -> p.openWrites() == 0), "writes left open");
+  }
+
+  private long directWritten() {
+    long n = 0;
+    for (RdmaDataNodePlugin p : RdmaDataNodePlugin.running()) {
+      for (VolumeScheduler s : p.disk().schedulers().values()) {
+        n += s.stats().snapshot().directWrittenBytes();
+      }
+    }
+    return n;
+  }
+
+  private static boolean cached(File f) throws IOException {
+    try (FileChannel ch = FileChannel.open(f.toPath(), StandardOpenOption.READ)) {
+      MappedByteBuffer m = ch.map(FileChannel.MapMode.READ_ONLY, 0, ch.size());
+      return m.isLoaded();
+    }
+  }
+
+  @Test
+  void theFirstReplicaIsCachedTheOthersWrittenDirect() throws Exception {
+    Assumptions.assumeTrue(HrdmaNative.isAvailable(), "libhrdma: O_DIRECT writes need it");
+    int size = 2 * BLOCK; // two blocks of whole 1 MiB packets: all of a direct replica goes O_DIRECT
+    byte[] data = PluginCluster.random(size, 31);
+    Path p = new Path("/cache-first/f");
+    long before = directWritten();
+    long rdmaBefore = fs.rdmaBytesWritten();
+    try (FSDataOutputStream out = fs.create(p, (short) 3)) {
+      out.write(data);
+    }
+    assertEquals(size, fs.rdmaBytesWritten() - rdmaBefore, "written over hrdma");
+    // two of the three replicas of each block, the downstream ones, around the page cache
+    assertEquals(2L * size, directWritten() - before);
+    List<LocatedBlock> blocks = stock.getClient().getLocatedBlocks(p.toUri().getPath(), 0).getLocatedBlocks();
+    assertEquals(2, blocks.size());
+    for (LocatedBlock lb : blocks) {
+      int inCache = 0;
+      for (DatanodeInfo dn : lb.getLocations()) {
+        if (cached(PluginCluster.blockFile(cluster, dn, lb.getBlock()))) {
+          inCache++;
+        }
+      }
+      assertEquals(1, inCache, "one replica of " + lb.getBlock() + " in the page cache: the first's");
+    }
+    byte[] got = new byte[size];
+    try (InputStream in = stock.open(p)) {
+      org.apache.hadoop.io.IOUtils.readFully(in, got, 0, size);
+      assertEquals(-1, in.read());
+    }
+    assertArrayEquals(data, got);
+    Path q = new Path("/cache-first/by-stock");
+    try (FSDataOutputStream out = stock.create(q, (short) 3)) {
+      out.write(data);
+    }
+    assertEquals(stock.getFileChecksum(q), stock.getFileChecksum(p), "the checksum of the same bytes");
+  }
+}
