@@ -38,6 +38,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.Timeout;
 
 /**
@@ -50,6 +51,7 @@ import org.junit.jupiter.api.Timeout;
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Timeout(180)
+@ExtendWith(ThreadDumpOnTimeout.class) // sixteenThreadsOnOneStream hung once in a CI run
 class PreadTest {
   private static final int BLOCK = PluginCluster.BLOCK;
   private static final int BPC = PluginCluster.BPC;
