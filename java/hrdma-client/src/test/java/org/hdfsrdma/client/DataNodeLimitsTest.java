@@ -492,22 +492,11 @@ class DataNodeLimitsTest {
     byte[] data = PluginCluster.random(300_000, 12);
     ExecutorService writers = Executors.newCachedThreadPool();
     List<Path> files = new ArrayList<>();
-    List<Future<Long>> done = new ArrayList<>();
     // one client for all writes (a loaded machine may not finish a dozen fresh clients' hellos
     // within the plugin's hello timeout; they would take the stock path)
     FileSystem c = FileSystem.newInstance(PluginCluster.rdmaClientConf(cluster));
     try {
-      for (int i = 0; i < writes; i++) {
-        Path f = new Path("/limits/hung-write-" + i);
-        files.add(f);
-        done.add(writers.submit(() -> {
-          try (FSDataOutputStream out = c.create(f, true, 4096, (short) 1, PluginCluster.BLOCK)) {
-            out.write(data);
-          }
-          return System.nanoTime();
-        }));
-        Thread.sleep(100); // one at a time into the volume choosing policy
-      }
+      List<Future<Long>> done = submitWrites(c, writers, "/limits/hung-write-", writes, data, files);
       // where each write went: the volume its DataNode created the replica on (the NameNode's
       // storage ID is only a hint the volume choosing policy may not follow)
       boolean[] onHung = new boolean[writes];
@@ -593,18 +582,7 @@ class DataNodeLimitsTest {
       }
       int writes = 12; // more than a DataNode's write threads (1 here) and its volumes
       List<Path> files = new ArrayList<>();
-      List<Future<Long>> done = new ArrayList<>();
-      for (int i = 0; i < writes; i++) {
-        Path f = new Path("/limits/hung-create-" + i);
-        files.add(f);
-        done.add(writers.submit(() -> {
-          try (FSDataOutputStream out = c.create(f, true, 4096, (short) 1, PluginCluster.BLOCK)) {
-            out.write(data);
-          }
-          return System.nanoTime();
-        }));
-        Thread.sleep(100); // one at a time into the volume choosing policy
-      }
+      List<Future<Long>> done = submitWrites(c, writers, "/limits/hung-create-", writes, data, files);
       // every write either completes or waits on a held volume; the free ones do not wait for the held
       await(() -> done.stream().filter(Future::isDone).count() + HoldingVolumeChoosingPolicy.waiting() == writes,
           60_000, "each write completed or held");
@@ -643,5 +621,27 @@ class DataNodeLimitsTest {
       writers.shutdownNow();
       c.close();
     }
+  }
+
+  /**
+   * Starts {@code n} writes of {@code data} (replication 1) to PREFIX0.. on {@code writers}, one
+   * every 100 ms so that they reach the volume choosing policy one at a time; adds their paths
+   * to {@code files}; each future gives the time its write closed.
+   */
+  private static List<Future<Long>> submitWrites(FileSystem c, ExecutorService writers, String prefix, int n,
+      byte[] data, List<Path> files) throws InterruptedException {
+    List<Future<Long>> done = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      Path f = new Path(prefix + i);
+      files.add(f);
+      done.add(writers.submit(() -> {
+        try (FSDataOutputStream out = c.create(f, true, 4096, (short) 1, PluginCluster.BLOCK)) {
+          out.write(data);
+        }
+        return System.nanoTime();
+      }));
+      Thread.sleep(100);
+    }
+    return done;
   }
 }
