@@ -156,10 +156,12 @@ class DiskPathTest {
     double secs = (System.nanoTime() - t0) / 1e9;
     pool.shutdown();
     // the free space this shared disk offers moves while the writers allocate (other processes
-    // write to it too): the bound is what fallocate alone gets before, during or after, whichever
-    // is worse (no preallocation at all would give dozens: 1 MiB writes of four streams interleaved)
+    // write to it too): probes of fallocate alone before, during and after are samples of it, and
+    // our blocks met it at other moments (5 extents against probes of 4 in a CI run). The bound is
+    // twice the worst probe: four streams of 1 MiB O_DIRECT writes without preallocation gave
+    // 18-19 extents per 128 MB file on this disk (dd), fallocate alone 3-4.
     free = Math.max(free, Math.max(during.get(), fallocateExtents(cluster.getInstanceStorageDir(0, 0))));
-    int bound = Math.max(2, free);
+    int bound = 2 * Math.max(2, free);
     for (int i = 0; i < STREAMS; i++) {
       Path p = new Path(dir, "f" + i);
       List<LocatedBlock> blocks = stock.getClient().getLocatedBlocks(p.toString(), 0).getLocatedBlocks();
@@ -170,7 +172,7 @@ class DiskPathTest {
         int extents = nf.extentCount();
         System.out.printf("disk path: %s: %d extents (fallocate alone here: up to %d)%n", p, extents, free);
         assertTrue(extents >= 1 && extents <= bound, p + ": " + extents + " extents; fallocate alone gave up to "
-            + free + " in this filesystem's free space before, during or after");
+            + free + " in this filesystem's free space before, during or after (bound: twice that)");
       }
       // the stock client, through the stock DataNode data path
       Random r = new Random(100 + i);
