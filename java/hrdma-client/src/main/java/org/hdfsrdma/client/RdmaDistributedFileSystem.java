@@ -45,7 +45,6 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
 import org.apache.hadoop.net.NetUtils;
 import org.hdfsrdma.client.compat.HadoopVersion;
 import org.hdfsrdma.client.compat.StockKeys;
-import org.hdfsrdma.protocol.HrdmaConfiguration;
 import org.hdfsrdma.client.compat.OpCounts;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -65,10 +64,6 @@ import org.slf4j.LoggerFactory;
  */
 public class RdmaDistributedFileSystem extends DistributedFileSystem {
   private static final Logger LOG = LoggerFactory.getLogger(RdmaDistributedFileSystem.class);
-
-  static {
-    HrdmaConfiguration.init();
-  }
 
   /** false: every read takes the stock path (this class is then a plain DistributedFileSystem). */
   public static final String ENABLED_KEY = HrdmaClientKeys.ENABLED_KEY;

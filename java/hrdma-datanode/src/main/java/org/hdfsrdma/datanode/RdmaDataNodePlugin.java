@@ -17,7 +17,6 @@ import org.hdfsrdma.datanode.disk.DiskIo;
 import org.hdfsrdma.datanode.disk.DiskMetrics;
 import org.hdfsrdma.datanode.disk.DiskSettings;
 import org.hdfsrdma.protocol.HadoopTransportConf;
-import org.hdfsrdma.protocol.HrdmaConfiguration;
 import org.hdfsrdma.protocol.RdmaPorts;
 import org.hdfsrdma.protocol.wire.ServerGate;
 import org.hdfsrdma.protocol.wire.WireProtection;
@@ -54,10 +53,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class RdmaDataNodePlugin implements ServicePlugin {
   private static final Logger LOG = LoggerFactory.getLogger(RdmaDataNodePlugin.class);
-
-  static {
-    HrdmaConfiguration.init();
-  }
 
   /** How long to wait for the DataNode's dataset and UUID before giving up. */
   public static final String START_TIMEOUT_KEY = HrdmaDataNodeKeys.START_TIMEOUT_KEY;

@@ -9,10 +9,6 @@ import org.hdfsrdma.transport.TransportConf;
 public final class HadoopTransportConf {
   private HadoopTransportConf() {}
 
-  static {
-    HrdmaConfiguration.init();
-  }
-
   public static TransportConf of(Configuration conf) {
     Map<String, String> m = new HashMap<>();
     for (Map.Entry<String, String> e : conf.getPropsWithPrefix("hrdma.").entrySet()) {

@@ -15,9 +15,4 @@ public final class HrdmaConfiguration {
   public static final String DEFAULT_RESOURCE = "hrdma-default.xml";
 
   private HrdmaConfiguration() {}
-
-  /** Nothing to load: kept so callers say where configuration starts being read. */
-  public static void init() {
-    // the defaults are the _DEFAULT constants; see the class comment
-  }
 }

@@ -24,7 +24,9 @@ class HrdmaConfigurationTest {
     try (URLClassLoader cl = new URLClassLoader(urls.toArray(URL[]::new), ClassLoader.getPlatformClassLoader())) {
       Class<?> conf = Class.forName("org.apache.hadoop.conf.Configuration", true, cl);
       conf.getMethod("addDefaultResource", String.class).invoke(null, "hrdma-test-site.xml");
-      Class.forName(HrdmaConfiguration.class.getName(), true, cl).getMethod("init").invoke(null);
+      // what a daemon loads of ours before it reads hrdma.* keys (no default resource may come with it)
+      Class.forName(HadoopTransportConf.class.getName(), true, cl);
+      Class.forName(HrdmaConfiguration.class.getName(), true, cl);
       Object c = conf.getConstructor().newInstance();
       assertEquals("direct", conf.getMethod("get", String.class).invoke(c, "hrdma.datanode.disk.write-mode.disk"));
       assertEquals("tcp", conf.getMethod("get", String.class).invoke(c, "hrdma.transport.order"));

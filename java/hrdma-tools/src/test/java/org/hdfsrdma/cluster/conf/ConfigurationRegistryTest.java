@@ -266,7 +266,6 @@ class ConfigurationRegistryTest extends TestConfigurationFieldsBase {
    */
   @Test
   void unsetKeysReadAsUnsetAndTheCodesDefaultsApply() {
-    HrdmaConfiguration.init();
     Configuration c = new Configuration();
     assertEquals(null, c.get(HrdmaTransportKeys.TRANSPORT_ORDER_KEY));
     assertEquals(HrdmaTransportKeys.TRANSPORT_ORDER_DEFAULT,
