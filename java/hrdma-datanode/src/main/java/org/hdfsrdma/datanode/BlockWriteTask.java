@@ -64,8 +64,10 @@ final class BlockWriteTask implements WriteMirror.Listener {
 
   // touched only by the executor (serialized by `scheduled`)
   private boolean setupDone;
-  // set by the executor before `ready`: whether this node verifies the packets' checksums
-  private volatile boolean verifies = true;
+  // whether this node verifies the packets' checksums (stock BlockReceiver#shouldVerifyChecksum): in a
+  // client's pipeline only the last node does (the node before it leaves the pipeline when it finds
+  // a packet corrupt, AckResponder); a write from a DataNode is verified everywhere
+  private boolean verifies = true;
 
   private final Object lock = new Object();
   private final ArrayDeque<Message> packets = new ArrayDeque<>(); // guarded by lock
@@ -324,7 +326,7 @@ final class BlockWriteTask implements WriteMirror.Listener {
               aborted = true; // the replica is finalized: no packets follow, nothing to ack
             }
           } else {
-            verifies = verifiesChecksums(mirror != null, request);
+            verifies = mirror == null || !setup.fromClient;
             responder.pipeline(String.valueOf(setup.block), setup.replica, mirror != null, verifies);
             volumeExecutor = ctx.volumeWriteExecutor(setup.replica.storageUuid());
             lastPacketNanos = System.nanoTime();
@@ -356,7 +358,7 @@ final class BlockWriteTask implements WriteMirror.Listener {
         abortedNow = aborted;
       }
       if (receiver == null && volumeExecutor != null && !abortedNow) {
-        setup.openDisk(firstOfPipeline(request));
+        setup.openDisk();
         receiver = new PacketReceiver(setup.block, setup.replica, setup.disk, setup.checksum,
             setup.startOffset, dn.syncOnClose(), ctx.limits().maxPacketBytes(), responder,
             String.valueOf(up.remoteAddress()), verifies);
@@ -394,30 +396,6 @@ final class BlockWriteTask implements WriteMirror.Listener {
       }
     }
     cleanup();
-  }
-
-  /**
-   * Whether this node verifies the packets' checksums (stock BlockReceiver#shouldVerifyChecksum):
-   * in a client's pipeline only the last node does (a corrupt packet is reported by it and the
-   * node before it leaves the pipeline, {@link AckResponder}); a write with no client name
-   * (from a DataNode) is verified everywhere.
-   */
-  static boolean verifiesChecksums(boolean mirrored, Message request) {
-    try {
-      return !mirrored || request.writeRequest().getHeader().getClientName().isEmpty();
-    } catch (java.net.ProtocolException e) {
-      throw new AssertionError(e); // the dispatcher checked the kind
-    }
-  }
-
-  /** Whether this node is the first of its pipeline (no node before it: its upstream is the client). */
-  static boolean firstOfPipeline(Message request) {
-    try {
-      var op = request.writeRequest();
-      return op.getTargetsCount() + 1 >= op.getPipelineSize();
-    } catch (java.net.ProtocolException e) {
-      throw new AssertionError(e); // the dispatcher checked the kind
-    }
   }
 
   /**

@@ -66,6 +66,8 @@ final class PipelineSetup {
   long startOffset;
   private long reserveBytes; // what openDisk preallocates
   boolean registered;  // the task is the block's registered writer on this DataNode
+  boolean fromClient;  // a client's write (stock verifies its checksums at the last node only)
+  private boolean firstOfPipeline; // no DataNode before this one (a cache-first volume caches it)
 
   PipelineSetup(OpContext ctx, BlockWriteTask task, Endpoint up, Message request, WriteMirror.Listener listener) {
     this.ctx = ctx;
@@ -90,6 +92,8 @@ final class PipelineSetup {
       throw new AssertionError(e); // the dispatcher checked the kind
     }
     block = BlockOps.block(op);
+    fromClient = !op.getHeader().getClientName().isEmpty();
+    firstOfPipeline = op.getTargetsCount() + 1 >= op.getPipelineSize();
     try {
       dn.checkBlockToken(BlockOps.token(op), block, AccessMode.WRITE, BlockOps.pipelineStorageTypes(op),
           BlockOps.pipelineStorageIds(op));
@@ -227,10 +231,10 @@ final class PipelineSetup {
   /**
    * The replica's disk stream (preallocation, O_DIRECT where it can), through its volume's
    * scheduler: on the volume's write thread, after {@link #run()}, so a hung volume stalls
-   * only its own writes. {@code firstOfPipeline}: the volume's {@code cache-first} write mode
-   * keeps only the first replica of a pipeline in the page cache.
+   * only its own writes. A {@code cache-first} volume keeps only the first replica of a
+   * pipeline in the page cache.
    */
-  void openDisk(boolean firstOfPipeline) {
+  void openDisk() {
     disk = ctx.disk().openWrite(replica, reserveBytes, firstOfPipeline); // hrdma disk
     replica.setDirectWriter(disk);
   }

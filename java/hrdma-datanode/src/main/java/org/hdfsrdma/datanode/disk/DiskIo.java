@@ -164,15 +164,8 @@ public final class DiskIo implements AutoCloseable {
    * Starts writing a new replica's block file: preallocates it to
    * {@code reserveBytes} (its length stays what it is). A replica without a
    * local file (a simulated dataset) is written through its streams only, on
-   * the volume's scheduler.
-   */
-  public WriteStream openWrite(RbwReplica replica, long reserveBytes) {
-    return openWrite(replica, reserveBytes, true);
-  }
-
-  /**
-   * As {@link #openWrite(RbwReplica, long)}, for a replica that is ({@code firstOfPipeline})
-   * or is not the first of a client's pipeline: a {@code cache-first} volume caches only the first.
+   * the volume's scheduler. {@code firstOfPipeline}: whether the replica is the first of a
+   * client's pipeline (a {@code cache-first} volume caches only the first).
    */
   public WriteStream openWrite(RbwReplica replica, long reserveBytes, boolean firstOfPipeline) {
     return openWrite(replica.volume(), replica.blockFile(), reserveBytes, firstOfPipeline);
@@ -205,10 +198,6 @@ public final class DiskIo implements AutoCloseable {
 
   private static boolean isSsdPolicy(String p) {
     return p.equals("ssd") || p.equals("adaptive");
-  }
-
-  WriteStream openWrite(Volume v, Path blockFile, long reserveBytes) {
-    return openWrite(v, blockFile, reserveBytes, true);
   }
 
   WriteStream openWrite(Volume v, Path blockFile, long reserveBytes, boolean firstOfPipeline) {
