@@ -4,10 +4,16 @@ import java.io.ByteArrayInputStream;
 import java.io.DataInputStream;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32C;
@@ -62,13 +68,19 @@ final class LocalReplicas implements AutoCloseable {
   /** How often a hit checks that the DataNode's plugin serving its socket is the one the replica came from. */
   static final long SERVER_CHECK_MS = 100;
 
-  /** The last look at a socket file: when, and which file it was (null: none there). */
-  private record ServerProbe(long atNanos, Object server) {
+  /**
+   * Which socket file a DataNode's plugin bound: its file key (device and inode, which a new
+   * file may reuse) and its modification time (when it was bound) tell two apart.
+   */
+  private record SocketFile(Object fileKey, FileTime bound) {
+  }
+
+  /** The last look at a socket path: when, and the file there (null: none). */
+  private record ServerProbe(long atNanos, SocketFile server) {
   }
 
   /** By socket path. */
-  private final java.util.concurrent.ConcurrentHashMap<String, ServerProbe> probes =
-      new java.util.concurrent.ConcurrentHashMap<>();
+  private final ConcurrentHashMap<String, ServerProbe> probes = new ConcurrentHashMap<>();
   private final AtomicLong serverChanged = new AtomicLong();
 
   private final int capacity;
@@ -106,7 +118,7 @@ final class LocalReplicas implements AutoCloseable {
   private Replica acquire(Key key, ExtendedBlock block, String socketPath, Opener opener, boolean[] hit)
       throws IOException {
     long now = System.nanoTime();
-    Object server = serverAt(socketPath, now);
+    SocketFile server = serverAt(socketPath, now);
     List<Replica> drop = null;
     synchronized (this) {
       if (closed) {
@@ -135,7 +147,7 @@ final class LocalReplicas implements AutoCloseable {
     }
     releaseAll(drop);
     // the file looked at before the exchange: should the plugin restart meanwhile, the next hit asks again
-    Object before = serverAt(socketPath, System.nanoTime(), true);
+    SocketFile before = serverAt(socketPath, System.nanoTime(), true);
     Replica fresh;
     try (ShortCircuitClient.Fds f = opener.open()) {
       fresh = new Replica(key, block, f.data(), f.meta(), socketPath, before);
@@ -161,22 +173,19 @@ final class LocalReplicas implements AutoCloseable {
   }
 
   /** Which socket file is at {@code path} (looked at again after {@value #SERVER_CHECK_MS} ms); null: none. */
-  private Object serverAt(String path, long now) {
+  private SocketFile serverAt(String path, long now) {
     return serverAt(path, now, false);
   }
 
-  private Object serverAt(String path, long now, boolean fresh) {
+  private SocketFile serverAt(String path, long now, boolean fresh) {
     ServerProbe p = probes.get(path);
     if (!fresh && p != null && now - p.atNanos() < SERVER_CHECK_MS * 1_000_000L) {
       return p.server();
     }
-    Object server;
+    SocketFile server;
     try {
-      java.nio.file.attribute.BasicFileAttributes a = java.nio.file.Files.readAttributes(
-          java.nio.file.Path.of(path), java.nio.file.attribute.BasicFileAttributes.class,
-          java.nio.file.LinkOption.NOFOLLOW_LINKS);
-      // the file key is device and inode, which a new file may reuse: the time it was bound tells them apart
-      server = List.of(String.valueOf(a.fileKey()), a.lastModifiedTime());
+      BasicFileAttributes a = Files.readAttributes(Path.of(path), BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+      server = new SocketFile(a.fileKey(), a.lastModifiedTime());
     } catch (IOException e) {
       server = null; // nothing there: the DataNode's plugin is not serving
     }
@@ -293,13 +302,13 @@ final class LocalReplicas implements AutoCloseable {
     private final long length;
     /** The DataNode's short-circuit socket it came from, and which file was there ({@link #serverAt}). */
     private final String socketPath;
-    private final Object server;
+    private final SocketFile server;
     /** The cache's reference plus one per read in progress; unmapped at 0. */
     private final AtomicInteger refs = new AtomicInteger(1);
     private volatile long lastUsed;
 
     private Replica(Key key, ExtendedBlock block, NativeFiles.Fd dataFd, NativeFiles.Fd metaFd, String socketPath,
-        Object server) throws IOException {
+        SocketFile server) throws IOException {
       this.key = key;
       this.socketPath = socketPath;
       this.server = server;
