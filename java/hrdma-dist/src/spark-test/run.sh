@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make spark-test / hrdma spark-test: PySpark (from PyPI, in build/spark-venv) writes and
 # reads a DataFrame on a local cluster ('hrdma cluster start', two DataNodes) through our
-# client, given to Spark as spark.driver/executor.extraClassPath (the shaded plugin jar) and spark.hadoop.* (the
+# client, given to Spark as spark.jars (the shaded plugin jar) and spark.hadoop.* (the
 # cluster's client-site.xml, which sets fs.hdfs.impl). spark_job.py checks the rows and
 # that our transport carried the bytes. The cluster is stopped on every exit.
 # PYSPARK_VERSION picks another PySpark (default 4.3.0; it must bundle Hadoop 3.5).

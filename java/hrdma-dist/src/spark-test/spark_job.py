@@ -25,10 +25,10 @@ def main():
     props = {p.findtext("name"): p.findtext("value") or "" for p in ET.parse(client_site).getroot().iter("property")}
     if props.get("fs.hdfs.impl") != OURS:
         fail(f"{client_site} does not select our client (fs.hdfs.impl={props.get('fs.hdfs.impl')})")
-    # on the JVMs' class path, not spark.jars: the plugin's input stream extends Hadoop's DFSInputStream
-    # from Hadoop's own package, which only classes of the same class loader may do
+    # spark.jars: Spark loads the jar in a class loader of its own, below Hadoop's; the client places
+    # its input stream's base in Hadoop's package at start (StreamBaseLoader)
     b = SparkSession.builder.master("local[2]").appName("hrdma-spark-test")
-    b = b.config("spark.driver.extraClassPath", jar).config("spark.executor.extraClassPath", jar)
+    b = b.config("spark.jars", jar)
     b = b.config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
     b = b.config("spark.driver.memory", "1g")
     for k, v in props.items():

@@ -44,6 +44,7 @@ import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
 import org.apache.hadoop.net.NetUtils;
 import org.hdfsrdma.client.compat.HadoopVersion;
+import org.hdfsrdma.client.compat.StreamBaseLoader;
 import org.hdfsrdma.client.compat.StockKeys;
 import org.hdfsrdma.client.compat.OpCounts;
 import org.slf4j.Logger;
@@ -75,6 +76,8 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
   public static final long LEASE_RENEW_DEFAULT = HrdmaClientKeys.LEASE_RENEW_MS_DEFAULT;
 
   private boolean enabled;
+  /** Whether our input stream's base is Hadoop's package's in this JVM ({@link StreamBaseLoader}). */
+  private boolean streamBase;
   /** What {@link #setVerifyChecksum} last said (our readers verify always; the stock ones it falls back to as told). */
   private volatile boolean verifyChecksum = true;
   private long fallbackRetryNanos;
@@ -108,6 +111,7 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
     HadoopVersion.check(HadoopVersion.running());
     super.initialize(uri, conf);
     enabled = conf.getBoolean(ENABLED_KEY, HrdmaClientKeys.ENABLED_DEFAULT);
+    streamBase = enabled && StreamBaseLoader.ensure(RdmaDistributedFileSystem.class.getClassLoader());
     fallbackRetryNanos = TimeUnit.MILLISECONDS.toNanos(conf.getLong(FALLBACK_RETRY_KEY, FALLBACK_RETRY_DEFAULT));
     zeroCopy = org.hdfsrdma.client.compat.ZeroCopyFallback.mmapEnabled(conf);
     if (enabled && conf.getBoolean(HrdmaClientKeys.METRICS_ENABLED_KEY, HrdmaClientKeys.METRICS_ENABLED_DEFAULT)) {
@@ -274,7 +278,7 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
 
   @Override
   public FSDataInputStream open(Path f, int bufferSize) throws IOException {
-    if (!enabled) {
+    if (!enabled || !streamBase) {
       return super.open(f, bufferSize);
     }
     Path abs = fixRelativePart(f);
@@ -295,8 +299,7 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
     // as stock: one read op, one OPEN, and the stream wrapped as an HdfsDataInputStream
     statistics.incrementReadOps(1);
     OpCounts.countOpen();
-    return getClient().createWrappedInputStream(new RdmaInputStream(this, src, bufferSize, verifyChecksum,
-        located));
+    return RdmaInputStream.open(this, src, bufferSize, verifyChecksum, located);
   }
 
   @Override

@@ -28,6 +28,7 @@ import org.apache.hadoop.hdfs.BlockMissingException;
 import org.apache.hadoop.hdfs.DFSInputStream;
 import org.apache.hadoop.hdfs.HrdmaInputStreamBase;
 import org.apache.hadoop.hdfs.ReadStatistics;
+import org.apache.hadoop.hdfs.client.HdfsDataInputStream;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
@@ -151,6 +152,18 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
     int fromReader(BlockReader r, int max) throws IOException;
 
     int fromStock(DFSInputStream s, long position, int max) throws IOException;
+  }
+
+  /**
+   * A stream of {@code src} wrapped as stock wraps its own. The file system calls this rather than
+   * the constructor: a method of its own that passed this class where a DFSInputStream is
+   * expected would have the JVM's verifier load this class, and with it its base, as soon as the
+   * file system's class is linked: before {@code StreamBaseLoader} could place the base in
+   * Hadoop's class loader.
+   */
+  static HdfsDataInputStream open(RdmaDistributedFileSystem fs, String src, int bufferSize, boolean verifyChecksum,
+      LocatedBlocks located) throws IOException {
+    return fs.getClient().createWrappedInputStream(new RdmaInputStream(fs, src, bufferSize, verifyChecksum, located));
   }
 
   RdmaInputStream(RdmaDistributedFileSystem fs, String src, int bufferSize, boolean verifyChecksum,
