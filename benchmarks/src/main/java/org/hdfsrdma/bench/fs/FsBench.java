@@ -131,7 +131,7 @@ public final class FsBench {
     List<FsTable.Summary> sum = FsTable.summarize(samples);
     String machine = Machine.describe();
     String title = String.format("# hrdma bench fs  size=%s  runs=%d  order: ours, stock, ours, stock...  "
-        + "(MB = 10^6 bytes; medians)", Sizes.format(o.size()), o.runs());
+        + "(MB = 10^6 bytes; medians)%s", Sizes.format(o.size()), o.runs(), settings(o));
     String table = FsTable.render(FsTable.BENCH_HEADER, FsTable.benchRows(sum), 3) + READS_LEGEND
         + FsTable.fioLines(sum, fioRuns);
     List<String> jsonLines = jsonLines(o, machine, samples, sum);
@@ -178,10 +178,20 @@ public final class FsBench {
     }
   }
 
+  /** The settings the run was given (--conf, --encrypt), for the table's title: a run's figures depend on them. */
+  private static String settings(FsOptions o) {
+    if (o.conf().isEmpty()) {
+      return "";
+    }
+    StringBuilder b = new StringBuilder(System.lineSeparator()).append("# settings:");
+    o.conf().forEach((k, v) -> b.append(' ').append(k).append('=').append(v));
+    return b.toString();
+  }
+
   static List<String> jsonLines(FsOptions o, String machine, List<Sample> samples, List<FsTable.Summary> sum) {
     List<String> l = new ArrayList<>();
     l.add(new Json().put("type", "config").put("size", o.size()).put("runs", o.runs())
-        .put("replication", o.replications().toString()).put("reads", "after write (own file), warm (read once before), cold (page cache dropped)")
+        .put("replication", o.replications().toString()).put("settings", o.conf().toString()).put("reads", "after write (own file), warm (read once before), cold (page cache dropped)")
         .put("machine", machine).toString());
     for (Sample s : samples) {
       l.add(new Json().put("type", "sample").put("client", s.client()).put("op", s.op()).put("file_by", s.writtenBy())
