@@ -46,6 +46,15 @@ import org.hdfsrdma.protocol.SocketPaths;
  * block's token, reply, go-ahead, two descriptors) and takes the received
  * descriptors over ({@link NativeFiles#adopt}). One connection per request;
  * its own event loop thread (daemon), made on first use. Thread-safe.
+ *
+ * <p>The exchange never closes its channel from inside a read: Netty's epoll
+ * loop that receives descriptors reads again after a handler closed the
+ * channel (its byte loop checks, that one does not), and by then another
+ * thread may have been given the closed descriptor's number, say for a
+ * connection the DataNode's plugin in this process just accepted: the read
+ * would swallow that connection's request (whose exchange then waits for the
+ * DataNode's timeout) or descriptors. The close is a task of the event loop
+ * instead, run once the read loop is done with the descriptor.
  */
 final class ShortCircuitClient implements AutoCloseable {
   private final long timeoutMs;
@@ -53,6 +62,8 @@ final class ShortCircuitClient implements AutoCloseable {
   private final boolean allowSticky;
   private EventLoopGroup group; // guarded by this; made on first use
   private boolean closed;       // guarded by this
+  /** Tests: sees each exchange's channel as it is made. */
+  private volatile java.util.function.Consumer<Channel> channelHook;
 
   /**
    * The replica's block and .meta files, open read-only; the caller closes
@@ -131,6 +142,10 @@ final class ShortCircuitClient implements AutoCloseable {
           }
         }).connect(new DomainSocketAddress(socketPath));
     Channel ch = cf.channel();
+    java.util.function.Consumer<Channel> hook = channelHook;
+    if (hook != null) {
+      hook.accept(ch);
+    }
     cf.addListener(f -> {
       if (!f.isSuccess()) {
         result.completeExceptionally(new RdmaBlockClient.LocalReadsRefused("cannot connect to " + socketPath + ": "
@@ -167,6 +182,24 @@ final class ShortCircuitClient implements AutoCloseable {
         }
       }
       ch.close();
+    }
+  }
+
+  /** Tests: {@code hook} sees the channel of every later exchange as soon as it is made. */
+  void channelHook(java.util.function.Consumer<Channel> hook) {
+    this.channelHook = hook;
+  }
+
+  /**
+   * Closes {@code ctx}'s channel once the read in progress is over: never from inside it (see
+   * the class comment), where a read after the close would take whatever the descriptor's
+   * number means by then.
+   */
+  private static void closeAfterRead(ChannelHandlerContext ctx) {
+    try {
+      ctx.channel().eventLoop().execute(() -> ctx.close());
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      ctx.close(); // the event loop has stopped: it reads nothing any more
     }
   }
 
@@ -246,7 +279,7 @@ final class ShortCircuitClient implements AutoCloseable {
       if (!result.complete(both)) {
         both.close(); // the caller gave up meanwhile
       }
-      ctx.close();
+      closeAfterRead(ctx);
     }
 
     private void fail(ChannelHandlerContext ctx, IOException e) {
@@ -255,7 +288,7 @@ final class ShortCircuitClient implements AutoCloseable {
         data.close();
         data = null;
       }
-      ctx.close();
+      closeAfterRead(ctx);
     }
 
     @Override
