@@ -47,7 +47,7 @@ final class StreamEndpoint extends UcxConnection {
   }
 
   @Override
-  public int onAm(int amId, long length, long[] out) {
+  public int onAm(int amId, long length, int pageOffset, long[] out) {
     protocolError("active message on a stream connection");
     return org.hdfsrdma.nativelib.NativeException.ERR_INVALID;
   }
