@@ -83,7 +83,7 @@ final class UcxEndpoint extends UcxConnection {
   protected void sendFrame(int kind, RegisteredBuffer payload, UcxWorkerLoop.Completion done) {
     long cookie = loop.newCookie();
     long len = payload.readableBytes();
-    int placeAt = payload.placeAligned();
+    int placeAt = transport.placeAligned ? payload.placeAligned() : -1;
     int st = Jni.amSend0(ep, kind, payload.address() + payload.nio().position(), len,
         transport.amMemoryHandle(payload), kind == DATA && placeAt <= len ? placeAt : -1, cookie);
     if (st == Jni.INPROGRESS) {
