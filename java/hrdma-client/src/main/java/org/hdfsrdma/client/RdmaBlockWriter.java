@@ -659,6 +659,10 @@ public final class RdmaBlockWriter implements Closeable {
         }
       }
       MessageCodec.finish(m);
+      if (p.len() > 0) {
+        // the first DataNode's transport places the data page-aligned: it goes O_DIRECT without a copy
+        m.placeAligned(at - m.nio().position());
+      }
     } catch (IOException | RuntimeException e) {
       if (m != null) {
         m.release();

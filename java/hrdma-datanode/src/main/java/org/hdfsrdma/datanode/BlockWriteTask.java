@@ -97,6 +97,20 @@ final class BlockWriteTask implements WriteMirror.Listener {
 
   // ------------------------------------------------------------ I/O thread
 
+  /**
+   * Where a DATA_PACKET's data starts, counted from its message's first byte (the data ends the
+   * message), for the next node's placement hint; -1 where the header does not say.
+   */
+  private static int dataOffset(Message m) {
+    try {
+      int data = m.packetHeader().getDataLen();
+      int n = m.buffer().readableBytes();
+      return data >= 0 && data <= n ? n - data : -1;
+    } catch (java.net.ProtocolException e) {
+      return -1;
+    }
+  }
+
   /** A DATA_PACKET for this write (upstream I/O thread): forward it, queue it. Takes over the message. */
   void onPacket(Message m) {
     WriteMirror d = mirror;
@@ -116,7 +130,7 @@ final class BlockWriteTask implements WriteMirror.Listener {
         long begin = System.nanoTime();
         try {
           FaultHooks.stopSendingPacketDownstream(d.name());
-          d.forward(m.buffer());
+          d.forward(m.buffer(), dataOffset(m));
           FaultHooks.logDelaySendingPacketDownstream(d.name(), TimeUnit.NANOSECONDS.toMillis(System.nanoTime()
               - begin));
         } catch (IOException e) {
