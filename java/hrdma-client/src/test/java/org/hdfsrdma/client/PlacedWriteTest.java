@@ -28,7 +28,7 @@ import org.junit.jupiter.api.Timeout;
  * A replication-3 write in direct mode over ucx: the client and each forwarding DataNode ask
  * for the packets' data to land page-aligned, so every DataNode writes it O_DIRECT straight
  * from the received buffer: nothing goes through the staging copy, and the file is the one
- * stock writes.
+ * stock writes. {@link PlacedSealedWriteTest}: the same on a cluster that seals every message.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Timeout(300)
@@ -47,10 +47,18 @@ class PlacedWriteTest {
     conf.set(DiskSettings.POLICY_KEY_PREFIX + "disk", "rotational");
     conf.set(DiskSettings.WRITE_MODE_KEY_PREFIX + "disk", "direct");
     conf.set("hrdma.transport.order", "ucx");
+    if (sealed()) {
+      WireProtectionTest.encrypted(conf);
+    }
     cluster = PluginCluster.start(conf, getClass(), 3);
     stock = cluster.getFileSystem();
     Configuration c = PluginCluster.rdmaClientConf(cluster);
     fs = FileSystem.get(cluster.getURI(), c);
+  }
+
+  /** Whether the cluster protects data transfer (every message sealed with AES-GCM). */
+  protected boolean sealed() {
+    return false;
   }
 
   @AfterAll
