@@ -27,7 +27,7 @@ public final class HrdmaTransportKeys {
   public static final int TRANSPORT_CONNECT_TIMEOUT_DEFAULT = 5000;
   /**
    * Whether this side asks its peers to place the data of the packets it sends at page-aligned
-   * addresses (ucx), so that DataNodes write it O_DIRECT without a copy. Received hints are
+   * addresses (ucx, stream), so that DataNodes write it O_DIRECT without a copy. Received hints are
    * honoured either way.
    */
   public static final String TRANSPORT_PLACE_ALIGNED_KEY = "hrdma.transport.place-aligned";

@@ -33,13 +33,24 @@ class UcxPlacementTest {
   /** What the receiver saw of one message. */
   private record Arrived(int position, long address, int capacity, byte[] bytes) {}
 
-  @ParameterizedTest
-  @ValueSource(strings = {"TLS=tcp", "TLS=sm,tcp;MM_ERROR_HANDLING=y"})
-  void hintedBytesLandPageAlignedAndIntact(String ucx) throws Exception {
-    TransportConf conf = TransportConf.defaults().with(TransportConf.UCX_CONFIG_KEY, ucx)
+  private static TransportConf conf(String ucx) {
+    return TransportConf.defaults().with(TransportConf.UCX_CONFIG_KEY, ucx)
         .with(TransportConf.CONNECT_TIMEOUT_KEY, "3000");
+  }
+
+  private static AbstractUcxTransport transport(String name, TransportConf c) throws Exception {
+    return name.equals("ucx") ? new UcxTransport(c) : new StreamTransport(c);
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"ucx|TLS=tcp", "ucx|TLS=sm,tcp;MM_ERROR_HANDLING=y", "stream|TLS=tcp"})
+  void hintedBytesLandPageAlignedAndIntact(String param) throws Exception {
+    String name = param.substring(0, param.indexOf('|'));
+    String ucx = param.substring(param.indexOf('|') + 1);
+    TransportConf conf = conf(ucx);
     BlockingQueue<Arrived> got = new LinkedBlockingQueue<>();
-    try (UcxTransport server = new UcxTransport(conf); UcxTransport client = new UcxTransport(conf)) {
+    try (AbstractUcxTransport server = transport(name, conf);
+        AbstractUcxTransport client = transport(name, conf)) {
       Listener l = server.listen(new InetSocketAddress("127.0.0.1", 0), (ep, m) -> {
         byte[] b = new byte[m.readableBytes()];
         m.nio().duplicate().get(b);
@@ -63,7 +74,7 @@ class UcxPlacementTest {
         m.placeAligned(hint);
         ep.send(m).get(10, TimeUnit.SECONDS);
         Arrived a = got.poll(10, TimeUnit.SECONDS);
-        String what = len + " bytes, hint " + hint + " over " + ucx + ": " + a;
+        String what = len + " bytes, hint " + hint + " over " + param + ": " + a;
         assertArrayEquals(want, a.bytes(), what);
         assertTrue(a.position() + len <= a.capacity(), what);
         if (c[2] == 1) {
@@ -81,6 +92,71 @@ class UcxPlacementTest {
       }
       assertEquals(0, server.allocator().buffersOutstanding(), "server buffers leaked");
       assertEquals(0, client.allocator().buffersOutstanding(), "client buffers leaked");
+    }
+  }
+
+  /**
+   * Stream frames with a hint from a hostile peer: an offset of a page or more, or a hint on
+   * another kind, is garbage that closes the connection; an offset past the message is ignored.
+   */
+  @Test
+  void hostileStreamHintsAreRefusedOrIgnored() throws Exception {
+    TransportConf conf = conf("TLS=tcp");
+    BlockingQueue<Arrived> got = new LinkedBlockingQueue<>();
+    BlockingQueue<Throwable> closed = new LinkedBlockingQueue<>();
+    try (AbstractUcxTransport server = transport("stream", conf)) {
+      Listener l = server.listen(new InetSocketAddress("127.0.0.1", 0), new org.hdfsrdma.transport.EndpointHandler() {
+        @Override
+        public void onMessage(Endpoint ep, RegisteredBuffer m) {
+          byte[] b = new byte[m.readableBytes()];
+          m.nio().duplicate().get(b);
+          got.add(new Arrived(m.nio().position(), m.address(), m.capacity(), b));
+          m.release();
+        }
+
+        @Override
+        public void onClosed(Endpoint ep, Throwable cause) {
+          closed.add(cause == null ? new Exception("clean close") : cause);
+        }
+      });
+      // {kind, flag, offset, length, accepted}
+      int[][] frames = {{UcxConnection.DATA, 1, 3000, 50, 1}, {UcxConnection.DATA, 1, PAGE, 50, 0},
+          {UcxConnection.DATA, 1, 0xffff, 50, 0}, {UcxConnection.DATA, 2, 10, 50, 0},
+          {UcxConnection.CREDIT, 1, 10, 4, 0}};
+      for (int[] f : frames) {
+        try (AbstractUcxTransport bad = transport("stream", conf)) {
+          StreamEndpoint ep = (StreamEndpoint) bad.connect(l.localAddress(), (e, m) -> m.release())
+              .get(10, TimeUnit.SECONDS);
+          java.nio.ByteBuffer frame = java.nio.ByteBuffer.allocate(StreamEndpoint.HEADER + f[3]);
+          frame.putInt(f[3]).put((byte) f[0]).put((byte) f[1]).putShort((short) f[2]);
+          bad.loop.execute(() -> {
+            try {
+              ep.sendRawBytes(frame.array());
+            } catch (org.hdfsrdma.transport.TransportException e) {
+              throw new IllegalStateException(e);
+            }
+          });
+          String what = java.util.Arrays.toString(f);
+          if (f[4] == 1) {
+            Arrived a = got.poll(10, TimeUnit.SECONDS);
+            assertEquals(f[3], a.bytes().length, what);
+            assertEquals(0, a.position(), "a hint past the message places nothing: " + what);
+            assertTrue(a.capacity() <= PAGE, what);
+            ep.close();
+          } else {
+            Throwable t = closed.poll(10, TimeUnit.SECONDS);
+            assertTrue(t instanceof org.hdfsrdma.transport.TransportException.Protocol
+                && t.getMessage().contains("garbage"), what + ": " + t);
+          }
+          ep.closeFuture().handle((v, t) -> null).get(10, TimeUnit.SECONDS);
+        }
+        closed.poll(2, TimeUnit.SECONDS); // the accepted side of a closed good connection
+      }
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (server.allocator().buffersOutstanding() > 0 && System.nanoTime() < deadline) {
+        Thread.sleep(10);
+      }
+      assertEquals(0, server.allocator().buffersOutstanding(), "server buffers leaked");
     }
   }
 
