@@ -22,9 +22,9 @@ import org.hdfsrdma.transport.TransportException;
  * starts the message {@code pad} bytes into its buffer so that the hinted byte lands page
  * aligned, and delivers the buffer with its position at the pad. The pad is below a page and
  * taken only where it keeps the buffer in the same size class of the pool (or adds at most
- * a sixteenth to a large buffer of its own), so a peer's hint
- * can neither enlarge what its credits pin nor point outside the buffer; anything else is
- * ignored (placed at 0, as an unhinted message). Receivers of older versions ignore the header.
+ * a sixteenth to a large buffer of its own), so a peer's hint can neither enlarge what its
+ * credits pin nor point outside the buffer; anything else is ignored (placed at 0, as an
+ * unhinted message). Receivers of older versions ignore the header.
  */
 final class UcxEndpoint extends UcxConnection {
 
@@ -37,14 +37,12 @@ final class UcxEndpoint extends UcxConnection {
   private static final class Arrival {
     final int kind;
     final RegisteredBuffer buffer;
-    final int pad; // where in the buffer the message starts
     int status;
     boolean detached; // the connection is gone; the completion frees the buffer
 
-    Arrival(int kind, RegisteredBuffer buffer, int pad) {
+    Arrival(int kind, RegisteredBuffer buffer) {
       this.kind = kind;
       this.buffer = buffer;
-      this.pad = pad;
     }
   }
 
@@ -142,8 +140,8 @@ final class UcxEndpoint extends UcxConnection {
     if (pad > 0 && ((b.address() + pad + pageOffset) & (Jni.PLACE_PAGE - 1)) != 0) {
       pad = 0; // not a page-aligned buffer (an allocator of another kind): no placement
     }
-    Arrival a = new Arrival(amId, b, pad);
-    int at = pad;
+    Arrival a = new Arrival(amId, b);
+    int at = pad; // where the message starts in b
     arrivals.addLast(a);
     long cookie = loop.newCookie();
     loop.track(cookie, (st, len) -> {
