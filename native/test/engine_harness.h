@@ -39,6 +39,7 @@ typedef struct side {
     size_t            am_last_len;
     uint64_t          am_tokens[MAX_EPS * 4];
     int               on_am_returned;  /* on_am currently finished */
+    int32_t           am_last_page_offset; /* placement hint of the last AM */
     int               recv_done;
     int               recv_done_before_am; /* contract violation counter */
     int               recv_last_status;
@@ -70,11 +71,13 @@ static void h_on_conn(void *arg, uint64_t listener_token,
 }
 
 static int h_on_am(void *arg, uint64_t ep_token, uint16_t am_id, size_t length,
-                   void **dst_p, hrdma_mem_t **dst_mem_p, uint64_t *cookie_p)
+                   int32_t page_offset, void **dst_p, hrdma_mem_t **dst_mem_p,
+                   uint64_t *cookie_p)
 {
     side_t *s = arg;
     int idx   = s->am_count;
 
+    s->am_last_page_offset = page_offset;
     s->am_last_token = ep_token;
     s->am_last_id    = am_id;
     s->am_last_len   = length;

@@ -3,6 +3,7 @@
  * two workers in one process, progressed alternately from this thread.
  */
 #include "engine_harness.h"
+#include "hrdma_int.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -150,6 +151,39 @@ static void run(const char *config)
     CHECK_EQ(hrdma_ep_am_send(sep, 16, "x", 1, NULL, 99), HRDMA_ERR_INVALID);
     OK("eager am server to client, token of client ep");
 
+    /* Placement hints: the page offset of the byte to align reaches on_am;
+     * an unhinted message reports none. */
+    CHECK_EQ(C.am_last_page_offset, -1);
+    memset(small, 0, sizeof(small));
+    C.am_dst = small;
+    cookie++;
+    status = hrdma_ep_am_send_placed(sep, 15, "placed", 7, NULL, 5, cookie);
+    op_post(cookie, status, 7);
+    WAIT_UNTIL(&S, &C, C.recv_done == 2 && ops[cookie].done, 10);
+    CHECK_EQ(C.am_last_page_offset, 5);
+    CHECK(strcmp(small, "placed") == 0);
+    CHECK_EQ(hrdma_ep_am_send_placed(sep, 15, "x", 2, NULL, 3, 99),
+             HRDMA_ERR_INVALID);
+    OK("placed eager am carries its page offset; past the end is invalid");
+
+    {
+        /* What a hostile or newer peer could put in the header. */
+        static const uint8_t v1[4]      = {1, 0, 0x34, 0x02};
+        static const uint8_t v2[4]      = {2, 0, 0x34, 0x02};
+        static const uint8_t page[4]    = {1, 0, 0x00, 0x10};
+        static const uint8_t huge[4]    = {1, 0, 0xff, 0xff};
+        static const uint8_t longer[12] = {1, 0, 0xff, 0x0f, 9, 9, 9, 9};
+
+        CHECK_EQ(hrdma_place_hdr_parse(v1, 4), 0x234);
+        CHECK_EQ(hrdma_place_hdr_parse(longer, 12), 4095);
+        CHECK_EQ(hrdma_place_hdr_parse(v1, 3), -1);
+        CHECK_EQ(hrdma_place_hdr_parse(NULL, 4), -1);
+        CHECK_EQ(hrdma_place_hdr_parse(v2, 4), -1);
+        CHECK_EQ(hrdma_place_hdr_parse(page, 4), -1);
+        CHECK_EQ(hrdma_place_hdr_parse(huge, 4), -1);
+    }
+    OK("placement headers: short, unknown version, a page or more: none");
+
     /* Rendezvous 8 MiB, registered on both sides. */
     CHECK_EQ(hrdma_mem_map(ctx, 8 * MiB, &smem), HRDMA_OK);
     CHECK_EQ(hrdma_mem_map(ctx, 8 * MiB, &cmem), HRDMA_OK);
@@ -159,8 +193,8 @@ static void run(const char *config)
     S.am_dst = hrdma_mem_address(smem);
     S.am_dst_mem = smem;
     cookie++;
-    status = hrdma_ep_am_send(cep, 5, hrdma_mem_address(cmem), 8 * MiB, cmem,
-                              cookie);
+    status = hrdma_ep_am_send_placed(cep, 5, hrdma_mem_address(cmem), 8 * MiB,
+                                     cmem, 4096 + 100, cookie);
     CHECK(status == HRDMA_OK || status == HRDMA_INPROGRESS);
     op_post(cookie, status, 8 * MiB);
     WAIT_UNTIL(&S, &C, S.recv_done == 1 && ops[cookie].done, 30);
@@ -171,7 +205,8 @@ static void run(const char *config)
     CHECK_EQ(S.am_last_token, 1000);
     CHECK_EQ(S.recv_done_before_am, 0);
     CHECK(same(hrdma_mem_address(smem), hrdma_mem_address(cmem), 8 * MiB));
-    OK("rendezvous am 8 MiB registered, content");
+    CHECK_EQ(S.am_last_page_offset, 100);
+    OK("rendezvous am 8 MiB registered, content, placement hint");
 
     /* Rendezvous from unregistered heap memory into unregistered heap. */
     heap = malloc(8 * MiB);
@@ -186,6 +221,7 @@ static void run(const char *config)
     WAIT_UNTIL(&S, &C, S.recv_done == 1 && ops[cookie].done, 30);
     CHECK_EQ(ops[cookie].status, HRDMA_OK);
     CHECK(same(heap, heap_dst, 8 * MiB));
+    CHECK_EQ(S.am_last_page_offset, -1);
     OK("rendezvous am 8 MiB unregistered, content");
 
     /* A dropped rendezvous message: the sender completes, no recv_done. */

@@ -164,9 +164,13 @@ typedef struct {
      * *dst_p (at least length bytes), optionally *dst_mem_p (the region dst
      * lies in, or NULL) and *recv_cookie_p. The data is then placed at dst
      * and on_recv_done(recv_cookie) follows (possibly before on_am returns
-     * to UCX, never before on_am itself returns). */
+     * to UCX, never before on_am itself returns). page_offset: the sender's
+     * placement hint (hrdma_ep_am_send_placed), in [0, HRDMA_PLACE_PAGE): the
+     * message byte at that offset within a page should land page-aligned
+     * (the callee picks dst accordingly); -1 when the message carries none or
+     * one this side does not understand. */
     int (*on_am)(void *arg, uint64_t ep_token, uint16_t am_id, size_t length,
-                 void **dst_p, hrdma_mem_t **dst_mem_p,
+                 int32_t page_offset, void **dst_p, hrdma_mem_t **dst_mem_p,
                  uint64_t *recv_cookie_p);
     void (*on_recv_done)(void *arg, uint64_t ep_token, uint64_t recv_cookie,
                          int status, size_t length);
@@ -231,6 +235,17 @@ int hrdma_ep_connect(hrdma_worker_t *worker, const char *ip, int port,
  * on_op_done(op_cookie) follows, or an error. */
 int hrdma_ep_am_send(hrdma_ep_t *ep, uint16_t am_id, const void *buf,
                      size_t len, hrdma_mem_t *mem, uint64_t op_cookie);
+
+/* The page placement hints are about: 4 KiB, what O_DIRECT needs. */
+#define HRDMA_PLACE_PAGE 4096
+/* As hrdma_ep_am_send, with a placement hint in the AM user header: byte
+ * place_at of the message should land at a page-aligned address at the
+ * receiver (on_am's page_offset is place_at % HRDMA_PLACE_PAGE). place_at
+ * < 0 sends no header, as hrdma_ep_am_send; place_at > len is invalid.
+ * Receivers that predate hints ignore the header. */
+int hrdma_ep_am_send_placed(hrdma_ep_t *ep, uint16_t am_id, const void *buf,
+                            size_t len, hrdma_mem_t *mem, int64_t place_at,
+                            uint64_t op_cookie);
 
 /* One-sided: put local -> remote_addr, get remote_addr -> local. */
 int hrdma_rkey_unpack(hrdma_ep_t *ep, const void *packed, size_t len,

@@ -53,4 +53,9 @@ static inline ucp_mem_h hrdma_mem_ucp_memh(const hrdma_mem_t *mem)
     return (mem == NULL) ? NULL : mem->memh;
 }
 
+/* The page offset an active message's user header asks the receiver to align
+ * (engine.c), or -1: no header, another version, or out of range. Here, not
+ * static, so that the tests can feed it what a hostile peer could send. */
+int32_t hrdma_place_hdr_parse(const void *header, size_t header_length);
+
 #endif /* HRDMA_INT_H */

@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,8 +284,48 @@ static void hrdma_ep_err_cb(void *arg, ucp_ep_h uep, ucs_status_t ucs)
 
 /* --------------------------------------------------- active messages -- */
 
-static ucs_status_t hrdma_am_recv_cb(void *arg, const void *header HRDMA_UNUSED,
-                                     size_t header_length HRDMA_UNUSED,
+/* The AM user header of a placed message: version 1, then the page offset of
+ * the byte to align (u16, little-endian: both ends are x86/arm64 Linux, but
+ * spelled out so the wire does not depend on it). */
+#define HRDMA_PLACE_HDR_VERSION 1
+#define HRDMA_PLACE_HDR_LEN     4
+
+/* UCX 1.13 reads the user header until the send completes (it cannot copy it
+ * before 1.15): every header there can be is in this constant table, so a
+ * send points at its entry and nothing is allocated or freed per message. */
+static uint8_t hrdma_place_hdrs[HRDMA_PLACE_PAGE][HRDMA_PLACE_HDR_LEN];
+
+static pthread_once_t hrdma_place_hdrs_once = PTHREAD_ONCE_INIT;
+
+static void hrdma_place_hdrs_fill(void)
+{
+    size_t i;
+
+    for (i = 0; i < HRDMA_PLACE_PAGE; i++) {
+        hrdma_place_hdrs[i][0] = HRDMA_PLACE_HDR_VERSION;
+        hrdma_place_hdrs[i][1] = 0;
+        hrdma_place_hdrs[i][2] = (uint8_t)(i & 0xff);
+        hrdma_place_hdrs[i][3] = (uint8_t)(i >> 8);
+    }
+}
+
+/* The page offset a peer's header asks for, or -1: none, another version, or
+ * out of range (whatever a peer sends, the receiver pads by less than a page). */
+int32_t hrdma_place_hdr_parse(const void *header, size_t header_length)
+{
+    const uint8_t *h = header;
+    uint32_t off;
+
+    if ((header == NULL) || (header_length < HRDMA_PLACE_HDR_LEN) ||
+        (h[0] != HRDMA_PLACE_HDR_VERSION)) {
+        return -1;
+    }
+    off = (uint32_t)h[2] | ((uint32_t)h[3] << 8);
+    return (off < HRDMA_PLACE_PAGE) ? (int32_t)off : -1;
+}
+
+static ucs_status_t hrdma_am_recv_cb(void *arg, const void *header,
+                                     size_t header_length,
                                      void *data, size_t length,
                                      const ucp_am_recv_param_t *param)
 {
@@ -309,6 +350,7 @@ static ucs_status_t hrdma_am_recv_cb(void *arg, const void *header HRDMA_UNUSED,
     }
 
     status = worker->cb.on_am(worker->cb.arg, ep->token, am->am_id, length,
+                              hrdma_place_hdr_parse(header, header_length),
                               &dst, &dst_mem, &recv_cookie);
     if (status < 0) {
         /* Dropped: eager data is released by UCX on UCS_OK; a rendezvous
@@ -366,6 +408,7 @@ int hrdma_worker_create(hrdma_ctx_t *ctx, const hrdma_worker_callbacks_t *cb,
         (cb->on_ep_error == NULL)) {
         return HRDMA_ERR_INVALID;
     }
+    (void)pthread_once(&hrdma_place_hdrs_once, hrdma_place_hdrs_fill);
     worker = calloc(1, sizeof(*worker));
     if (worker == NULL) {
         return HRDMA_ERR_NOMEM;
@@ -815,20 +858,34 @@ static int hrdma_ep_check(const hrdma_ep_t *ep)
 int hrdma_ep_am_send(hrdma_ep_t *ep, uint16_t am_id, const void *buf,
                      size_t len, hrdma_mem_t *mem, uint64_t op_cookie)
 {
+    return hrdma_ep_am_send_placed(ep, am_id, buf, len, mem, -1, op_cookie);
+}
+
+int hrdma_ep_am_send_placed(hrdma_ep_t *ep, uint16_t am_id, const void *buf,
+                            size_t len, hrdma_mem_t *mem, int64_t place_at,
+                            uint64_t op_cookie)
+{
     ucp_request_param_t param;
-    int status = hrdma_ep_check(ep);
+    const void *hdr = NULL;
+    size_t hdr_len  = 0;
+    int status      = hrdma_ep_check(ep);
 
     if (status != HRDMA_OK) {
         return status;
     }
-    if (am_id >= HRDMA_AM_IDS) {
+    if ((am_id >= HRDMA_AM_IDS) ||
+        ((place_at >= 0) && ((uint64_t)place_at > len))) {
         return HRDMA_ERR_INVALID;
+    }
+    if (place_at >= 0) {
+        hdr     = hrdma_place_hdrs[place_at % HRDMA_PLACE_PAGE];
+        hdr_len = HRDMA_PLACE_HDR_LEN;
     }
     hrdma_req_param_init(&param, mem);
     param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
     param.flags         = UCP_AM_SEND_FLAG_REPLY;
-    return hrdma_req_result(ep, ucp_am_send_nbx(ep->ucp_ep, am_id, NULL, 0, buf,
-                                                len, &param),
+    return hrdma_req_result(ep, ucp_am_send_nbx(ep->ucp_ep, am_id, hdr, hdr_len,
+                                                buf, len, &param),
                             op_cookie, len);
 }
 

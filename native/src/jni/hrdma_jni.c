@@ -114,7 +114,7 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved)
     }
     g_on_conn_request = (*env)->GetMethodID(env, cls, "onConnRequest",
                                             "(JJLjava/lang/String;)V");
-    g_on_am        = (*env)->GetMethodID(env, cls, "onAm", "(JIJ[J)I");
+    g_on_am        = (*env)->GetMethodID(env, cls, "onAm", "(JIJI[J)I");
     g_on_recv_done = (*env)->GetMethodID(env, cls, "onRecvDone", "(JJIJ)V");
     g_on_op_done   = (*env)->GetMethodID(env, cls, "onOpDone", "(JJIJ)V");
     g_on_ep_error  = (*env)->GetMethodID(env, cls, "onEpError", "(JI)V");
@@ -376,7 +376,7 @@ static void hrdma_jni_on_conn_request(void *arg, uint64_t listener_token,
 }
 
 static int hrdma_jni_on_am(void *arg, uint64_t ep_token, uint16_t am_id,
-                           size_t length, void **dst_p,
+                           size_t length, int32_t page_offset, void **dst_p,
                            hrdma_mem_t **dst_mem_p, uint64_t *recv_cookie_p)
 {
     hrdma_jni_worker_t *jw = arg;
@@ -388,7 +388,8 @@ static int hrdma_jni_on_am(void *arg, uint64_t ep_token, uint16_t am_id,
         return HRDMA_ERR_IO;
     }
     st = (*env)->CallIntMethod(env, jw->callbacks, g_on_am, (jlong)ep_token,
-                               (jint)am_id, (jlong)length, jw->out);
+                               (jint)am_id, (jlong)length, (jint)page_offset,
+                               jw->out);
     if (hrdma_jni_upcall_failed(env)) {
         return HRDMA_ERR_IO;
     }
@@ -621,14 +622,16 @@ JNIEXPORT jlong JNICALL JNI_CLASS(epConnect0)(JNIEnv *env, jclass cls, jlong w,
 
 JNIEXPORT jint JNICALL JNI_CLASS(amSend0)(JNIEnv *env, jclass cls, jlong ep,
                                           jint id, jlong addr, jlong len,
-                                          jlong mem, jlong cookie)
+                                          jlong mem, jlong placeAt,
+                                          jlong cookie)
 {
     (void)env; (void)cls;
     if (id < 0 || id > 0xffff || len < 0) {
         return HRDMA_ERR_INVALID;
     }
-    return hrdma_ep_am_send(EP(ep), (uint16_t)id, PTR(addr), (size_t)len,
-                            MEM(mem), (uint64_t)cookie);
+    return hrdma_ep_am_send_placed(EP(ep), (uint16_t)id, PTR(addr),
+                                   (size_t)len, MEM(mem), (int64_t)placeAt,
+                                   (uint64_t)cookie);
 }
 
 JNIEXPORT jlong JNICALL JNI_CLASS(rkeyUnpack0)(JNIEnv *env, jclass cls,

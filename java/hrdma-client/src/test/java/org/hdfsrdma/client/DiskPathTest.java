@@ -238,6 +238,7 @@ class DiskPathTest {
     int total = java.util.Arrays.stream(pieces).sum();
     byte[] data = PluginCluster.random(total, 21);
     long before = directWritten();
+    long stagedBefore = directStaged();
     try (org.apache.hadoop.fs.FSDataOutputStream out = fs.create(p)) {
       int at = 0;
       for (int n : pieces) {
@@ -247,6 +248,7 @@ class DiskPathTest {
       }
     }
     long direct = directWritten() - before;
+    long staged = directStaged() - stagedBefore;
     try (OutputStream out = stock.create(q)) {
       out.write(data);
     }
@@ -260,6 +262,13 @@ class DiskPathTest {
     System.out.printf("disk path: %d bytes in %d hflushed pieces, %d written direct%n", total, pieces.length, direct);
     assertTrue(direct >= 3 << 20 && direct < total, "most but not all bytes direct: " + direct + " of " + total);
     assertEquals(0, direct % 4096, "direct writes are whole pages: " + direct);
+    // the client placed each packet's data so that its first page boundary in the block file lands
+    // page-aligned in the DataNode's buffer, also after a flush inside a page: no staging copy
+    assertEquals(0, staged, "bytes copied through the staging buffer");
+  }
+
+  private long directStaged() {
+    return volumeStats().stream().mapToLong(VolumeStats.Snapshot::directStagedBytes).sum();
   }
 
   @Test

@@ -9,6 +9,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpWriteBlockProto.BlockConstructionStage;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PacketHeaderProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PipelineAckProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
 import org.hdfsrdma.datanode.compat.DataNodeAccess;
@@ -18,6 +19,7 @@ import org.hdfsrdma.protocol.Message;
 import org.hdfsrdma.protocol.MessageCodec;
 import org.hdfsrdma.protocol.MessageKind;
 import org.hdfsrdma.transport.Endpoint;
+import org.hdfsrdma.transport.RegisteredBuffer;
 import org.hdfsrdma.transport.TransportException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -97,6 +99,23 @@ final class BlockWriteTask implements WriteMirror.Listener {
 
   // ------------------------------------------------------------ I/O thread
 
+  /**
+   * Where a DATA_PACKET's first data byte at a page boundary of the block file is, counted from
+   * its message's first byte (the data ends the message), for the next node's placement hint (as
+   * the client gives it); -1 where the header does not say.
+   */
+  private static int dataOffset(Message m) {
+    try {
+      PacketHeaderProto h = m.packetHeader();
+      int data = h.getDataLen();
+      int n = m.buffer().readableBytes();
+      int head = (int) Math.min(Math.max(0, data), -h.getOffsetInBlock() & (RegisteredBuffer.PLACE_PAGE - 1));
+      return data >= 0 && data <= n ? n - data + head : -1;
+    } catch (java.net.ProtocolException e) {
+      return -1;
+    }
+  }
+
   /** A DATA_PACKET for this write (upstream I/O thread): forward it, queue it. Takes over the message. */
   void onPacket(Message m) {
     WriteMirror d = mirror;
@@ -116,7 +135,7 @@ final class BlockWriteTask implements WriteMirror.Listener {
         long begin = System.nanoTime();
         try {
           FaultHooks.stopSendingPacketDownstream(d.name());
-          d.forward(m.buffer());
+          d.forward(m.buffer(), dataOffset(m));
           FaultHooks.logDelaySendingPacketDownstream(d.name(), TimeUnit.NANOSECONDS.toMillis(System.nanoTime()
               - begin));
         } catch (IOException e) {

@@ -44,11 +44,17 @@ final class WriteMirror implements EndpointHandler {
     return name;
   }
 
-  /** Sends the received packet on; never blocks. */
-  void forward(RegisteredBuffer received) {
+  /**
+   * Sends the received packet on; never blocks. {@code dataOffset}: where its data starts (from
+   * the message's first byte), which the next node's transport is asked to place page-aligned so
+   * that it can write it O_DIRECT without a copy; -1 for none. Sealing keeps the layout (the tag
+   * follows the message), so a sealed connection carries the hint too.
+   */
+  void forward(RegisteredBuffer received, int dataOffset) {
     Endpoint e = ep;
     if (e instanceof ProtectedEndpoint p) {
       // sealed into the connector's own buffer in one pass: no plain copy first
+      received.placeAligned(dataOffset);
       p.sendCopy(received.retain()).whenComplete((v, t) -> {
         if (t != null) {
           listener.onDownstreamFailed("forwarding to " + name + " failed: " + t.getMessage());
@@ -75,6 +81,7 @@ final class WriteMirror implements EndpointHandler {
       o.put(src.duplicate());
       o.flip();
     }
+    out.placeAligned(dataOffset);
     e.send(out).whenComplete((v, t) -> {
       if (t != null) {
         listener.onDownstreamFailed("forwarding to " + name + " failed: " + t.getMessage());

@@ -75,7 +75,14 @@ public final class Jni {
   public static native long epConnect0(long worker, String ip, int port, long epToken)
       throws NativeException;
 
-  public static native int amSend0(long ep, int amId, long addr, long len, long mem, long cookie);
+  /** Page size placement hints are about ({@code HRDMA_PLACE_PAGE}). */
+  public static final int PLACE_PAGE = 4096;
+
+  /**
+   * Sends an active message; {@code placeAt} >= 0 (at most {@code len}) asks the receiver to
+   * place byte {@code placeAt} of it at a page-aligned address (AM user header), -1 for none.
+   */
+  public static native int amSend0(long ep, int amId, long addr, long len, long mem, long placeAt, long cookie);
 
   public static native long rkeyUnpack0(long ep, byte[] packed) throws NativeException;
 

@@ -13,9 +13,11 @@ public interface WorkerCallbacks {
    * An active message of {@code length} bytes arrived. Return a negative status
    * to drop it, or 0 after filling {@code out}: [0] destination address (at least
    * length bytes), [1] native memory handle of its region or 0, [2] a cookie that
-   * {@link #onRecvDone} will carry.
+   * {@link #onRecvDone} will carry. {@code pageOffset}: the sender's placement hint, in
+   * [0, {@link Jni#PLACE_PAGE}): the message byte at that offset within a page should land at a
+   * page-aligned address; -1 for none.
    */
-  int onAm(long epToken, int amId, long length, long[] out);
+  int onAm(long epToken, int amId, long length, int pageOffset, long[] out);
 
   void onRecvDone(long epToken, long cookie, int status, long length);
 

@@ -7,7 +7,12 @@ public enum Capability {
   /** Large messages move from and into registered memory without a CPU copy. */
   ZERO_COPY,
   /** Peers on the same host talk through shared memory. */
-  SHARED_MEMORY;
+  SHARED_MEMORY,
+  /**
+   * The receiver takes placement hints ({@link RegisteredBuffer#placeAligned}) in the frame
+   * header (the stream transport, whose earlier receivers refused any non-zero pad byte).
+   */
+  PLACEMENT;
 
   public String wireName() {
     return name().toLowerCase(java.util.Locale.ROOT).replace('_', '-');

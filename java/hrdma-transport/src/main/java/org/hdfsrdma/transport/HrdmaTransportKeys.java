@@ -25,6 +25,13 @@ public final class HrdmaTransportKeys {
   /** How long a connection attempt (including transport negotiation) may take. */
   public static final String TRANSPORT_CONNECT_TIMEOUT_KEY = "hrdma.transport.connect-timeout-ms";
   public static final int TRANSPORT_CONNECT_TIMEOUT_DEFAULT = 5000;
+  /**
+   * Whether this side asks its peers to place the data of the packets it sends at page-aligned
+   * addresses (ucx, stream), so that DataNodes write it O_DIRECT without a copy. Received hints are
+   * honoured either way.
+   */
+  public static final String TRANSPORT_PLACE_ALIGNED_KEY = "hrdma.transport.place-aligned";
+  public static final boolean TRANSPORT_PLACE_ALIGNED_DEFAULT = true;
   /** A peer that sent part of a message and then nothing for this long is closed (ms). */
   public static final String TRANSPORT_READ_TIMEOUT_KEY = "hrdma.transport.read-timeout-ms";
   public static final int TRANSPORT_READ_TIMEOUT_DEFAULT = 60_000;

@@ -14,9 +14,12 @@ import java.nio.ByteBuffer;
  * used after the last release.
  */
 public abstract class RegisteredBuffer extends AbstractReferenceCounted {
+  /** The alignment {@link #placeAligned} asks for: a page, what O_DIRECT needs. */
+  public static final int PLACE_PAGE = 4096;
   private final ByteBuffer nio;
   private final long address;
   private volatile Runnable releaseHook;
+  private int placeAt = -1;
 
   protected RegisteredBuffer(ByteBuffer nio, long address) {
     if (!nio.isDirect()) {
@@ -54,6 +57,23 @@ public abstract class RegisteredBuffer extends AbstractReferenceCounted {
   }
 
   /**
+   * Asks that byte {@code offset} of the message (counted from the position when it is sent)
+   * land at a page-aligned (4096) address at the receiver, so that the receiver can hand that
+   * part to O_DIRECT without copying it; -1 for no preference. A hint: transports and peers
+   * that cannot place a message (sealed connections, peers of older versions) ignore it, and
+   * the delivered buffer's position is where the message starts either way. Set it before
+   * {@link Endpoint#send}; it is cleared when the buffer goes back to its owner.
+   */
+  public final void placeAligned(int offset) {
+    this.placeAt = Math.max(-1, offset);
+  }
+
+  /** The hint of {@link #placeAligned}, or -1. */
+  public final int placeAligned() {
+    return placeAt;
+  }
+
+  /**
    * Runs {@code hook} after the last release (transports return credits this
    * way). One hook per buffer.
    */
@@ -65,6 +85,7 @@ public abstract class RegisteredBuffer extends AbstractReferenceCounted {
   protected final void deallocate() {
     Runnable hook = releaseHook;
     releaseHook = null;
+    placeAt = -1;
     recycle();
     if (hook != null) {
       hook.run();

@@ -22,6 +22,9 @@ public final class TransportConf {
   /** Largest message accepted from a peer; larger frames close the connection. */
   public static final String MAX_MESSAGE_KEY = HrdmaTransportKeys.TRANSPORT_MAX_MESSAGE_KEY;
   public static final int MAX_MESSAGE_DEFAULT = HrdmaTransportKeys.TRANSPORT_MAX_MESSAGE_DEFAULT;
+  /** Whether sends carry their placement hints ({@link RegisteredBuffer#placeAligned}) to the peer. */
+  public static final String PLACE_ALIGNED_KEY = HrdmaTransportKeys.TRANSPORT_PLACE_ALIGNED_KEY;
+  public static final boolean PLACE_ALIGNED_DEFAULT = HrdmaTransportKeys.TRANSPORT_PLACE_ALIGNED_DEFAULT;
   public static final String CONNECT_TIMEOUT_KEY = HrdmaTransportKeys.TRANSPORT_CONNECT_TIMEOUT_KEY;
   public static final int CONNECT_TIMEOUT_DEFAULT = HrdmaTransportKeys.TRANSPORT_CONNECT_TIMEOUT_DEFAULT;
   /**

@@ -411,8 +411,9 @@ public final class DiskIo implements AutoCloseable {
     /**
      * Writes the longest prefix of {@code data} that O_DIRECT can take at
      * block offset {@code at} (offset and length multiples of the
-     * filesystem's block size), copied through an aligned buffer, and moves
-     * {@code data}'s position past it. Returns the bytes written: 0 when
+     * filesystem's block size), and moves {@code data}'s position past it:
+     * straight from {@code data} where its address there is aligned too (a
+     * packet the transport placed so), else copied through an aligned buffer. Returns the bytes written: 0 when
      * direct writes are off, refused on this volume, or do not fit here;
      * the caller writes the rest through the page cache. Call inside a
      * {@link #write} action (on the volume's I/O worker).
@@ -429,8 +430,16 @@ public final class DiskIo implements AutoCloseable {
       if (n == 0 || at % align != 0) {
         return 0;
       }
-      ByteBuffer w = staging(n, align);
-      w.clear().put(0, data, data.position(), n).limit(n);
+      // in place only where the JDK's own O_DIRECT checks will pass: a direct buffer at an aligned address
+      boolean staged = !data.isDirect() || Integer.bitCount(align) != 1
+          || data.alignmentOffset(data.position(), align) != 0;
+      ByteBuffer w;
+      if (staged) {
+        w = staging(n, align);
+        w.clear().put(0, data, data.position(), n).limit(n);
+      } else {
+        w = data.slice(data.position(), n);
+      }
       try {
         while (w.hasRemaining()) {
           f.write(w, at + w.position());
@@ -446,7 +455,7 @@ public final class DiskIo implements AutoCloseable {
         throw e;
       }
       data.position(data.position() + n);
-      sched.stats().directWritten(n);
+      sched.stats().directWritten(n, staged);
       return n;
     }
 

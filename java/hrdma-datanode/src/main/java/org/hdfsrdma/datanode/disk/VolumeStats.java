@@ -37,6 +37,7 @@ public final class VolumeStats {
   private final LongAdder directRequests = new LongAdder();
   private final LongAdder directPacketBytes = new LongAdder();
   private final LongAdder directWrittenBytes = new LongAdder();
+  private final LongAdder directStagedBytes = new LongAdder();
   private final AtomicLong depth = new AtomicLong();
   private final AtomicLong requestBytes = new AtomicLong();
   private final SampleQuantiles latencyUs = new SampleQuantiles(QUANTILES);
@@ -118,9 +119,16 @@ public final class VolumeStats {
     }
   }
 
-  /** {@code bytes} of block data went to the device with O_DIRECT writes. */
-  void directWritten(long bytes) {
+  /**
+   * {@code bytes} of block data went to the device with O_DIRECT writes; {@code staged}: copied
+   * through an aligned buffer first (the data's address was not aligned), else written straight
+   * from the buffer they came in.
+   */
+  void directWritten(long bytes, boolean staged) {
     directWrittenBytes.add(bytes);
+    if (staged) {
+      directStagedBytes.add(bytes);
+    }
   }
 
   /** A consistent-enough copy of the counters. */
@@ -138,7 +146,7 @@ public final class VolumeStats {
         r == 0 ? 0 : (double) runBytes.sum() / r, r, runBytes.sum(), fb, fb == 0 ? 0 : (double) finalizedExtents.sum() / fb,
         maxExtents.get(), raises.sum(), lowers.sum(), starvationGuards.sum(), fallbacks.sum(),
         preallocated.sum(), trimmed.sum(), (int) depth.get(), (int) requestBytes.get(), directRequests.sum(),
-        directBytes.sum(), directPacketBytes.sum(), directWrittenBytes.sum());
+        directBytes.sum(), directPacketBytes.sum(), directWrittenBytes.sum(), directStagedBytes.sum());
   }
 
   /**
@@ -147,12 +155,14 @@ public final class VolumeStats {
    * throughput while it worked). Latencies: queue plus device, microseconds.
    * {@code directRequests}/{@code directBytes}: O_DIRECT io_uring reads under the read-ahead,
    * {@code directPacketBytes} of them straight into the packets (no copy);
-   * {@code directWrittenBytes}: block data written with O_DIRECT.
+   * {@code directWrittenBytes}: block data written with O_DIRECT, {@code directStagedBytes} of
+   * them copied through an aligned staging buffer (the rest went straight from the received
+   * packet, placed page-aligned by the transport).
    */
   public record Snapshot(long queued, long inFlight, long maxQueued, long requests, long bytesRead,
       long bytesWritten, double busyBytesPerSec, long latencyP50Us, long latencyP90Us, long latencyP99Us,
       double avgRunBytes, long runs, long runBytes, long finalizedBlocks, double avgExtentsPerBlock, long maxExtentsPerBlock,
       long depthRaises, long depthLowers, long starvationGuards, long fallbacks, long preallocated,
       long trimmed, int depth, int requestBytes, long directRequests, long directBytes, long directPacketBytes,
-      long directWrittenBytes) {}
+      long directWrittenBytes, long directStagedBytes) {}
 }

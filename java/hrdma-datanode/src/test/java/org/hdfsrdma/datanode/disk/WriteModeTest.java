@@ -259,6 +259,52 @@ class WriteModeTest {
     }
   }
 
+  /**
+   * O_DIRECT writes go straight from a packet whose data the transport placed page-aligned, and
+   * through the staging buffer only where the address is not aligned; the file has the bytes
+   * either way.
+   */
+  @Test
+  void alignedDataIsWrittenInPlaceUnalignedDataIsStaged() throws Exception {
+    assumeTrue(HrdmaNative.isAvailable(), "libhrdma: O_DIRECT writes need it");
+    Path d = Files.createDirectories(dir.resolve("inplace"));
+    Volume v = new Volume("v-inplace", StorageType.DISK, d.toString());
+    Configuration conf = new Configuration(false);
+    conf.set(DiskSettings.POLICY_KEY_PREFIX + "disk", "rotational");
+    conf.set(DiskSettings.WRITE_MODE_OVERRIDES_KEY, d + "=direct");
+    Path blk = d.resolve("blk_2");
+    Files.createFile(blk);
+    byte[] data = new byte[4 * MB];
+    new Random(11).nextBytes(data);
+    // a received packet's buffer: the data at a page-aligned address, or 100 bytes past one
+    ByteBuffer mem = ByteBuffer.allocateDirect(2 * MB + 8192).alignedSlice(4096);
+    try (DiskIo io = new DiskIo(DiskSettings.of(conf), List.of(v))) {
+      DiskIo.WriteStream w = io.openWrite(v, blk, 4L * MB, false);
+      assumeTrue(w.alignment() > 0, "this filesystem takes no O_DIRECT");
+      VolumeStats.Snapshot before = io.scheduler(v).stats().snapshot();
+      int[] shift = {0, 100};
+      int[] written = new int[2];
+      for (int i = 0; i < 2; i++) {
+        ByteBuffer b = mem.duplicate().position(shift[i]).limit(shift[i] + 2 * MB).slice();
+        b.put(0, data, i * 2 * MB, 2 * MB);
+        long off = (long) i * 2 * MB;
+        int k = i;
+        w.write(off, 2 * MB, () -> {
+          written[k] = w.writeDirect(b, off);
+          return null;
+        });
+        assertEquals(2 * MB, written[i], "whole pages at an aligned offset go O_DIRECT");
+        assertFalse(b.hasRemaining());
+      }
+      VolumeStats.Snapshot after = io.scheduler(v).stats().snapshot();
+      w.close();
+      assertEquals(4L * MB, after.directWrittenBytes() - before.directWrittenBytes());
+      assertEquals(2L * MB, after.directStagedBytes() - before.directStagedBytes(),
+          "only the unaligned packet is copied through the staging buffer");
+    }
+    assertArrayEquals(data, Files.readAllBytes(blk));
+  }
+
   /** What RbwReplica.writeData does with a direct writer: a head to the alignment buffered, the aligned part direct. */
   private static void writeLikeTheReplica(DiskIo.WriteStream w, FileChannel ch, ByteBuffer data, long at)
       throws java.io.IOException {

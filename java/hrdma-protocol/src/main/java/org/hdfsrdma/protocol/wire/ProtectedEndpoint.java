@@ -132,6 +132,9 @@ public final class ProtectedEndpoint implements Endpoint {
       c.release();
       throw e;
     }
+    // the sealed message has the plain one's layout (the tag follows it; opened in place): a
+    // placement hint holds for it too
+    c.placeAligned(m.placeAligned());
     m.release();
     COPIED.increment();
     return c;

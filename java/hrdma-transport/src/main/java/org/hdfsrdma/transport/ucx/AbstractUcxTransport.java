@@ -43,6 +43,8 @@ abstract class AbstractUcxTransport implements Transport {
   final long ctx;
   final UcxWorkerLoop loop;
   final int maxMessage;
+  /** Whether DATA sends carry their placement hints. */
+  final boolean placeAligned;
   final int credits;
   /** Version this side puts in its hello; tests change it to play a peer from elsewhere. */
   int helloVersion = org.hdfsrdma.transport.Protocol.VERSION;
@@ -135,6 +137,8 @@ abstract class AbstractUcxTransport implements Transport {
     HrdmaNative.ensureAvailable();
     this.maxMessage = conf.getPositiveInt(TransportConf.MAX_MESSAGE_KEY,
         TransportConf.MAX_MESSAGE_DEFAULT);
+    this.placeAligned = Boolean.parseBoolean(conf.get(TransportConf.PLACE_ALIGNED_KEY,
+        String.valueOf(TransportConf.PLACE_ALIGNED_DEFAULT)).trim());
     this.credits = conf.getPositiveInt(TransportConf.CREDITS_KEY, TransportConf.CREDITS_DEFAULT);
     this.connectTimeoutMs = conf.getPositiveInt(TransportConf.CONNECT_TIMEOUT_KEY,
         TransportConf.CONNECT_TIMEOUT_DEFAULT);

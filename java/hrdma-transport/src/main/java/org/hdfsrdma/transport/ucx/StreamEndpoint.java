@@ -4,6 +4,7 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
 import org.hdfsrdma.nativelib.Jni;
+import org.hdfsrdma.transport.Capability;
 import org.hdfsrdma.transport.Endpoint;
 import org.hdfsrdma.transport.EndpointHandler;
 import org.hdfsrdma.transport.RegisteredBuffer;
@@ -18,7 +19,10 @@ import org.hdfsrdma.transport.TransportException;
  *  | len   |kind| 0 0 0   | payload (len bytes)    |
  *  +-------+----+---------+------------------------+
  *  len: u32 big-endian, bounded by the kind's limit before anything is allocated
- *  kind: HELLO, HELLO_REPLY, DATA, CREDIT, CLOSE; the pad must be zero
+ *  kind: HELLO, HELLO_REPLY, DATA, CREDIT, CLOSE; the pad must be zero, except that a DATA
+ *  frame to a peer whose hello lists the "placement" capability may say 1 0x0NNN: a
+ *  placement hint, the payload's byte at page offset 0xNNN (u16 big-endian, below 4096) to
+ *  land page-aligned (see UcxEndpoint for how the receiver bounds it)
  * </pre>
  *
  * Frames up to {@link #COPY_LIMIT} are copied with their header into one send
@@ -36,6 +40,7 @@ final class StreamEndpoint extends UcxConnection {
   private int sPos;
   private int sLim;
   private RegisteredBuffer msg;
+  private int msgPad; // where in msg the message starts (placement)
   private int msgKind;
   private int msgLen;
   private int msgFill;
@@ -47,7 +52,7 @@ final class StreamEndpoint extends UcxConnection {
   }
 
   @Override
-  public int onAm(int amId, long length, long[] out) {
+  public int onAm(int amId, long length, int pageOffset, long[] out) {
     protocolError("active message on a stream connection");
     return org.hdfsrdma.nativelib.NativeException.ERR_INVALID;
   }
@@ -67,7 +72,11 @@ final class StreamEndpoint extends UcxConnection {
     }
     ByteBuffer h = head.nio();
     h.clear();
-    h.putInt(len).put((byte) kind).put((byte) 0).putShort((short) 0);
+    int placeAt = payload.placeAligned();
+    boolean placed = kind == DATA && transport.placeAligned && placeAt >= 0 && placeAt <= len
+        && capabilities().contains(Capability.PLACEMENT);
+    h.putInt(len).put((byte) kind).put((byte) (placed ? 1 : 0))
+        .putShort((short) (placed ? placeAt % Jni.PLACE_PAGE : 0));
     if (len <= COPY_LIMIT) {
       h.put(payload.nio().duplicate()).flip();
       payload.release();
@@ -123,7 +132,7 @@ final class StreamEndpoint extends UcxConnection {
       long cap;
       long memh;
       if (direct) {
-        addr = msg.address() + msgFill;
+        addr = msg.address() + msgPad + msgFill;
         cap = msgLen - msgFill;
         memh = msg.memoryHandle();
       } else {
@@ -191,10 +200,13 @@ final class StreamEndpoint extends UcxConnection {
         }
         long len = s.getInt(sPos) & 0xffffffffL;
         int kind = s.get(sPos + 4);
-        int pad = (s.get(sPos + 5) & 0xff) | (s.getShort(sPos + 6) & 0xffff);
+        int flag = s.get(sPos + 5) & 0xff;
+        int pageOffset = s.getShort(sPos + 6) & 0xffff;
         sPos += HEADER;
-        if (kind < 0 || kind >= KINDS || pad != 0) {
-          protocolError("garbage on the stream (frame kind " + kind + ", pad " + pad + ")");
+        boolean hint = flag == 1 && kind == DATA && pageOffset < Jni.PLACE_PAGE;
+        if (kind < 0 || kind >= KINDS || (flag != 0 || pageOffset != 0) && !hint) {
+          protocolError("garbage on the stream (frame kind " + kind + ", pad " + flag + " "
+              + pageOffset + ")");
           return;
         }
         if (len > limitFor(kind)) {
@@ -207,8 +219,9 @@ final class StreamEndpoint extends UcxConnection {
           protocolError("the peer sent more messages than the " + ownCredits() + " credits it was granted");
           return;
         }
+        int pad = hint ? UcxEndpoint.padFor(transport.allocator(), pageOffset, len) : 0;
         try {
-          msg = transport.allocator().allocate((int) Math.max(1, len));
+          msg = transport.allocator().allocate((int) Math.max(1, len + pad));
         } catch (TransportException e) {
           if (kind == DATA) {
             returnCredit();
@@ -216,6 +229,10 @@ final class StreamEndpoint extends UcxConnection {
           fail(e);
           return;
         }
+        if (pad > 0 && ((msg.address() + pad + pageOffset) & (Jni.PLACE_PAGE - 1)) != 0) {
+          pad = 0; // not a page-aligned buffer: no placement
+        }
+        msgPad = pad;
         msgKind = kind;
         msgLen = (int) len;
         msgFill = 0;
@@ -227,7 +244,7 @@ final class StreamEndpoint extends UcxConnection {
         if (k == 0) {
           return;
         }
-        msg.nio().put(msgFill, s, sPos, k);
+        msg.nio().put(msgPad + msgFill, s, sPos, k);
         sPos += k;
         msgFill += k;
         if (msgFill == msgLen) {
@@ -240,7 +257,7 @@ final class StreamEndpoint extends UcxConnection {
   private void emit() {
     RegisteredBuffer m = msg;
     msg = null;
-    m.nio().clear().limit(msgLen);
+    m.nio().clear().position(msgPad).limit(msgPad + msgLen);
     onFrame(msgKind, m);
   }
 

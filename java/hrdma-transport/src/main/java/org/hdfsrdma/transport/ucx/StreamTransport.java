@@ -28,6 +28,7 @@ public final class StreamTransport extends AbstractUcxTransport {
   public Set<Capability> capabilities() {
     Set<Capability> s = super.capabilities();
     s.add(Capability.ONE_SIDED);
+    s.add(Capability.PLACEMENT);
     return s;
   }
 

@@ -5,6 +5,7 @@ import java.util.ArrayDeque;
 import java.util.concurrent.CompletableFuture;
 import org.hdfsrdma.nativelib.Jni;
 import org.hdfsrdma.nativelib.NativeException;
+import org.hdfsrdma.transport.BufferAllocator;
 import org.hdfsrdma.transport.Endpoint;
 import org.hdfsrdma.transport.EndpointHandler;
 import org.hdfsrdma.transport.RegisteredBuffer;
@@ -15,6 +16,15 @@ import org.hdfsrdma.transport.TransportException;
  * kind, the AM payload the frame. Small messages go eagerly; large ones by
  * rendezvous, which UCX turns into zero-copy RDMA on InfiniBand and RoCE.
  * Each received message lands in a registered buffer from the pool.
+ *
+ * <p>Placement: a DATA message whose buffer has a {@link RegisteredBuffer#placeAligned} hint
+ * carries it in the active message's user header ({@code Jni#amSend0}). The receiver then
+ * starts the message {@code pad} bytes into its buffer so that the hinted byte lands page
+ * aligned, and delivers the buffer with its position at the pad. The pad is below a page and
+ * taken only where it keeps the buffer in the same size class of the pool (or adds at most
+ * a sixteenth to a large buffer of its own), so a peer's hint can neither enlarge what its
+ * credits pin nor point outside the buffer; anything else is ignored (placed at 0, as an
+ * unhinted message). Receivers of older versions ignore the header.
  */
 final class UcxEndpoint extends UcxConnection {
 
@@ -71,8 +81,9 @@ final class UcxEndpoint extends UcxConnection {
   protected void sendFrame(int kind, RegisteredBuffer payload, UcxWorkerLoop.Completion done) {
     long cookie = loop.newCookie();
     long len = payload.readableBytes();
+    int placeAt = transport.placeAligned ? payload.placeAligned() : -1;
     int st = Jni.amSend0(ep, kind, payload.address() + payload.nio().position(), len,
-        transport.amMemoryHandle(payload), cookie);
+        transport.amMemoryHandle(payload), kind == DATA && placeAt <= len ? placeAt : -1, cookie);
     if (st == Jni.INPROGRESS) {
       loop.track(cookie, (s, l) -> {
         payload.release();
@@ -97,7 +108,7 @@ final class UcxEndpoint extends UcxConnection {
   }
 
   @Override
-  public int onAm(int amId, long length, long[] out) {
+  public int onAm(int amId, long length, int pageOffset, long[] out) {
     receivedBytes();
     if (amId < 0 || amId >= KINDS) {
       // Decided here, in the callback: a later endpoint error must not replace the cause.
@@ -115,8 +126,9 @@ final class UcxEndpoint extends UcxConnection {
       return NativeException.ERR_INVALID;
     }
     RegisteredBuffer b;
+    int pad = amId == DATA ? padFor(transport.allocator(), pageOffset, length) : 0;
     try {
-      b = transport.allocator().allocate((int) Math.max(1, length));
+      b = transport.allocator().allocate((int) Math.max(1, length + pad));
     } catch (TransportException e) {
       if (amId == DATA) {
         returnCredit();
@@ -125,7 +137,11 @@ final class UcxEndpoint extends UcxConnection {
       return NativeException.ERR_NOMEM;
     }
     // Rendezvous data can land after later eager messages: deliver in arrival order.
+    if (pad > 0 && ((b.address() + pad + pageOffset) & (Jni.PLACE_PAGE - 1)) != 0) {
+      pad = 0; // not a page-aligned buffer (an allocator of another kind): no placement
+    }
     Arrival a = new Arrival(amId, b);
+    int at = pad; // where the message starts in b
     arrivals.addLast(a);
     long cookie = loop.newCookie();
     loop.track(cookie, (st, len) -> {
@@ -135,12 +151,35 @@ final class UcxEndpoint extends UcxConnection {
         b.release();
         return;
       }
-      b.nio().clear().limit(st < 0 ? 0 : (int) len);
+      if (st < 0) {
+        b.nio().clear().limit(0);
+      } else {
+        b.nio().clear().position(at).limit(at + (int) len);
+      }
       deliverArrived();
     });
-    out[0] = b.address();
+    out[0] = b.address() + pad;
     out[1] = transport.amMemoryHandle(b);
     out[2] = cookie;
     return 0;
+  }
+
+  /**
+   * The bytes to start a message of {@code length} into its buffer so that the byte at
+   * {@code pageOffset} within a page lands page aligned (the pool's buffers are): 0 without a
+   * hint, for a hint past the message, or where the pad would take a larger size class (more
+   * than a sixteenth more memory).
+   */
+  static int padFor(BufferAllocator alloc, int pageOffset, long length) {
+    if (pageOffset < 0 || pageOffset >= Jni.PLACE_PAGE || pageOffset > length) {
+      return 0;
+    }
+    int pad = -pageOffset & (Jni.PLACE_PAGE - 1);
+    if (pad == 0 || length > Integer.MAX_VALUE - Jni.PLACE_PAGE) {
+      return 0;
+    }
+    long plain = alloc.footprint((int) Math.max(1, length));
+    // the same size class; past the pool's classes (a buffer of its own), a page on a large one
+    return alloc.footprint((int) (length + pad)) * 16 <= plain * 17 ? pad : 0;
   }
 }

@@ -39,7 +39,7 @@ final class UcxWorkerLoop implements WorkerCallbacks, Runnable {
   /** Receives the upcalls for one endpoint. */
   interface EndpointSink {
     /** See {@link WorkerCallbacks#onAm}; the receive's completion is {@link #track}ed. */
-    int onAm(int amId, long length, long[] out);
+    int onAm(int amId, long length, int pageOffset, long[] out);
 
     void onError(int status);
   }
@@ -219,13 +219,13 @@ final class UcxWorkerLoop implements WorkerCallbacks, Runnable {
   }
 
   @Override
-  public int onAm(long epToken, int amId, long length, long[] out) {
+  public int onAm(long epToken, int amId, long length, int pageOffset, long[] out) {
     EndpointSink e = endpoints.get(epToken);
     if (e == null) {
       return NativeException.ERR_CLOSED;
     }
     try {
-      return e.onAm(amId, length, out);
+      return e.onAm(amId, length, pageOffset, out);
     } catch (RuntimeException ex) {
       LOG.error("ucx receive failed: {}", ex.toString(), ex);
       return NativeException.ERR_IO;
