@@ -57,9 +57,14 @@ class WriteCompatTest {
   private DistributedFileSystem stock;
   private RdmaDistributedFileSystem fs;
 
+  /** The cluster's settings (a subclass runs the same tests on other ones). */
+  Configuration conf() {
+    return PluginCluster.baseConf();
+  }
+
   @BeforeAll
   void start() throws Exception {
-    cluster = PluginCluster.start(PluginCluster.baseConf(), getClass(), 3);
+    cluster = PluginCluster.start(conf(), getClass(), 3);
     stock = cluster.getFileSystem();
     fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), PluginCluster.rdmaClientConf(cluster));
   }

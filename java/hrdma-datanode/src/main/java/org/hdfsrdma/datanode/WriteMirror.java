@@ -64,9 +64,9 @@ final class WriteMirror implements EndpointHandler {
     }
     RegisteredBuffer out;
     ByteBuffer src = received.nio();
-    // cut-through on tcp only: on a ucx transport shared by the server and the connector (one before shared
-    // transports never was) handing the received buffer on corrupted forwarded packets (WriteCompatTest)
-    if ("tcp".equals(e.transport().name())) {
+    // cut-through when the buffer is the downstream transport's own memory (one transport shared by the
+    // server and the connector), or on tcp, which sends from any direct buffer
+    if (e.transport() == up.transport() || "tcp".equals(e.transport().name())) {
       out = received.retain(); // cut-through: the very buffer we received
     } else {
       // another transport's registered memory: copy into one of ours

@@ -28,6 +28,8 @@ public abstract class AbstractEndpoint implements Endpoint {
   private final InetSocketAddress remote;
   private final CompletableFuture<Void> closeFuture = new CompletableFuture<>();
   private final AtomicInteger releasedSinceGrant = new AtomicInteger();
+  /** Sends made off the I/O thread whose task has not run yet: a send on the I/O thread queues behind them. */
+  private final AtomicInteger queuedSends = new AtomicInteger();
   private final ArrayDeque<PendingSend> pending = new ArrayDeque<>(); // I/O thread only
   private int sendCredits; // I/O thread only
   private int peerWindow; // the credits the peer advertised; I/O thread only
@@ -110,12 +112,21 @@ public abstract class AbstractEndpoint implements Endpoint {
   public final CompletableFuture<Void> send(RegisteredBuffer message) {
     FrameTap.sent(message);
     CompletableFuture<Void> done = new CompletableFuture<>();
-    if (inIoThread()) {
+    // In the order of the calls: a send on the I/O thread goes at once only when no earlier
+    // send from another thread still waits in the I/O thread's queue (a DataNode acks upstream
+    // from its disk thread and from the I/O thread its downstream's acks come in on; with both
+    // endpoints on one I/O thread an ack went up before the one queued before it).
+    if (inIoThread() && queuedSends.get() == 0) {
       sendOnIo(message, done);
     } else {
+      queuedSends.incrementAndGet();
       try {
-        executeOnIo(() -> sendOnIo(message, done));
+        executeOnIo(() -> {
+          queuedSends.decrementAndGet();
+          sendOnIo(message, done);
+        });
       } catch (RuntimeException e) {
+        queuedSends.decrementAndGet();
         message.release();
         done.completeExceptionally(new TransportException.Closed("transport closed"));
       }
