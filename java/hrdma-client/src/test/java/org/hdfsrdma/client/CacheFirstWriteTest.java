@@ -15,13 +15,11 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
-import org.apache.hadoop.hdfs.DFSConfigKeys;
 import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.hdfsrdma.datanode.RdmaDataNodePlugin;
-import org.hdfsrdma.datanode.disk.DiskSettings;
 import org.hdfsrdma.datanode.disk.VolumeScheduler;
 import org.hdfsrdma.nativelib.HrdmaNative;
 import org.junit.jupiter.api.AfterAll;
@@ -50,10 +48,7 @@ class CacheFirstWriteTest {
 
   @BeforeAll
   void start() throws Exception {
-    Configuration conf = PluginCluster.baseConf();
-    conf.setLong(DFSConfigKeys.DFS_BLOCK_SIZE_KEY, BLOCK);
-    // a rotational volume; its write mode left at "auto"
-    conf.set(DiskSettings.POLICY_KEY_PREFIX + "disk", "rotational");
+    Configuration conf = PluginCluster.diskConf(BLOCK, null); // write mode left at "auto"
     cluster = PluginCluster.start(conf, getClass(), 3);
     stock = cluster.getFileSystem();
     fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), PluginCluster.rdmaClientConf(cluster));

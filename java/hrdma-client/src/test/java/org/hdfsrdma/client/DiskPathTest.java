@@ -48,14 +48,10 @@ class DiskPathTest {
 
   @BeforeAll
   void start() throws Exception {
-    Configuration conf = PluginCluster.baseConf();
-    conf.setLong(DFSConfigKeys.DFS_BLOCK_SIZE_KEY, BLOCK);
-    conf.setInt(DFSConfigKeys.DFS_REPLICATION_KEY, 1);
-    // the rotational policy on its own (an untagged DISK volume goes by its device: "auto")
-    conf.set(org.hdfsrdma.datanode.disk.DiskSettings.POLICY_KEY_PREFIX + "disk", "rotational");
     // O_DIRECT writes (a rotational DISK volume writes through the page cache by default): the tests below
     // count what went around the cache
-    conf.set(org.hdfsrdma.datanode.disk.DiskSettings.WRITE_MODE_KEY_PREFIX + "disk", "direct");
+    Configuration conf = PluginCluster.diskConf(BLOCK, "direct");
+    conf.setInt(DFSConfigKeys.DFS_REPLICATION_KEY, 1);
     cluster = PluginCluster.start(conf, getClass(), 1);
     stock = cluster.getFileSystem();
     Configuration c = PluginCluster.rdmaClientConf(cluster);

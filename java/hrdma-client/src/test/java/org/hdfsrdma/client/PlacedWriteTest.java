@@ -15,7 +15,6 @@ import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.apache.hadoop.hdfs.server.datanode.DataNode;
 import org.hdfsrdma.datanode.RdmaDataNodePlugin;
-import org.hdfsrdma.datanode.disk.DiskSettings;
 import org.hdfsrdma.datanode.disk.VolumeScheduler;
 import org.hdfsrdma.datanode.disk.VolumeStats;
 import org.junit.jupiter.api.AfterAll;
@@ -41,11 +40,8 @@ class PlacedWriteTest {
 
   @BeforeAll
   void start() throws Exception {
-    Configuration conf = PluginCluster.baseConf();
-    conf.setLong(DFSConfigKeys.DFS_BLOCK_SIZE_KEY, BLOCK);
+    Configuration conf = PluginCluster.diskConf(BLOCK, "direct");
     conf.setInt(DFSConfigKeys.DFS_REPLICATION_KEY, 3);
-    conf.set(DiskSettings.POLICY_KEY_PREFIX + "disk", "rotational");
-    conf.set(DiskSettings.WRITE_MODE_KEY_PREFIX + "disk", "direct");
     conf.set("hrdma.transport.order", "ucx");
     if (sealed()) {
       WireProtectionTest.encrypted(conf);

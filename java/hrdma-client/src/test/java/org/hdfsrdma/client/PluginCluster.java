@@ -40,6 +40,21 @@ final class PluginCluster {
   }
 
   /**
+   * {@link #baseConf} with {@code block}-byte blocks and DISK volumes on the rotational policy
+   * (an untagged DISK volume goes by its device: "auto"), written in {@code writeMode} (null:
+   * left at "auto", which gives cache-first there).
+   */
+  static Configuration diskConf(long block, String writeMode) {
+    Configuration conf = baseConf();
+    conf.setLong(DFSConfigKeys.DFS_BLOCK_SIZE_KEY, block);
+    conf.set(org.hdfsrdma.datanode.disk.DiskSettings.POLICY_KEY_PREFIX + "disk", "rotational");
+    if (writeMode != null) {
+      conf.set(org.hdfsrdma.datanode.disk.DiskSettings.WRITE_MODE_KEY_PREFIX + "disk", writeMode);
+    }
+    return conf;
+  }
+
+  /**
    * The file holding {@code dn}'s replica of {@code block}, asked of that
    * DataNode's dataset. MiniDFSCluster#getBlockFile(index, ...) looks in the
    * storage directories of the index's first DataNode, which is another one
