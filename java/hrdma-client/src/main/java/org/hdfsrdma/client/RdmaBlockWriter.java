@@ -660,11 +660,7 @@ public final class RdmaBlockWriter implements Closeable {
       }
       MessageCodec.finish(m);
       if (p.len() > 0) {
-        // the first DataNode's transport places the data's first byte at a page boundary of the block
-        // file (the packet's start, or past the head an hflush left inside a page) at a page-aligned
-        // address: the data goes O_DIRECT without a copy
-        int head = (int) Math.min(p.len(), -p.start() & (RegisteredBuffer.PLACE_PAGE - 1));
-        m.placeAligned(at + head - m.nio().position());
+        m.placeAligned(MessageCodec.packetPlacement(at - m.nio().position(), p.start(), p.len()));
       }
     } catch (IOException | RuntimeException e) {
       if (m != null) {

@@ -19,7 +19,6 @@ import org.hdfsrdma.protocol.Message;
 import org.hdfsrdma.protocol.MessageCodec;
 import org.hdfsrdma.protocol.MessageKind;
 import org.hdfsrdma.transport.Endpoint;
-import org.hdfsrdma.transport.RegisteredBuffer;
 import org.hdfsrdma.transport.TransportException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -99,18 +98,13 @@ final class BlockWriteTask implements WriteMirror.Listener {
 
   // ------------------------------------------------------------ I/O thread
 
-  /**
-   * Where a DATA_PACKET's first data byte at a page boundary of the block file is, counted from
-   * its message's first byte (the data ends the message), for the next node's placement hint (as
-   * the client gives it); -1 where the header does not say.
-   */
+  /** The next node's placement hint for a DATA_PACKET (the data ends the message); -1 where the header does not say. */
   private static int dataOffset(Message m) {
     try {
       PacketHeaderProto h = m.packetHeader();
       int data = h.getDataLen();
       int n = m.buffer().readableBytes();
-      int head = (int) Math.min(Math.max(0, data), -h.getOffsetInBlock() & (RegisteredBuffer.PLACE_PAGE - 1));
-      return data >= 0 && data <= n ? n - data + head : -1;
+      return data >= 0 && data <= n ? MessageCodec.packetPlacement(n - data, h.getOffsetInBlock(), data) : -1;
     } catch (java.net.ProtocolException e) {
       return -1;
     }

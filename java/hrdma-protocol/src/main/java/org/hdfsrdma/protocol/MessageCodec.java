@@ -169,6 +169,18 @@ public final class MessageCodec {
   }
 
   /**
+   * The placement hint of a DATA_PACKET ({@link RegisteredBuffer#placeAligned}): the offset, from
+   * the message's first byte, of its first data byte at a page boundary of the block file (the
+   * packet's start, or past the head an hflush left inside a page), which the receiver's transport
+   * then places at a page-aligned address so that the DataNode writes the data O_DIRECT without a
+   * copy. {@code dataStart}: where the data starts in the message; the client and a forwarding
+   * DataNode give the same hint.
+   */
+  public static int packetPlacement(int dataStart, long offsetInBlock, int dataLen) {
+    return dataStart + (int) Math.min(Math.max(0, dataLen), -offsetInBlock & (RegisteredBuffer.PLACE_PAGE - 1));
+  }
+
+  /**
    * Ends a message from {@link #begin}: the payload is what was written
    * (start to the current position); the buffer is left ready to send
    * (position 0, limit at the end of the payload).

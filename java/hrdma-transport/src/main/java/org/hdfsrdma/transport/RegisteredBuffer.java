@@ -14,8 +14,8 @@ import java.nio.ByteBuffer;
  * used after the last release.
  */
 public abstract class RegisteredBuffer extends AbstractReferenceCounted {
-  /** The alignment {@link #placeAligned} asks for: a page, what O_DIRECT needs. */
-  public static final int PLACE_PAGE = 4096;
+  /** The alignment {@link #placeAligned} asks for: a page, what O_DIRECT needs (the native core's). */
+  public static final int PLACE_PAGE = org.hdfsrdma.nativelib.Jni.PLACE_PAGE;
   private final ByteBuffer nio;
   private final long address;
   private volatile Runnable releaseHook;

@@ -431,8 +431,8 @@ public final class DiskIo implements AutoCloseable {
         return 0;
       }
       // in place only where the JDK's own O_DIRECT checks will pass: a direct buffer at an aligned address
-      boolean staged = !data.isDirect() || Integer.bitCount(align) != 1
-          || data.alignmentOffset(data.position(), align) != 0;
+      // (align is a power of two: directAlignment)
+      boolean staged = !data.isDirect() || data.alignmentOffset(data.position(), align) != 0;
       ByteBuffer w;
       if (staged) {
         w = staging(n, align);

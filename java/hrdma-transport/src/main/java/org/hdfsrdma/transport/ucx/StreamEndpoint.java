@@ -229,10 +229,7 @@ final class StreamEndpoint extends UcxConnection {
           fail(e);
           return;
         }
-        if (pad > 0 && ((msg.address() + pad + pageOffset) & (Jni.PLACE_PAGE - 1)) != 0) {
-          pad = 0; // not a page-aligned buffer: no placement
-        }
-        msgPad = pad;
+        msgPad = UcxEndpoint.placedPad(msg, pad, pageOffset);
         msgKind = kind;
         msgLen = (int) len;
         msgFill = 0;

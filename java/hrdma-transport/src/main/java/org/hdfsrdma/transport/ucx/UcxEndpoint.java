@@ -136,10 +136,8 @@ final class UcxEndpoint extends UcxConnection {
       fail(e);
       return NativeException.ERR_NOMEM;
     }
+    pad = placedPad(b, pad, pageOffset);
     // Rendezvous data can land after later eager messages: deliver in arrival order.
-    if (pad > 0 && ((b.address() + pad + pageOffset) & (Jni.PLACE_PAGE - 1)) != 0) {
-      pad = 0; // not a page-aligned buffer (an allocator of another kind): no placement
-    }
     Arrival a = new Arrival(amId, b);
     int at = pad; // where the message starts in b
     arrivals.addLast(a);
@@ -181,5 +179,14 @@ final class UcxEndpoint extends UcxConnection {
     long plain = alloc.footprint((int) Math.max(1, length));
     // the same size class; past the pool's classes (a buffer of its own), a page on a large one
     return alloc.footprint((int) (length + pad)) * 16 <= plain * 17 ? pad : 0;
+  }
+
+  /**
+   * {@code pad} ({@link #padFor}) where {@code b}, allocated with room for it, really puts the
+   * hinted byte at a page-aligned address; else 0 (an allocator whose buffers are not page
+   * aligned): no placement.
+   */
+  static int placedPad(RegisteredBuffer b, int pad, int pageOffset) {
+    return pad > 0 && ((b.address() + pad + pageOffset) & (Jni.PLACE_PAGE - 1)) != 0 ? 0 : pad;
   }
 }

@@ -84,12 +84,7 @@ class UcxForwardTest {
       };
       Listener sink = t.listen(new java.net.InetSocketAddress("127.0.0.1", 0), sinkHandler);
       EndpointHandler downHandler = (ep, m) -> {
-        int seq = m.nio().getInt(m.nio().position());
-        int want = nextAckAtRelay.getAndIncrement();
-        if (m.readableBytes() != 8 || seq != want || m.nio().getInt(m.nio().position() + 4) != ~seq) {
-          errors.add("relay: ack " + seq + " (" + m.readableBytes() + " bytes) while waiting for " + want);
-        }
-        m.release();
+        int seq = checkAck("relay", m, nextAckAtRelay, errors);
         responder.done(seq, false); // on the I/O thread, as a DataNode's downstream ack
       };
       Endpoint down = t.connect(sink.localAddress(), acks ? downHandler : (ep, m) -> m.release())
@@ -111,12 +106,7 @@ class UcxForwardTest {
       };
       Listener relay = t.listen(new java.net.InetSocketAddress("127.0.0.1", 0), relayHandler);
       EndpointHandler srcHandler = (ep, m) -> {
-        int seq = m.nio().getInt(m.nio().position());
-        int want = nextAckAtSource.getAndIncrement();
-        if (m.readableBytes() != 8 || seq != want || m.nio().getInt(m.nio().position() + 4) != ~seq) {
-          errors.add("source: ack " + seq + " (" + m.readableBytes() + " bytes) while waiting for " + want);
-        }
-        m.release();
+        checkAck("source", m, nextAckAtSource, errors);
       };
       Endpoint src = t.connect(relay.localAddress(), srcHandler).get(WAIT_MS, TimeUnit.MILLISECONDS);
       Random r = new Random(7);
@@ -230,5 +220,16 @@ class UcxForwardTest {
       return "message " + seq + " of " + n + " bytes: checksum differs";
     }
     return null;
+  }
+
+  /** Checks that ack {@code m} is the next one {@code who} waits for (its sequence number and ~it), releases it. */
+  private static int checkAck(String who, RegisteredBuffer m, AtomicInteger next, Queue<String> errors) {
+    int seq = m.nio().getInt(m.nio().position());
+    int want = next.getAndIncrement();
+    if (m.readableBytes() != 8 || seq != want || m.nio().getInt(m.nio().position() + 4) != ~seq) {
+      errors.add(who + ": ack " + seq + " (" + m.readableBytes() + " bytes) while waiting for " + want);
+    }
+    m.release();
+    return seq;
   }
 }
