@@ -259,6 +259,23 @@ public final class BlockOps {
     return b.build();
   }
 
+  /**
+   * The seqno of a heartbeat packet (stock: DFSPacket.HEART_BEAT_SEQNO): a DATA_PACKET with no data,
+   * offset 0, not the last, that a writer sends when no packet went out for half the socket timeout;
+   * every DataNode relays it downstream and acks it upstream, without touching the replica.
+   */
+  public static final long HEARTBEAT_SEQNO = -1;
+
+  /** A heartbeat packet's header (stock DataStreamer#createHeartbeatPacket). */
+  public static PacketHeaderProto heartbeatHeader() {
+    return packetHeader(HEARTBEAT_SEQNO, 0, false, 0, false);
+  }
+
+  /** Whether {@code h} is a heartbeat's header (its seqno; the rest is checked by the receiver). */
+  public static boolean isHeartbeat(PacketHeaderProto h) {
+    return h.getSeqno() == HEARTBEAT_SEQNO;
+  }
+
   /** A write packet's header (stock PacketHeaderProto). */
   public static PacketHeaderProto packetHeader(long seqno, long offsetInBlock, boolean last, int dataLen,
       boolean syncBlock) {
