@@ -56,7 +56,8 @@ import org.slf4j.LoggerFactory;
  * Timeouts are stock's: when no packet went out for half of
  * {@code dfs.client.socket-timeout}, the responder sends a heartbeat (seqno
  * -1, no data; every DataNode relays and acks it, so an idle stream keeps its
- * pipeline past the DataNodes' packet timeout); with packets or heartbeats
+ * pipeline past the DataNodes' packet timeout), to pipelines whose
+ * WRITE_RESPONSE says every DataNode takes them; with packets or heartbeats
  * unacked, no ack for the socket timeout plus 5 s per DataNode (stock's
  * {@code DFSClient#getDatanodeReadTimeout}) fails the pipeline.
  *
@@ -146,6 +147,7 @@ public final class RdmaBlockWriter implements Closeable {
   private StorageType[] storageTypes;
   private String[] storageIds;
   private Thread responder;
+  private boolean heartbeats; // the pipeline's WRITE_RESPONSE said every DataNode takes heartbeats
 
   private byte[] buf;
   private int bufLen;
@@ -342,6 +344,7 @@ public final class RdmaBlockWriter implements Closeable {
           // the stock client's check and words (DataStreamer#createBlockOutputStream)
           DataTransferProtoUtil.checkBlockOpStatus(resp, "ack with firstBadLink as " + resp.getFirstBadLink());
         }
+        heartbeats = BlockOps.takesHeartbeats(resp);
         if (resp.getStatus() != Status.SUCCESS) {
           String msg = "Got error, status=" + resp.getStatus().name() + ", status message " + resp.getMessage()
               + ", ack with firstBadLink as " + resp.getFirstBadLink() + " (" + block + ", pipeline "
@@ -360,7 +363,8 @@ public final class RdmaBlockWriter implements Closeable {
     conn = c;
     pending = p;
     lastSendNanos = System.nanoTime(); // the set-up went out: the next heartbeat is half a timeout away
-    Thread t = new Thread(() -> respond(c, p, nodes), "hrdma-write-responder-" + block.getBlockId());
+    boolean beats = heartbeats;
+    Thread t = new Thread(() -> respond(c, p, nodes, beats), "hrdma-write-responder-" + block.getBlockId());
     t.setDaemon(true);
     responder = t;
     t.start();
@@ -942,9 +946,10 @@ public final class RdmaBlockWriter implements Closeable {
   // ------------------------------------------------------------- responder
 
   /** The responder of one pipeline: acks in seqno order; the first bad one fails the writer. */
-  private void respond(DataNodeConnection c, PendingRead p, DatanodeInfo[] pipeline) {
+  private void respond(DataNodeConnection c, PendingRead p, DatanodeInfo[] pipeline, boolean beats) {
     long ackTimeoutNs = ackTimeoutMs(pipeline.length) * 1_000_000L;
-    long heartbeatNs = socketTimeoutMs / 2 * 1_000_000L; // stock: half the socket timeout
+    // stock: half the socket timeout; none to a pipeline with a DataNode that does not take them
+    long heartbeatNs = beats ? socketTimeoutMs / 2 * 1_000_000L : 0;
     long quietSince = System.nanoTime(); // the last message from the pipeline, or the start
     while (true) {
       synchronized (this) {

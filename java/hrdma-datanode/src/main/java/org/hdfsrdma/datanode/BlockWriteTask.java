@@ -394,7 +394,8 @@ final class BlockWriteTask implements WriteMirror.Listener {
               ready = true;
             }
           }
-          sendUp(MessageKind.WRITE_RESPONSE, BlockOps.writeResponse(Status.SUCCESS, "", null));
+          // this node takes heartbeats; the client sends them if every node downstream does too
+          sendUp(MessageKind.WRITE_RESPONSE, BlockOps.writeResponseOk(setup.downstreamHeartbeats));
           try {
             FaultHooks.writeBlockAfterFlush(); // stock's hook once the connect ack is out
           } catch (IOException e) {
