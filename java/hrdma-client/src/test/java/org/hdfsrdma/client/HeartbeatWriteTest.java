@@ -7,7 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.util.Arrays;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.hadoop.conf.Configuration;
@@ -20,7 +22,22 @@ import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.apache.hadoop.hdfs.client.HdfsClientConfigKeys;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.server.datanode.DataNodeFaultInjector;
+import org.apache.hadoop.fs.CreateFlag;
+import org.apache.hadoop.fs.permission.FsPermission;
+import org.apache.hadoop.hdfs.protocol.ClientProtocol;
+import org.apache.hadoop.hdfs.protocol.HdfsFileStatus;
+import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PipelineAckProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
+import org.apache.hadoop.hdfs.server.datanode.DataNode;
+import org.apache.hadoop.io.EnumSetWritable;
+import org.apache.hadoop.util.DataChecksum;
 import org.hdfsrdma.datanode.HrdmaDataNodeKeys;
+import org.hdfsrdma.protocol.BlockOps;
+import org.hdfsrdma.protocol.Message;
+import org.hdfsrdma.protocol.MessageCodec;
+import org.hdfsrdma.protocol.MessageKind;
+import org.hdfsrdma.protocol.RdmaPorts;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -143,5 +160,84 @@ class HeartbeatWriteTest {
       assertEquals(1, fs.pipelineRecoveries());
     }
     assertArrayEquals(new byte[] {0x31, 0x32}, readBack(f));
+  }
+
+  private static void send(RawPlugin raw, long id, org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos
+      .PacketHeaderProto h, ByteBuffer payload) throws IOException {
+    raw.ep.send(MessageCodec.encode(raw.ep.transport().allocator(), MessageKind.DATA_PACKET, id, h, payload));
+  }
+
+  private static PipelineAckProto ack(RawPlugin raw) throws Exception {
+    Message m = raw.next();
+    assertEquals(MessageKind.PIPELINE_ACK, m.kind(), String.valueOf(m));
+    return m.pipelineAck();
+  }
+
+  /**
+   * The DataNode's side, on the wire: the WRITE_RESPONSE of a pipeline of ours offers heartbeats;
+   * a heartbeat within the write is acked in its turn by every node (seqno -1) and leaves the
+   * replica's acknowledged length alone; one for no open write is dropped unanswered; one that
+   * carries data is a protocol error that fails the write.
+   */
+  @Test
+  void aDataNodeAcksHeartbeatsOnlyWithinAWriteWithoutTouchingTheReplica() throws Exception {
+    cluster = PluginCluster.start(timeouts(PluginCluster.baseConf()), getClass(), 2);
+    ClientProtocol nn = cluster.getFileSystem().getClient().getNamenode();
+    String client = cluster.getFileSystem().getClient().getClientName();
+    String path = "/hb/raw";
+    HdfsFileStatus st = nn.create(path, FsPermission.getFileDefault(), client,
+        new EnumSetWritable<>(EnumSet.of(CreateFlag.CREATE)), true, (short) 2, PluginCluster.BLOCK,
+        org.apache.hadoop.crypto.CryptoProtocolVersion.supported(), null, null);
+    LocatedBlock lb = nn.addBlock(path, client, null, null, st.getFileId(), null, null);
+    DatanodeInfo first = lb.getLocations()[0];
+    DataNode dn = cluster.getDataNode(first.getIpcPort());
+    try (RawPlugin raw = new RawPlugin(new java.net.InetSocketAddress(first.getIpAddr(),
+        RdmaPorts.pluginPort(first, cluster.getConfiguration(0))))) {
+      // a heartbeat before any write: nothing is open, nothing answers
+      send(raw, 7, BlockOps.heartbeatHeader(), null);
+      assertEquals(null, raw.poll(1000), "a heartbeat for no open write was answered");
+
+      raw.ep.send(MessageCodec.encode(raw.ep.transport().allocator(), MessageKind.WRITE_REQUEST, 1,
+          BlockOps.writeBlock(lb.getBlock(), lb.getBlockToken(), client, lb.getLocations(), lb.getStorageTypes(),
+              lb.getStorageIDs(), DataChecksum.newDataChecksum(DataChecksum.Type.CRC32C, PluginCluster.BPC)), null));
+      Message r = raw.next();
+      assertEquals(MessageKind.WRITE_RESPONSE, r.kind());
+      assertEquals(Status.SUCCESS, r.writeResponse().getStatus(), r.writeResponse().getMessage());
+      assertTrue(BlockOps.takesHeartbeats(r.writeResponse()), "a pipeline of ours does not offer heartbeats");
+
+      send(raw, 1, BlockOps.heartbeatHeader(), null);
+      PipelineAckProto a = ack(raw);
+      assertEquals(BlockOps.HEARTBEAT_SEQNO, a.getSeqno());
+      assertEquals(List.of(Status.SUCCESS, Status.SUCCESS), BlockOps.ackStatuses(a));
+
+      byte[] data = PluginCluster.random(PluginCluster.BPC, 5);
+      java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+      crc.update(data);
+      ByteBuffer body = ByteBuffer.allocate(4 + data.length).putInt((int) crc.getValue()).put(data).flip();
+      send(raw, 1, BlockOps.packetHeader(0, 0, false, data.length, false), body);
+      a = ack(raw);
+      assertEquals(0, a.getSeqno());
+      assertEquals(List.of(Status.SUCCESS, Status.SUCCESS), BlockOps.ackStatuses(a));
+      long acked = dn.getFSDataset().getReplicaVisibleLength(lb.getBlock());
+      assertEquals(data.length, acked);
+
+      // heartbeats are not in the seqno sequence and leave the acknowledged length alone
+      send(raw, 1, BlockOps.heartbeatHeader(), null);
+      send(raw, 1, BlockOps.heartbeatHeader(), null);
+      for (int i = 0; i < 2; i++) {
+        a = ack(raw);
+        assertEquals(BlockOps.HEARTBEAT_SEQNO, a.getSeqno());
+        assertEquals(List.of(Status.SUCCESS, Status.SUCCESS), BlockOps.ackStatuses(a));
+      }
+      assertEquals(data.length, dn.getFSDataset().getReplicaVisibleLength(lb.getBlock()));
+
+      // a "heartbeat" with data: the write fails with an error ack
+      send(raw, 1, BlockOps.packetHeader(BlockOps.HEARTBEAT_SEQNO, 0, false, 4, false),
+          ByteBuffer.allocate(8));
+      a = ack(raw);
+      assertEquals(BlockOps.HEARTBEAT_SEQNO, a.getSeqno());
+      assertEquals(Status.ERROR, BlockOps.ackStatuses(a).get(0));
+      assertEquals(data.length, dn.getFSDataset().getReplicaVisibleLength(lb.getBlock()));
+    }
   }
 }
