@@ -953,7 +953,7 @@ public final class RdmaBlockWriter implements Closeable {
     long quietSince = System.nanoTime(); // the last message from the pipeline, or the start
     while (true) {
       synchronized (this) {
-        if (lastAcked || failure != null || Thread.currentThread().isInterrupted()) {
+        if (lastAcked || failure != null || closed || Thread.currentThread().isInterrupted()) {
           return;
         }
       }
