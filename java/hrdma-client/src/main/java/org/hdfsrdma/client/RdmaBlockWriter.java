@@ -18,6 +18,7 @@ import org.apache.hadoop.hdfs.client.HdfsClientConfigKeys;
 import org.apache.hadoop.hdfs.protocol.ClientProtocol;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.apache.hadoop.hdfs.protocol.HdfsConstants;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.protocol.datatransfer.DataTransferProtoUtil;
 import org.apache.hadoop.hdfs.protocol.datatransfer.ReplaceDatanodeOnFailure;
@@ -52,6 +53,13 @@ import org.slf4j.LoggerFactory;
  * <p>A responder thread takes the PIPELINE_ACKs in seqno order. A status
  * that is not SUCCESS names the bad DataNode; a lost connection or a missing
  * ack names none, and the first DataNode is taken as bad (as stock does).
+ * Timeouts are stock's: when no packet went out for half of
+ * {@code dfs.client.socket-timeout}, the responder sends a heartbeat (seqno
+ * -1, no data; every DataNode relays and acks it, so an idle stream keeps its
+ * pipeline past the DataNodes' packet timeout), to pipelines whose
+ * WRITE_RESPONSE says every DataNode takes them; with packets or heartbeats
+ * unacked, no ack for the socket timeout plus 5 s per DataNode (stock's
+ * {@code DFSClient#getDatanodeReadTimeout}) fails the pipeline.
  *
  * <p>Pipeline recovery (when created with a {@link RecoveryContext}, as
  * {@link RdmaOutputStream} does), on the writing thread, as the stock
@@ -107,6 +115,8 @@ public final class RdmaBlockWriter implements Closeable {
       Runnable onRecovered) {}
 
   private static final byte[] EMPTY = new byte[0];
+  /** A socket timeout of 0: wait for acks without a limit (stock: no read timeout). */
+  private static final long NO_TIMEOUT_MS = 1L << 40;
 
   private boolean syncBlockAtEnd; // writing thread only
 
@@ -117,6 +127,10 @@ public final class RdmaBlockWriter implements Closeable {
   private final int packetBytes;
   private final int maxUnacked;
   private final long timeoutMs;
+  private final long socketTimeoutMs; // dfs.client.socket-timeout; 0: none, no heartbeats
+  private final Object sendLock = new Object(); // a packet enters `unacked` and goes out under it: one order
+  private volatile long lastSendNanos = System.nanoTime(); // a packet or heartbeat went out
+  private volatile long lastAckNanos = System.nanoTime();  // an ack came in
   private final DataChecksum sum;
   private final CRC32C crc = new CRC32C();
   private final RecoveryContext recovery;
@@ -133,13 +147,14 @@ public final class RdmaBlockWriter implements Closeable {
   private StorageType[] storageTypes;
   private String[] storageIds;
   private Thread responder;
+  private boolean heartbeats; // the pipeline's WRITE_RESPONSE said every DataNode takes heartbeats
 
   private byte[] buf;
   private int bufLen;
   private long offset;        // block offset of buf[0]
   private long seqno;
   private volatile boolean closed;
-  private boolean lastSent;
+  private volatile boolean lastSent;
   private long lastSentEnd;   // block offset after the last packet sent
   private boolean hflushed;
   private int recoveries;
@@ -166,6 +181,15 @@ public final class RdmaBlockWriter implements Closeable {
     final boolean last;
     final boolean sync;
     boolean corrupt;
+
+    /** A heartbeat: acked in its turn, never sent again by a recovery. */
+    static Packet newHeartbeat() {
+      return new Packet(BlockOps.HEARTBEAT_SEQNO, 0, 0, EMPTY, false, false);
+    }
+
+    boolean heartbeat() {
+      return seqno == BlockOps.HEARTBEAT_SEQNO;
+    }
 
     Packet(long seqno, long start, int len, byte[] data, boolean last, boolean sync) {
       this.seqno = seqno;
@@ -223,6 +247,8 @@ public final class RdmaBlockWriter implements Closeable {
     this.block = new ExtendedBlock(lb.getBlock());
     this.block.setNumBytes(0);
     this.timeoutMs = client.timeoutMs();
+    this.socketTimeoutMs = conf.getLong(HdfsClientConfigKeys.DFS_CLIENT_SOCKET_TIMEOUT_KEY,
+        HdfsConstants.READ_TIMEOUT);
     this.recovery = recovery;
     this.bytesPerChecksum = conf.getInt(HdfsClientConfigKeys.DFS_BYTES_PER_CHECKSUM_KEY,
         HdfsClientConfigKeys.DFS_BYTES_PER_CHECKSUM_DEFAULT);
@@ -318,6 +344,7 @@ public final class RdmaBlockWriter implements Closeable {
           // the stock client's check and words (DataStreamer#createBlockOutputStream)
           DataTransferProtoUtil.checkBlockOpStatus(resp, "ack with firstBadLink as " + resp.getFirstBadLink());
         }
+        heartbeats = BlockOps.takesHeartbeats(resp);
         if (resp.getStatus() != Status.SUCCESS) {
           String msg = "Got error, status=" + resp.getStatus().name() + ", status message " + resp.getMessage()
               + ", ack with firstBadLink as " + resp.getFirstBadLink() + " (" + block + ", pipeline "
@@ -335,7 +362,9 @@ public final class RdmaBlockWriter implements Closeable {
     }
     conn = c;
     pending = p;
-    Thread t = new Thread(() -> respond(c, p, nodes), "hrdma-write-responder-" + block.getBlockId());
+    lastSendNanos = System.nanoTime(); // the set-up went out: the next heartbeat is half a timeout away
+    boolean beats = heartbeats;
+    Thread t = new Thread(() -> respond(c, p, nodes, beats), "hrdma-write-responder-" + block.getBlockId());
     t.setDaemon(true);
     responder = t;
     t.start();
@@ -428,7 +457,7 @@ public final class RdmaBlockWriter implements Closeable {
    * @throws InterruptedIOException interrupted (the interrupt status is cleared, as stock)
    */
   public boolean awaitAcked(long target) throws IOException {
-    long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
+    long start = System.nanoTime();
     synchronized (this) {
       while (true) {
         if (acked >= target || lastAcked) {
@@ -437,9 +466,9 @@ public final class RdmaBlockWriter implements Closeable {
         if (failure != null || closed) {
           return false;
         }
-        long left = (deadline - System.nanoTime()) / 1_000_000L;
+        long left = ackDeadlineMs(start);
         if (left <= 0) {
-          fail(new SocketTimeoutException("no ack for " + block + " within " + timeoutMs + " ms ("
+          fail(new SocketTimeoutException("no ack for " + block + " within " + ackTimeoutMs(nodes.length) + " ms ("
               + unacked.size() + " packets unacked)"), -1);
           return false;
         }
@@ -569,7 +598,7 @@ public final class RdmaBlockWriter implements Closeable {
 
   /** Waits until {@code c} holds; a failure meanwhile is recovered (or thrown). */
   private void waitFor(Cond c) throws IOException {
-    long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
+    long start = System.nanoTime();
     while (true) {
       IOException f;
       synchronized (this) {
@@ -578,10 +607,10 @@ public final class RdmaBlockWriter implements Closeable {
           if (c.holds()) {
             return;
           }
-          long left = (deadline - System.nanoTime()) / 1_000_000L;
+          long left = ackDeadlineMs(start);
           if (left <= 0) {
-            fail(new SocketTimeoutException("no ack for " + block + " from " + conn + " within " + timeoutMs
-                + " ms (" + unacked.size() + " packets unacked)"), -1);
+            fail(new SocketTimeoutException("no ack for " + block + " from " + conn + " within "
+                + ackTimeoutMs(nodes.length) + " ms (" + unacked.size() + " packets unacked)"), -1);
             continue;
           }
           try {
@@ -595,8 +624,17 @@ public final class RdmaBlockWriter implements Closeable {
         }
       }
       recover(f);
-      deadline = System.nanoTime() + timeoutMs * 1_000_000L;
+      start = System.nanoTime();
     }
+  }
+
+  /**
+   * Milliseconds left of a wait for acks begun at {@code start}: the ack timeout runs from the
+   * later of that and the last ack (a pipeline that acks is alive, however long the wait).
+   */
+  private long ackDeadlineMs(long start) {
+    long from = Math.max(start, lastAckNanos);
+    return (from + ackTimeoutMs(nodes.length) * 1_000_000L - System.nanoTime()) / 1_000_000L;
   }
 
   private void sendPacket(boolean last, boolean sync) throws IOException {
@@ -606,20 +644,30 @@ public final class RdmaBlockWriter implements Closeable {
     waitFor(() -> unacked.size() < maxUnacked);
     int dataLen = last ? 0 : bufLen;
     Packet p = new Packet(seqno++, last ? offset + bufLen : offset, dataLen, last ? EMPTY : buf, last, sync);
-    synchronized (this) {
-      unacked.add(p);
+    synchronized (sendLock) {
+      synchronized (this) {
+        unacked.add(p);
+      }
+      lastSent = last;
+      lastSentEnd = p.end();
+      if (!last) {
+        // the packet keeps its array until acked; a partial chunk (hflush/hsync) goes again in the next one
+        int partial = dataLen % bytesPerChecksum;
+        buf = takeArray();
+        System.arraycopy(p.data(), dataLen - partial, buf, 0, partial);
+        offset = p.end() - partial;
+        bufLen = partial;
+      }
+      transmit(p);
     }
-    lastSent = last;
-    lastSentEnd = p.end();
-    if (!last) {
-      // the packet keeps its array until acked; a partial chunk (hflush/hsync) goes again in the next one
-      int partial = dataLen % bytesPerChecksum;
-      buf = takeArray();
-      System.arraycopy(p.data(), dataLen - partial, buf, 0, partial);
-      offset = p.end() - partial;
-      bufLen = partial;
+    long slow = slowdownMs;
+    if (slow > 0 && !last) {
+      try {
+        Thread.sleep(slow);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt(); // the packet is sent; the next wait reports the interrupt
+      }
     }
-    transmit(p);
   }
 
   private synchronized byte[] takeArray() {
@@ -671,14 +719,44 @@ public final class RdmaBlockWriter implements Closeable {
       return;
     }
     conn.send(m, pending); // a failed send fails the pending request, which the responder reports
-    long slow = slowdownMs;
-    if (slow > 0 && !p.last()) {
-      try {
-        Thread.sleep(slow);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt(); // the packet is sent; the next wait reports the interrupt
+    lastSendNanos = System.nanoTime();
+  }
+
+  /**
+   * The responder's heartbeat (stock DataStreamer: a packet of seqno -1 without data when none went
+   * out for half the socket timeout), on pipeline {@code c}/{@code p}; none once the last packet went
+   * or the pipeline failed. It is queued for its ack like a packet, in wire order.
+   */
+  private void sendHeartbeat(DataNodeConnection c, PendingRead p) {
+    synchronized (sendLock) {
+      if (lastSent || closed) {
+        return;
       }
+      RegisteredBuffer m;
+      try {
+        m = MessageCodec.encode(c.endpoint().transport().allocator(), MessageKind.DATA_PACKET, p.id(),
+            BlockOps.heartbeatHeader(), null);
+      } catch (IOException | RuntimeException e) {
+        fail(e instanceof IOException io ? io : new IOException("cannot send a heartbeat for " + block + ": " + e,
+            e), -1);
+        return;
+      }
+      synchronized (this) {
+        if (failure != null) {
+          m.release();
+          return;
+        }
+        unacked.add(Packet.newHeartbeat());
+      }
+      c.send(m, p);
+      lastSendNanos = System.nanoTime();
     }
+  }
+
+  /** Stock's ack timeout (DFSClient#getDatanodeReadTimeout): the socket timeout plus 5 s per DataNode. */
+  private long ackTimeoutMs(int pipelineLength) {
+    return socketTimeoutMs > 0 ? socketTimeoutMs + HdfsConstants.READ_TIMEOUT_EXTENSION * (long) pipelineLength
+        : NO_TIMEOUT_MS;
   }
 
   // -------------------------------------------------------------- recovery
@@ -723,6 +801,7 @@ public final class RdmaBlockWriter implements Closeable {
       long sentNow = lastSentEnd;
       boolean closeRecovery;
       synchronized (this) {
+        unacked.removeIf(Packet::heartbeat); // the old pipeline's; nothing to send again
         ackedNow = acked;
         closeRecovery = unacked.size() == 1 && unacked.peek().last();
       }
@@ -761,8 +840,10 @@ public final class RdmaBlockWriter implements Closeable {
       LOG.info("hrdma client: recovered the pipeline of {} (generation stamp {}): {}, {}; resending {} packets"
           + " from offset {}", block, newGs, Arrays.toString(nodes), stage, again.size(), ackedNow);
       recovery.onRecovered().run();
-      for (Packet p : again) {
-        transmit(p);
+      synchronized (sendLock) { // the new responder's heartbeats go after these
+        for (Packet p : again) {
+          transmit(p);
+        }
       }
       return;
     }
@@ -865,24 +946,45 @@ public final class RdmaBlockWriter implements Closeable {
   // ------------------------------------------------------------- responder
 
   /** The responder of one pipeline: acks in seqno order; the first bad one fails the writer. */
-  private void respond(DataNodeConnection c, PendingRead p, DatanodeInfo[] pipeline) {
+  private void respond(DataNodeConnection c, PendingRead p, DatanodeInfo[] pipeline, boolean beats) {
+    long ackTimeoutNs = ackTimeoutMs(pipeline.length) * 1_000_000L;
+    // stock: half the socket timeout; none to a pipeline with a DataNode that does not take them
+    long heartbeatNs = beats ? socketTimeoutMs / 2 * 1_000_000L : 0;
+    long quietSince = System.nanoTime(); // the last message from the pipeline, or the start
     while (true) {
       synchronized (this) {
-        if (lastAcked || failure != null || Thread.currentThread().isInterrupted()) {
+        if (lastAcked || failure != null || closed || Thread.currentThread().isInterrupted()) {
           return;
         }
       }
-      Message m;
-      try {
-        m = p.take(timeoutMs);
-      } catch (SocketTimeoutException e) {
+      long now = System.nanoTime();
+      long waitNs = ackTimeoutNs - (now - quietSince);
+      if (heartbeatNs > 0 && !lastSent) {
+        long dueNs = heartbeatNs - (now - lastSendNanos);
+        if (dueNs <= 0) {
+          sendHeartbeat(c, p);
+          continue;
+        }
+        waitNs = Math.min(waitNs, dueNs);
+      }
+      if (waitNs <= 0) {
         synchronized (this) {
           if (unacked.isEmpty()) {
-            continue; // the application is not writing; nothing is owed
+            quietSince = now; // the application is not writing; nothing is owed
+            continue;
           }
         }
-        fail(e, -1);
+        fail(new SocketTimeoutException("no ack for " + block + " from " + c + " within "
+            + ackTimeoutNs / 1_000_000L + " ms (" + HdfsClientConfigKeys.DFS_CLIENT_SOCKET_TIMEOUT_KEY + " + 5 s"
+            + " per DataNode, as stock)"), -1);
         return;
+      }
+      Message m;
+      try {
+        m = p.take(Math.max(1, (waitNs + 999_999) / 1_000_000L));
+        quietSince = System.nanoTime();
+      } catch (SocketTimeoutException e) {
+        continue; // a heartbeat due, or the ack timeout: both checked above
       } catch (InterruptedIOException e) {
         return; // closed, or replaced by a recovery
       } catch (IOException e) {
@@ -932,6 +1034,11 @@ public final class RdmaBlockWriter implements Closeable {
         return;
       }
       unacked.poll();
+      lastAckNanos = System.nanoTime();
+      if (head.heartbeat()) {
+        notifyAll();
+        return; // as stock: its statuses count, nothing else
+      }
       acked = head.end();
       if (head.last()) {
         lastAcked = true;

@@ -39,12 +39,14 @@ final class AckResponder {
     boolean finalizeTried;
 
     final Status local;
+    final boolean heartbeat;
 
-    Pending(long seqno, long end, Status local, boolean last) {
+    Pending(long seqno, long end, Status local, boolean last, boolean heartbeat) {
       this.seqno = seqno;
       this.end = end;
       this.local = local;
       this.last = last;
+      this.heartbeat = heartbeat;
     }
   }
 
@@ -73,7 +75,13 @@ final class AckResponder {
 
   /** This node's result for a packet (write executor). */
   synchronized void processed(long seqno, long end, Status local, boolean last) {
-    unacked.add(new Pending(seqno, end, local, last));
+    unacked.add(new Pending(seqno, end, local, last, false));
+    sendLocked();
+  }
+
+  /** A heartbeat processed here (write executor): acked in its turn, the acked length unchanged. */
+  synchronized void processedHeartbeat(Status local) {
+    unacked.add(new Pending(BlockOps.HEARTBEAT_SEQNO, -1, local, false, true));
     sendLocked();
   }
 
@@ -170,7 +178,7 @@ final class AckResponder {
     unacked.poll();
     boolean ok = allOk(p.statuses);
     RbwReplica r = replica;
-    if (ok && r != null) {
+    if (ok && r != null && !p.heartbeat) {
       r.setBytesAcked(p.end);
     }
     upstream.ack(BlockOps.pipelineAck(p.seqno, p.statuses));

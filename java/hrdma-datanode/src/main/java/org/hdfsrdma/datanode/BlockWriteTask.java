@@ -55,6 +55,8 @@ final class BlockWriteTask implements WriteMirror.Listener {
   private final PipelineSetup setup;
   private final AckResponder responder;
   private volatile long lastPacketNanos = System.nanoTime();
+  // when this node last sent a packet downstream (stock BlockReceiver#lastSentTime)
+  private volatile long lastSentNanos = System.nanoTime();
 
   // set by the executor before `ready`, read afterwards
   private volatile WriteMirror mirror;
@@ -110,10 +112,32 @@ final class BlockWriteTask implements WriteMirror.Listener {
     }
   }
 
-  /** A DATA_PACKET for this write (upstream I/O thread): forward it, queue it. Takes over the message. */
+  /** Whether {@code m} is a heartbeat packet: seqno -1, no data, not the last (see {@link BlockOps#HEARTBEAT_SEQNO}). */
+  private static boolean heartbeat(Message m) {
+    try {
+      PacketHeaderProto h = m.packetHeader();
+      return BlockOps.isHeartbeat(h) && h.getDataLen() == 0 && !h.getLastPacketInBlock();
+    } catch (java.net.ProtocolException e) {
+      return false;
+    }
+  }
+
+  /**
+   * A DATA_PACKET for this write (upstream I/O thread): forward it, queue it. Takes over the message.
+   * A heartbeat goes the same way, so that its ack leaves in order with the data packets' (the
+   * executor acks it without touching the replica, {@link PacketReceiver}); it resets the packet
+   * timeout as any packet does.
+   */
   void onPacket(Message m) {
     WriteMirror d = mirror;
     lastPacketNanos = System.nanoTime();
+    // stock (BlockReceiver#receivePacket): a dropped heartbeat is not relayed; a node with a mirror
+    // has queued it for its ack already (it waits for the downstream's), the last node never acks it
+    boolean drop = heartbeat(m) && FaultHooks.dropHeartbeatPacket();
+    if (drop && d == null) {
+      m.release();
+      return;
+    }
     synchronized (lock) {
       if (aborted || finished) {
         m.release();
@@ -124,12 +148,13 @@ final class BlockWriteTask implements WriteMirror.Listener {
         failUnlocked("DATA_PACKET before the pipeline was set up");
         return;
       }
-      if (d != null && responder.downstreamFailure() == null) {
+      if (d != null && !drop && responder.downstreamFailure() == null) {
         // stock's hooks around mirroring a packet; an injected failure is the mirror's
         long begin = System.nanoTime();
         try {
           FaultHooks.stopSendingPacketDownstream(d.name());
           d.forward(m.buffer(), dataOffset(m));
+          lastSentNanos = System.nanoTime();
           FaultHooks.logDelaySendingPacketDownstream(d.name(), TimeUnit.NANOSECONDS.toMillis(System.nanoTime()
               - begin));
         } catch (IOException e) {
@@ -223,6 +248,27 @@ final class BlockWriteTask implements WriteMirror.Listener {
   public void onDownstreamAck(PipelineAckProto ack) {
     responder.downstreamAck(ack);
     schedule(); // finalizes or ends the write when the ack asks for it
+  }
+
+  /**
+   * The downstream closed its connection. As stock's PacketResponder on an EOF from downstream:
+   * when this node had sent it nothing for 0.9 of the packet timeout (no packet, no heartbeat:
+   * the downstream timed out waiting, so the delay is upstream's, this node's included), the
+   * error goes up by closing the upstream connection and the client takes the first node as bad;
+   * otherwise the downstream is the bad one (an ERROR in its place).
+   */
+  @Override
+  public void onDownstreamClosed(String why) {
+    long idleNs = System.nanoTime() - lastSentNanos;
+    if (ready && !responder.ended() && !abandoned() && idleNs > ctx.limits().packetTimeoutMs() * 900_000L) {
+      LOG.warn("hrdma datanode: downstream {} of {} closed ({}) after this node sent it nothing for {} ms: the"
+          + " delay may be upstream's, this node's included; closing the upstream connection", setup.mirrorName,
+          setup.block, why, TimeUnit.NANOSECONDS.toMillis(idleNs));
+      abort();
+      up.close();
+      return;
+    }
+    onDownstreamFailed(why);
   }
 
   @Override
@@ -343,11 +389,13 @@ final class BlockWriteTask implements WriteMirror.Listener {
             responder.pipeline(String.valueOf(setup.block), setup.replica, mirror != null, verifies);
             volumeExecutor = ctx.volumeWriteExecutor(setup.replica.storageUuid());
             lastPacketNanos = System.nanoTime();
+            lastSentNanos = lastPacketNanos;
             synchronized (lock) {
               ready = true;
             }
           }
-          sendUp(MessageKind.WRITE_RESPONSE, BlockOps.writeResponse(Status.SUCCESS, "", null));
+          // this node takes heartbeats; the client sends them if every node downstream does too
+          sendUp(MessageKind.WRITE_RESPONSE, BlockOps.writeResponseOk(setup.downstreamHeartbeats));
           try {
             FaultHooks.writeBlockAfterFlush(); // stock's hook once the connect ack is out
           } catch (IOException e) {

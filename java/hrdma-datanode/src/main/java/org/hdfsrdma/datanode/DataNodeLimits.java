@@ -39,9 +39,23 @@ record DataNodeLimits(int maxConnections, long idleTimeoutMs, long packetTimeout
   static DataNodeLimits from(Configuration conf) {
     return new DataNodeLimits(conf.getInt(MAX_CONNECTIONS_KEY, MAX_CONNECTIONS_DEFAULT),
         conf.getLong(IDLE_TIMEOUT_KEY, IDLE_TIMEOUT_DEFAULT),
-        conf.getLong(PACKET_TIMEOUT_KEY, PACKET_TIMEOUT_DEFAULT),
+        packetTimeoutMs(conf),
         conf.getInt(MAX_REQUEST_BYTES_KEY, MAX_REQUEST_BYTES_DEFAULT),
         conf.getInt(MAX_PACKET_BYTES_KEY, MAX_PACKET_BYTES_DEFAULT));
+  }
+
+  /**
+   * {@value #PACKET_TIMEOUT_KEY}, or where it is unset or empty dfs.client.socket-timeout (stock's
+   * DataNode reads a write's packets with that timeout, and the client sends heartbeats at half of
+   * it), or {@value #PACKET_TIMEOUT_DEFAULT}.
+   */
+  static long packetTimeoutMs(Configuration conf) {
+    String v = conf.getTrimmed(PACKET_TIMEOUT_KEY);
+    if (v != null && !v.isEmpty()) {
+      return conf.getLong(PACKET_TIMEOUT_KEY, PACKET_TIMEOUT_DEFAULT);
+    }
+    return conf.getLong(org.apache.hadoop.hdfs.client.HdfsClientConfigKeys.DFS_CLIENT_SOCKET_TIMEOUT_KEY,
+        PACKET_TIMEOUT_DEFAULT);
   }
 
   /**

@@ -182,7 +182,10 @@ public final class HrdmaDataNodeKeys {
   /** A client connection with no operation in progress for this long is closed (ms. */
   public static final String IDLE_TIMEOUT_MS_KEY = "hrdma.datanode.idle-timeout-ms";
   public static final long IDLE_TIMEOUT_MS_DEFAULT = 60_000;
-  /** An open write that receives no packet for this long fails. */
+  /**
+   * An open write that receives no packet (heartbeats included) for this long fails. Empty:
+   * dfs.client.socket-timeout, as stock's DataNode reads packets with that timeout (else the default).
+   */
   public static final String WRITE_PACKET_TIMEOUT_MS_KEY = "hrdma.datanode.write.packet-timeout-ms";
   public static final long WRITE_PACKET_TIMEOUT_MS_DEFAULT = 60_000;
   /** Largest request message other than a DATA_PACKET (the codec's 16-byte fixed part and 64 KiB header). */

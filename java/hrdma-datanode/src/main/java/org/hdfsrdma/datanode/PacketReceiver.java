@@ -11,6 +11,7 @@ import org.apache.hadoop.util.DataChecksum;
 import org.hdfsrdma.datanode.compat.FaultHooks;
 import org.hdfsrdma.datanode.compat.RbwReplica;
 import org.hdfsrdma.datanode.disk.DiskIo;
+import org.hdfsrdma.protocol.BlockOps;
 import org.hdfsrdma.protocol.ChunkSums;
 import org.hdfsrdma.protocol.Message;
 import org.slf4j.Logger;
@@ -82,6 +83,10 @@ final class PacketReceiver {
       throw new AssertionError(e); // the dispatcher checked the kind
     }
     long seqno = h.getSeqno();
+    if (BlockOps.isHeartbeat(h)) {
+      heartbeat(h, m.payload());
+      return;
+    }
     Status local = Status.SUCCESS;
     long end = h.getOffsetInBlock() + h.getDataLen();
     boolean last = h.getLastPacketInBlock();
@@ -161,5 +166,22 @@ final class PacketReceiver {
       stopped = true;
     }
     responder.processed(seqno, end, local, last);
+  }
+
+  /**
+   * A heartbeat (stock: a packet of seqno -1 without data): acked in its turn, nothing written,
+   * the replica untouched, the expected seqno and offset unchanged. One with data or marked last
+   * is a protocol error, as any malformed packet (an ERROR ack; the write stops).
+   */
+  private void heartbeat(PacketHeaderProto h, ByteBuffer payload) {
+    Status local = Status.SUCCESS;
+    if (h.getDataLen() != 0 || h.getLastPacketInBlock() || payload.hasRemaining()) {
+      LOG.warn("hrdma datanode: writing {}: a heartbeat (seqno {}) with {} data bytes, a {}-byte payload{}; failing"
+          + " the write", block, h.getSeqno(), h.getDataLen(), payload.remaining(),
+          h.getLastPacketInBlock() ? ", marked last" : "");
+      local = Status.ERROR;
+      stopped = true;
+    }
+    responder.processedHeartbeat(local);
   }
 }

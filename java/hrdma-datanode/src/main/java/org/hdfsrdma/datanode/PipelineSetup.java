@@ -62,6 +62,8 @@ final class PipelineSetup {
   DataChecksum checksum;
   String mirrorName;
   volatile WriteMirror mirror;
+  // whether the DataNodes downstream relay and ack heartbeats (their WRITE_RESPONSE says so); none: true
+  volatile boolean downstreamHeartbeats = true;
   BlockConstructionStage stage;
   long startOffset;
   private long reserveBytes; // what openDisk preallocates
@@ -179,6 +181,7 @@ final class PipelineSetup {
         Thread.currentThread().interrupt();
         return refuse(Status.ERROR, "DataNode " + dn.datanodeUuid() + " is stopping", true);
       }
+      downstreamHeartbeats = BlockOps.takesHeartbeats(resp);
       if (resp.getStatus() != Status.SUCCESS) {
         // as stock: pass the downstream's status and firstBadLink up
         sendUp(MessageKind.WRITE_RESPONSE, BlockOps.writeResponse(resp.getStatus(), resp.getFirstBadLink(),

@@ -26,6 +26,11 @@ final class WriteMirror implements EndpointHandler {
     void onDownstreamAck(PipelineAckProto ack);
 
     void onDownstreamFailed(String why);
+
+    /** The downstream's connection closed (its end, or it failed); by default a failure. */
+    default void onDownstreamClosed(String why) {
+      onDownstreamFailed(why);
+    }
   }
 
   final CompletableFuture<BlockOpResponseProto> response = new CompletableFuture<>();
@@ -136,6 +141,6 @@ final class WriteMirror implements EndpointHandler {
   public void onClosed(Endpoint endpoint, Throwable cause) {
     String why = "connection to " + name + " closed" + (cause == null ? "" : ": " + cause.getMessage());
     response.completeExceptionally(new IOException(why));
-    listener.onDownstreamFailed(why);
+    listener.onDownstreamClosed(why);
   }
 }

@@ -21,6 +21,7 @@ import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
 import org.apache.hadoop.hdfs.protocolPB.PBHelperClient;
 import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
 import org.apache.hadoop.security.token.Token;
+import org.apache.hadoop.thirdparty.protobuf.UnknownFieldSet;
 import org.apache.hadoop.util.DataChecksum;
 
 /** Builders for the HDFS messages the read and write paths carry, filled as the stock client and DataNode fill them. */
@@ -257,6 +258,49 @@ public final class BlockOps {
       b.setMessage(message.length() > MAX_ERROR_CHARS ? message.substring(0, MAX_ERROR_CHARS) + "..." : message);
     }
     return b.build();
+  }
+
+  /**
+   * The seqno of a heartbeat packet (stock: DFSPacket.HEART_BEAT_SEQNO): a DATA_PACKET with no data,
+   * offset 0, not the last, that a writer sends when no packet went out for half the socket timeout;
+   * every DataNode relays it downstream and acks it upstream, without touching the replica.
+   */
+  public static final long HEARTBEAT_SEQNO = -1;
+
+  /** A heartbeat packet's header (stock DataStreamer#createHeartbeatPacket). */
+  public static PacketHeaderProto heartbeatHeader() {
+    return packetHeader(HEARTBEAT_SEQNO, 0, false, 0, false);
+  }
+
+  /**
+   * The field of a SUCCESS WRITE_RESPONSE (varint 1) by which a DataNode says that it and every
+   * DataNode downstream of it relay and ack heartbeats; far above stock's field numbers, so that
+   * parsers that do not know it keep it as an unknown field. A client sends heartbeats only on a
+   * pipeline whose response has it: DataNodes of earlier versions fail a write on a heartbeat
+   * (its seqno is not the next one) and do not set it.
+   */
+  public static final int HEARTBEATS_FIELD = 1001;
+
+  /** A SUCCESS WRITE_RESPONSE; {@code heartbeats}: this DataNode and its downstream take heartbeats. */
+  public static BlockOpResponseProto writeResponseOk(boolean heartbeats) {
+    BlockOpResponseProto.Builder b = BlockOpResponseProto.newBuilder().setStatus(Status.SUCCESS)
+        .setFirstBadLink("");
+    if (heartbeats) {
+      b.setUnknownFields(UnknownFieldSet.newBuilder()
+          .addField(HEARTBEATS_FIELD, UnknownFieldSet.Field.newBuilder().addVarint(1).build()).build());
+    }
+    return b.build();
+  }
+
+  /** Whether a WRITE_RESPONSE says that the whole pipeline from its sender on takes heartbeats. */
+  public static boolean takesHeartbeats(BlockOpResponseProto resp) {
+    UnknownFieldSet.Field f = resp.getUnknownFields().getField(HEARTBEATS_FIELD);
+    return resp.getStatus() == Status.SUCCESS && f != null && f.getVarintList().contains(1L);
+  }
+
+  /** Whether {@code h} is a heartbeat's header (its seqno; the rest is checked by the receiver). */
+  public static boolean isHeartbeat(PacketHeaderProto h) {
+    return h.getSeqno() == HEARTBEAT_SEQNO;
   }
 
   /** A write packet's header (stock PacketHeaderProto). */

@@ -13,7 +13,10 @@ public enum MessageKind {
   READ_REQUEST(0x10, true),
   /** Header: {@code BlockOpResponseProto} with {@code ReadOpChecksumInfoProto}. */
   READ_RESPONSE(0x11, true),
-  /** Header: {@code PacketHeaderProto}; payload: checksums, then data (HDFS's packet body). */
+  /**
+   * Header: {@code PacketHeaderProto}; payload: checksums, then data (HDFS's packet body). In a
+   * write, seqno -1 with no data is a heartbeat ({@link BlockOps#HEARTBEAT_SEQNO}), as in stock.
+   */
   DATA_PACKET(0x12, true),
   /** Header: {@code ClientReadStatusProto}. */
   READ_STATUS(0x13, true),

@@ -416,4 +416,40 @@ class MessageCodecTest {
     assertEquals(List.of(Status.ERROR), BlockOps.ackStatuses(PipelineAckProto.newBuilder().setSeqno(1)
         .addReply(Status.ERROR).build()));
   }
+
+  @Test
+  void heartbeatsAndTheWriteResponseThatOffersThem() throws Exception {
+    // stock's heartbeat: seqno -1, offset 0, no data, not the last; no payload
+    decodeAndRelease(MessageCodec.encode(pool, MessageKind.DATA_PACKET, 5, BlockOps.heartbeatHeader(), null), d -> {
+      try {
+        PacketHeaderProto p = d.packetHeader();
+        assertTrue(BlockOps.isHeartbeat(p));
+        assertEquals(org.apache.hadoop.hdfs.DFSPacket.HEART_BEAT_SEQNO, p.getSeqno());
+        assertEquals(0, p.getOffsetInBlock());
+        assertEquals(0, p.getDataLen());
+        assertEquals(false, p.getLastPacketInBlock());
+        assertEquals(0, d.payload().remaining());
+      } catch (ProtocolException e) {
+        throw new AssertionError(e);
+      }
+    });
+    assertEquals(false, BlockOps.isHeartbeat(BlockOps.packetHeader(0, 0, false, 0, false)));
+    // the offer survives the wire; a response without it (an earlier DataNode's) and an error offer nothing
+    decodeAndRelease(MessageCodec.encode(pool, MessageKind.WRITE_RESPONSE, 3, BlockOps.writeResponseOk(true), null),
+        d -> {
+          try {
+            assertEquals(Status.SUCCESS, d.writeResponse().getStatus());
+            assertTrue(BlockOps.takesHeartbeats(d.writeResponse()));
+          } catch (ProtocolException e) {
+            throw new AssertionError(e);
+          }
+        });
+    assertEquals(false, BlockOps.takesHeartbeats(BlockOps.writeResponseOk(false)));
+    assertEquals(false, BlockOps.takesHeartbeats(BlockOps.writeResponse(Status.SUCCESS, "", null)));
+    assertEquals(false, BlockOps.takesHeartbeats(BlockOps.writeResponse(Status.ERROR, "a:1", "no")));
+    // a parser that does not know the field (stock's, an earlier version's) reads the response as before
+    BlockOpResponseProto stock = BlockOpResponseProto.parseFrom(BlockOps.writeResponseOk(true).toByteArray());
+    assertEquals(Status.SUCCESS, stock.getStatus());
+    assertEquals("", stock.getFirstBadLink());
+  }
 }

@@ -29,6 +29,14 @@ public final class FaultHooks {
     DataNodeFaultInjector.get().stopSendingPacketDownstream(mirror);
   }
 
+  /**
+   * BlockReceiver#receivePacket: whether to drop a heartbeat packet (true: it is neither relayed
+   * downstream nor, at the last DataNode, acked; a node with a mirror still waits for its ack).
+   */
+  public static boolean dropHeartbeatPacket() {
+    return DataNodeFaultInjector.get().dropHeartbeatPacket();
+  }
+
   /** BlockReceiver#receivePacket: the packet went to the mirror, {@code millis} after it was due. */
   public static void logDelaySendingPacketDownstream(String mirror, long millis) throws IOException {
     DataNodeFaultInjector.get().logDelaySendingPacketDownstream(mirror, millis);

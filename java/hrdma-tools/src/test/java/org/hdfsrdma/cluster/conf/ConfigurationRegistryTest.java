@@ -42,7 +42,8 @@ class ConfigurationRegistryTest extends TestConfigurationFieldsBase {
   static final List<Class<?>> REGISTRIES = List.of(HrdmaTransportKeys.class, HrdmaProtocolKeys.class,
       HrdmaDataNodeKeys.class, HrdmaClientKeys.class, HrdmaClusterKeys.class);
   /** Keys whose default is computed at run time: their value in the defaults file is empty. */
-  static final Set<String> COMPUTED_DEFAULTS = Set.of(HrdmaTransportKeys.TCP_IO_THREADS_KEY);
+  static final Set<String> COMPUTED_DEFAULTS = Set.of(HrdmaTransportKeys.TCP_IO_THREADS_KEY,
+      HrdmaDataNodeKeys.WRITE_PACKET_TIMEOUT_MS_KEY);
   /** Source trees scanned for {@code "hrdma.*"} names: every module's main code. */
   static final List<String> SOURCE_ROOTS = List.of("java", "benchmarks");
   private static final Pattern LITERAL = Pattern.compile("\"(hrdma\\.[A-Za-z0-9_.-]*)\"");
