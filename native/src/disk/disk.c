@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -152,6 +153,73 @@ int hrdma_disk_direct_alignment(int fd, uint32_t *align_p)
     /* the filesystem block size is a safe bound for the logical block size
      * O_DIRECT needs (statx STATX_DIOALIGN is newer than our kernels) */
     *align_p = st.st_blksize > 0 ? (uint32_t)st.st_blksize : 4096;
+    return HRDMA_OK;
+}
+
+/* Pages asked of mincore at a time: a small vector on the stack, any range. */
+#define HRDMA_RESIDENT_CHUNK_PAGES 4096u
+
+int hrdma_disk_resident(int fd, uint64_t offset, uint64_t len,
+                        uint64_t *resident_p)
+{
+    struct stat st;
+    unsigned char vec[HRDMA_RESIDENT_CHUNK_PAGES];
+    uint64_t page, start, end, maplen, done, resident = 0;
+    void *map;
+    int err = 0;
+
+    if (resident_p == NULL || offset > INT64_MAX || len > INT64_MAX - offset) {
+        return HRDMA_ERR_INVALID;
+    }
+    if (fstat(fd, &st) != 0) {
+        return hrdma_disk_status(errno);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        return HRDMA_ERR_INVALID;
+    }
+    end = offset + len;
+    if (end > (uint64_t)st.st_size) {
+        end = (uint64_t)st.st_size;
+    }
+    if (offset >= end) {
+        *resident_p = 0;
+        return HRDMA_OK;
+    }
+    page = (uint64_t)sysconf(_SC_PAGESIZE);
+    start = offset & ~(page - 1);
+    maplen = end - start;
+    /* a mapping is only a window for mincore: nothing is faulted in */
+    map = mmap(NULL, (size_t)maplen, PROT_READ, MAP_SHARED, fd, (off_t)start);
+    if (map == MAP_FAILED) {
+        return hrdma_disk_status(errno);
+    }
+    for (done = 0; done < maplen;) {
+        uint64_t chunk = maplen - done;
+        uint64_t pages;
+
+        if (chunk > (uint64_t)HRDMA_RESIDENT_CHUNK_PAGES * page) {
+            chunk = (uint64_t)HRDMA_RESIDENT_CHUNK_PAGES * page;
+        }
+        if (mincore((char *)map + done, (size_t)chunk, vec) != 0) {
+            err = errno;
+            break;
+        }
+        pages = (chunk + page - 1) / page;
+        for (uint64_t i = 0; i < pages; i++) {
+            if (vec[i] & 1) {
+                /* the part of this page inside [offset, end) */
+                uint64_t lo = start + done + i * page;
+                uint64_t hi = lo + page;
+                resident += (hi < end ? hi : end) - (lo > offset ? lo : offset);
+            }
+        }
+        done += chunk;
+    }
+    munmap(map, (size_t)maplen);
+    if (err != 0) {
+        return hrdma_disk_status(err);
+    }
+    *resident_p = resident;
     return HRDMA_OK;
 }
 
