@@ -274,7 +274,16 @@ public final class RdmaBlockClient implements Closeable {
    */
   BlockReader openLocal(LocatedBlock block, DatanodeInfo datanode, long offsetInBlock, long length)
       throws IOException {
-    try (ShortCircuitClient.Fds f = localFiles(block, datanode)) {
+    return openLocal(block, datanode, offsetInBlock, length, null);
+  }
+
+  /**
+   * As {@link #openLocal(LocatedBlock, DatanodeInfo, long, long)}, on the files {@code given}
+   * (asked of {@code datanode} already; taken over and closed here) when not null.
+   */
+  BlockReader openLocal(LocatedBlock block, DatanodeInfo datanode, long offsetInBlock, long length,
+      ShortCircuitClient.Fds given) throws IOException {
+    try (ShortCircuitClient.Fds f = given != null ? given : localFiles(block, datanode)) {
       return new LocalBlockReader(block.getBlock(), f.data(), f.meta(), block.getBlockSize(), offsetInBlock,
           length, localWindowBytes, localVerifier, localVerifyAhead, !f.cached(), localReadAhead);
     }
@@ -302,8 +311,18 @@ public final class RdmaBlockClient implements Closeable {
    * @throws IOException this replica is refused or the exchange failed
    */
   ShortCircuitClient.Fds localFiles(LocatedBlock block, DatanodeInfo datanode) throws IOException {
+    return localFiles(block, datanode, 0, -1);
+  }
+
+  /**
+   * As {@link #localFiles(LocatedBlock, DatanodeInfo)}; with {@code probeLength} &gt;= 0 the
+   * answer says too how much of {@code [probeOffset, probeOffset + probeLength)} of the block is
+   * in the page cache ({@link ShortCircuitClient.Fds#resident}, -1 when the DataNode does not say).
+   */
+  ShortCircuitClient.Fds localFiles(LocatedBlock block, DatanodeInfo datanode, long probeOffset, long probeLength)
+      throws IOException {
     String path = ShortCircuitSocket.path(conf, datanode.getXferPort());
-    return shortCircuit.request(path, block.getBlock(), block.getBlockToken());
+    return shortCircuit.request(path, block.getBlock(), block.getBlockToken(), probeOffset, probeLength);
   }
 
   /**
@@ -313,18 +332,39 @@ public final class RdmaBlockClient implements Closeable {
    */
   BlockReader preadLocal(LocatedBlock block, DatanodeInfo datanode, long offsetInBlock, long length)
       throws IOException {
+    return preadLocal(block, datanode, offsetInBlock, length, null);
+  }
+
+  /**
+   * As {@link #preadLocal(LocatedBlock, DatanodeInfo, long, long)}, with the files {@code given}
+   * (asked of {@code datanode} already; taken over, closed when not needed) when not null: the
+   * first opening of the replica takes them instead of asking again.
+   */
+  BlockReader preadLocal(LocatedBlock block, DatanodeInfo datanode, long offsetInBlock, long length,
+      ShortCircuitClient.Fds given) throws IOException {
     long visible = block.getBlockSize();
     if (!replicas.enabled() || visible < 1 || visible > Integer.MAX_VALUE) {
-      return openLocal(block, datanode, offsetInBlock, length);
+      return openLocal(block, datanode, offsetInBlock, length, given);
     }
-    if (offsetInBlock < 0 || length < 0 || offsetInBlock + length > visible) {
-      throw new IOException("range [" + offsetInBlock + ", " + (offsetInBlock + length) + ") is not in "
-          + block.getBlock() + " of " + visible + " bytes");
+    java.util.concurrent.atomic.AtomicReference<ShortCircuitClient.Fds> held =
+        new java.util.concurrent.atomic.AtomicReference<>(given);
+    try {
+      if (offsetInBlock < 0 || length < 0 || offsetInBlock + length > visible) {
+        throw new IOException("range [" + offsetInBlock + ", " + (offsetInBlock + length) + ") is not in "
+            + block.getBlock() + " of " + visible + " bytes");
+      }
+      LocalReplicas.Key key = LocalReplicas.Key.of(datanode.getDatanodeUuid(), block.getBlock(), visible);
+      String path = ShortCircuitSocket.path(conf, datanode.getXferPort());
+      return replicas.new Range(key, block.getBlock(), path, () -> {
+        ShortCircuitClient.Fds f = held.getAndSet(null);
+        return f != null ? f : shortCircuit.request(path, block.getBlock(), block.getBlockToken());
+      }, offsetInBlock, length);
+    } finally {
+      ShortCircuitClient.Fds unused = held.getAndSet(null); // the replica was kept mapped already
+      if (unused != null) {
+        unused.close();
+      }
     }
-    LocalReplicas.Key key = LocalReplicas.Key.of(datanode.getDatanodeUuid(), block.getBlock(), visible);
-    String path = ShortCircuitSocket.path(conf, datanode.getXferPort());
-    return replicas.new Range(key, block.getBlock(), path,
-        () -> shortCircuit.request(path, block.getBlock(), block.getBlockToken()), offsetInBlock, length);
   }
 
   /** The replicas kept mapped for positional reads (tests, metrics). */
