@@ -90,6 +90,9 @@ int main(void)
     CHECK_EQ(res, 5000);
     CHECK_EQ(hrdma_disk_resident(a, 4 * 4096 + 4000, 4096, &res), HRDMA_OK);
     CHECK_EQ(res, 96); /* the rest of the last page read; the next page is not */
+    /* whole pages inside (3, 4: resident) and partial ones at both ends (2: resident, 5: not) */
+    CHECK_EQ(hrdma_disk_resident(a, 2 * 4096 + 100, 3 * 4096 - 50, &res), HRDMA_OK);
+    CHECK_EQ(res, 2 * 4096 + 3996);
     CHECK_EQ(hrdma_disk_resident(a, 8 * MB - 10, 100, &res), HRDMA_OK);
     CHECK_EQ(res, 0);
     CHECK_EQ(hrdma_disk_resident(a, 9 * MB, 100, &res), HRDMA_OK);

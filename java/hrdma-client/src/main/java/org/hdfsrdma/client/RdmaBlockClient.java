@@ -113,6 +113,9 @@ public final class RdmaBlockClient implements Closeable {
   /** Replicas of this host kept mapped for positional reads; 0: none (each positional read asks anew). */
   public static final String LOCAL_CACHED_REPLICAS_KEY = HrdmaClientKeys.READ_LOCAL_CACHED_REPLICAS_KEY;
   public static final int LOCAL_CACHED_REPLICAS_DEFAULT = HrdmaClientKeys.READ_LOCAL_CACHED_REPLICAS_DEFAULT;
+  /** Of several replicas on this host, read one in the page cache (asked in the short-circuit exchange). */
+  public static final String LOCAL_PREFER_CACHED_KEY = HrdmaClientKeys.READ_LOCAL_PREFER_CACHED_KEY;
+  public static final boolean LOCAL_PREFER_CACHED_DEFAULT = HrdmaClientKeys.READ_LOCAL_PREFER_CACHED_DEFAULT;
   /** A replica kept mapped for positional reads is dropped after this long unused. */
   public static final String LOCAL_CACHE_EXPIRY_MS_KEY = HrdmaClientKeys.READ_LOCAL_CACHE_EXPIRY_MS_KEY;
   public static final long LOCAL_CACHE_EXPIRY_MS_DEFAULT = HrdmaClientKeys.READ_LOCAL_CACHE_EXPIRY_MS_DEFAULT;
@@ -133,6 +136,7 @@ public final class RdmaBlockClient implements Closeable {
   private final int maxConnections;
   private final boolean localReads;
   private final boolean shmReads;
+  private final boolean preferCached;
   private final int localWindowBytes;
   private final int localVerifyAhead;
   private final long localReadAhead;
@@ -174,6 +178,7 @@ public final class RdmaBlockClient implements Closeable {
     this.maxConnections = conf.getInt(MAX_CONNECTIONS_KEY, MAX_CONNECTIONS_DEFAULT);
     this.localReads = conf.getBoolean(LOCAL_READS_KEY, LOCAL_READS_DEFAULT);
     this.shmReads = conf.getBoolean(SHM_READS_KEY, SHM_READS_DEFAULT);
+    this.preferCached = conf.getBoolean(LOCAL_PREFER_CACHED_KEY, LOCAL_PREFER_CACHED_DEFAULT);
     // a client configured for an encrypted cluster warms the cipher now, before its first stream
     if (conf.getBoolean("dfs.encrypt.data.transfer", false)) {
       try {
@@ -255,6 +260,11 @@ public final class RdmaBlockClient implements Closeable {
     LocalReadsRefused(String message) {
       super(message);
     }
+  }
+
+  /** Whether, of several replicas on this host, one in the page cache is looked for ({@value #LOCAL_PREFER_CACHED_KEY}). */
+  boolean preferCached() {
+    return preferCached;
   }
 
   /** Whether short-circuit reads are on ({@value #LOCAL_READS_KEY}). */

@@ -281,6 +281,9 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
    */
   private Asked probeLocal(LocatedBlock lb, List<DatanodeInfo> order, Set<String> badHere, String avoid,
       long probeOffset, long probeLength, Map<String, IOException> failed) throws IOException {
+    if (!fs.blockClient().preferCached()) {
+      return null;
+    }
     List<DatanodeInfo> near = new ArrayList<>();
     for (DatanodeInfo dn : order) {
       String id = dn.getDatanodeUuid();

@@ -209,6 +209,25 @@ class NearestCachedReplicaTest {
   }
 
   @Test
+  void offBySettingNothingIsAsked() throws Exception {
+    String path = "/nearest/off";
+    byte[] data = write(path, 2 * BLOCK, (short) 3, 59);
+    Configuration c = local.clientConf(cluster, true, 0, 0);
+    c.setBoolean(RdmaBlockClient.LOCAL_PREFER_CACHED_KEY, false);
+    long probes = probesAtDataNodes();
+    long grants = grantsAtDataNodes();
+    byte[] got = new byte[data.length];
+    try (RdmaDistributedFileSystem off = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), c);
+        org.apache.hadoop.fs.FSDataInputStream in = off.open(new org.apache.hadoop.fs.Path(path))) {
+      org.apache.hadoop.io.IOUtils.readFully(in, got, 0, got.length);
+      assertEquals(0, off.nearReplicaProbes());
+    }
+    assertArrayEquals(data, got);
+    assertEquals(probes, probesAtDataNodes(), "nothing asked");
+    assertEquals(grants + 2, grantsAtDataNodes(), "the first replica listed, one exchange per block");
+  }
+
+  @Test
   void replicasNoneOfWhichIsCachedReadAsBefore() throws Exception {
     String path = "/nearest/evicted";
     byte[] data = write(path, 3 * BLOCK, (short) 3, 53);
