@@ -281,9 +281,6 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
    */
   private Asked probeLocal(LocatedBlock lb, List<DatanodeInfo> order, Set<String> badHere, String avoid,
       long probeOffset, long probeLength, Map<String, IOException> failed) throws IOException {
-    if (!fs.blockClient().preferCached()) {
-      return null;
-    }
     List<DatanodeInfo> near = new ArrayList<>();
     for (DatanodeInfo dn : order) {
       String id = dn.getDatanodeUuid();
@@ -291,7 +288,9 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
         near.add(dn);
       }
     }
-    if (near.size() < 2 || probeLength < 1 || Arrays.asList(lb.getCachedLocations()).contains(near.get(0))) {
+    // checked after the replicas: the block client is made only where a replica could be read locally
+    if (near.size() < 2 || probeLength < 1 || !fs.blockClient().preferCached()
+        || Arrays.asList(lb.getCachedLocations()).contains(near.get(0))) {
       return null;
     }
     synchronized (infoLock) {
