@@ -39,6 +39,7 @@ int main(void)
     hrdma_disk_ring_t *ring;
     hrdma_disk_completion_t done[8];
     unsigned n = 0, got = 0;
+    uint64_t res = 1;
 
     close(a_raw);
     close(b_raw);
@@ -77,6 +78,37 @@ int main(void)
     CHECK(extents_a >= 1 && extents_a <= 2);
     CHECK(extents_b >= 1 && extents_b <= 2);
     OK("interleaved writes into preallocated files: few extents; trim releases the tail");
+
+    /* page-cache residency: a was written back and dropped above */
+    CHECK_EQ(hrdma_disk_resident(a, 0, 8 * MB, &res), HRDMA_OK);
+    CHECK_EQ(res, 0);
+    CHECK_EQ(posix_fadvise(a, 0, 0, POSIX_FADV_RANDOM), 0); /* no read-ahead around the reads */
+    CHECK_EQ(pread(a, chunk, 3 * 4096, 2 * 4096), 3 * 4096);
+    CHECK_EQ(hrdma_disk_resident(a, 0, 8 * MB, &res), HRDMA_OK);
+    CHECK_EQ(res, 3 * 4096);
+    CHECK_EQ(hrdma_disk_resident(a, 2 * 4096 + 100, 5000, &res), HRDMA_OK);
+    CHECK_EQ(res, 5000);
+    CHECK_EQ(hrdma_disk_resident(a, 4 * 4096 + 4000, 4096, &res), HRDMA_OK);
+    CHECK_EQ(res, 96); /* the rest of the last page read; the next page is not */
+    /* whole pages inside (3, 4: resident) and partial ones at both ends (2: resident, 5: not) */
+    CHECK_EQ(hrdma_disk_resident(a, 2 * 4096 + 100, 3 * 4096 - 50, &res), HRDMA_OK);
+    CHECK_EQ(res, 2 * 4096 + 3996);
+    CHECK_EQ(hrdma_disk_resident(a, 8 * MB - 10, 100, &res), HRDMA_OK);
+    CHECK_EQ(res, 0);
+    CHECK_EQ(hrdma_disk_resident(a, 9 * MB, 100, &res), HRDMA_OK);
+    CHECK_EQ(res, 0);
+    /* a range longer than one mincore vector: 24 MB, a page read at 20 MB */
+    CHECK_EQ(ftruncate(a, 24 * MB), 0);
+    CHECK_EQ(pread(a, chunk, 4096, 20 * MB), 4096);
+    CHECK_EQ(hrdma_disk_resident(a, 0, 24 * MB, &res), HRDMA_OK);
+    CHECK_EQ(res, 4 * 4096);
+    CHECK_EQ(hrdma_disk_resident(a, 4096, 24 * MB, &res), HRDMA_OK);
+    CHECK_EQ(res, 4 * 4096);
+    CHECK_EQ(ftruncate(a, 8 * MB), 0);
+    CHECK_EQ(hrdma_disk_resident(-1, 0, 4096, &res), HRDMA_ERR_INVALID);
+    CHECK_EQ(hrdma_disk_resident(a, 0, 4096, NULL), HRDMA_ERR_INVALID);
+    CHECK_EQ(hrdma_disk_resident(a, 1, UINT64_MAX, &res), HRDMA_ERR_INVALID);
+    OK("residency: the bytes of a range in the page cache, cut at the end of the file");
 
     /* O_DIRECT reads through the ring into registered memory, 4 in flight */
     st = hrdma_disk_open(a_path, HRDMA_DISK_DIRECT, &d);

@@ -312,6 +312,13 @@ int hrdma_disk_writeback(int fd, uint64_t offset, uint64_t len);
 int hrdma_disk_extent_count(int fd, uint32_t *count_p);
 /* The alignment O_DIRECT needs on this file (offset, length, address). */
 int hrdma_disk_direct_alignment(int fd, uint32_t *align_p);
+/* *resident_p: how many bytes of [offset, offset+len), cut at the file's end,
+ * are in the page cache now (cachestat for the whole pages, mincore over a
+ * mapping for partial ones and on kernels before 6.5; nothing is read or
+ * faulted in). The kernel tells a file's residency only to a process that
+ * owns the file or may write it; to others mincore shows every page resident. */
+int hrdma_disk_resident(int fd, uint64_t offset, uint64_t len,
+                        uint64_t *resident_p);
 
 /* An io_uring of `depth` entries (liburing) for reads and writes of block
  * files, typically O_DIRECT into registered (hrdma_mem) memory. One thread

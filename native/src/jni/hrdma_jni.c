@@ -876,6 +876,21 @@ JNIEXPORT jlong JNICALL JNI_CLASS(diskExtentCount0)(JNIEnv *env, jclass cls,
     return st < 0 ? st : (jlong)n;
 }
 
+/* >= 0: bytes of the range in the page cache; < 0: status. */
+JNIEXPORT jlong JNICALL JNI_CLASS(diskResident0)(JNIEnv *env, jclass cls,
+                                                 jint fd, jlong off, jlong len)
+{
+    uint64_t n = 0;
+    int st;
+
+    (void)env; (void)cls;
+    if (off < 0 || len < 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    st = hrdma_disk_resident(fd, (uint64_t)off, (uint64_t)len, &n);
+    return st < 0 ? st : (jlong)n;
+}
+
 /* > 0: alignment; < 0: status. */
 JNIEXPORT jlong JNICALL JNI_CLASS(diskDirectAlignment0)(JNIEnv *env, jclass cls,
                                                         jint fd)

@@ -97,6 +97,13 @@ public final class HrdmaClientKeys {
    */
   public static final String READ_LOCAL_CACHED_REPLICAS_KEY = "hrdma.client.read.local.cached-replicas";
   public static final int READ_LOCAL_CACHED_REPLICAS_DEFAULT = 256;
+  /**
+   * Where several replicas of a block are on this host (equally near), read one whose range is in
+   * the page cache: its DataNode is asked, in the short-circuit exchange, how much of it is cached,
+   * once per replica and block; false: the first the NameNode lists, as before.
+   */
+  public static final String READ_LOCAL_PREFER_CACHED_KEY = "hrdma.client.read.local.prefer-cached";
+  public static final boolean READ_LOCAL_PREFER_CACHED_DEFAULT = true;
   /** A replica kept mapped for positional reads is dropped after this long unused. */
   public static final String READ_LOCAL_CACHE_EXPIRY_MS_KEY = "hrdma.client.read.local.cache-expiry-ms";
   public static final long READ_LOCAL_CACHE_EXPIRY_MS_DEFAULT = 300_000;

@@ -113,6 +113,9 @@ public final class RdmaBlockClient implements Closeable {
   /** Replicas of this host kept mapped for positional reads; 0: none (each positional read asks anew). */
   public static final String LOCAL_CACHED_REPLICAS_KEY = HrdmaClientKeys.READ_LOCAL_CACHED_REPLICAS_KEY;
   public static final int LOCAL_CACHED_REPLICAS_DEFAULT = HrdmaClientKeys.READ_LOCAL_CACHED_REPLICAS_DEFAULT;
+  /** Of several replicas on this host, read one in the page cache (asked in the short-circuit exchange). */
+  public static final String LOCAL_PREFER_CACHED_KEY = HrdmaClientKeys.READ_LOCAL_PREFER_CACHED_KEY;
+  public static final boolean LOCAL_PREFER_CACHED_DEFAULT = HrdmaClientKeys.READ_LOCAL_PREFER_CACHED_DEFAULT;
   /** A replica kept mapped for positional reads is dropped after this long unused. */
   public static final String LOCAL_CACHE_EXPIRY_MS_KEY = HrdmaClientKeys.READ_LOCAL_CACHE_EXPIRY_MS_KEY;
   public static final long LOCAL_CACHE_EXPIRY_MS_DEFAULT = HrdmaClientKeys.READ_LOCAL_CACHE_EXPIRY_MS_DEFAULT;
@@ -133,6 +136,7 @@ public final class RdmaBlockClient implements Closeable {
   private final int maxConnections;
   private final boolean localReads;
   private final boolean shmReads;
+  private final boolean preferCached;
   private final int localWindowBytes;
   private final int localVerifyAhead;
   private final long localReadAhead;
@@ -174,6 +178,7 @@ public final class RdmaBlockClient implements Closeable {
     this.maxConnections = conf.getInt(MAX_CONNECTIONS_KEY, MAX_CONNECTIONS_DEFAULT);
     this.localReads = conf.getBoolean(LOCAL_READS_KEY, LOCAL_READS_DEFAULT);
     this.shmReads = conf.getBoolean(SHM_READS_KEY, SHM_READS_DEFAULT);
+    this.preferCached = conf.getBoolean(LOCAL_PREFER_CACHED_KEY, LOCAL_PREFER_CACHED_DEFAULT);
     // a client configured for an encrypted cluster warms the cipher now, before its first stream
     if (conf.getBoolean("dfs.encrypt.data.transfer", false)) {
       try {
@@ -257,6 +262,11 @@ public final class RdmaBlockClient implements Closeable {
     }
   }
 
+  /** Whether, of several replicas on this host, one in the page cache is looked for ({@value #LOCAL_PREFER_CACHED_KEY}). */
+  boolean preferCached() {
+    return preferCached;
+  }
+
   /** Whether short-circuit reads are on ({@value #LOCAL_READS_KEY}). */
   public boolean localReads() {
     return localReads;
@@ -274,7 +284,16 @@ public final class RdmaBlockClient implements Closeable {
    */
   BlockReader openLocal(LocatedBlock block, DatanodeInfo datanode, long offsetInBlock, long length)
       throws IOException {
-    try (ShortCircuitClient.Fds f = localFiles(block, datanode)) {
+    return openLocal(block, datanode, offsetInBlock, length, null);
+  }
+
+  /**
+   * As {@link #openLocal(LocatedBlock, DatanodeInfo, long, long)}, on the files {@code given}
+   * (asked of {@code datanode} already; taken over and closed here) when not null.
+   */
+  BlockReader openLocal(LocatedBlock block, DatanodeInfo datanode, long offsetInBlock, long length,
+      ShortCircuitClient.Fds given) throws IOException {
+    try (ShortCircuitClient.Fds f = given != null ? given : localFiles(block, datanode)) {
       return new LocalBlockReader(block.getBlock(), f.data(), f.meta(), block.getBlockSize(), offsetInBlock,
           length, localWindowBytes, localVerifier, localVerifyAhead, !f.cached(), localReadAhead);
     }
@@ -302,8 +321,18 @@ public final class RdmaBlockClient implements Closeable {
    * @throws IOException this replica is refused or the exchange failed
    */
   ShortCircuitClient.Fds localFiles(LocatedBlock block, DatanodeInfo datanode) throws IOException {
+    return localFiles(block, datanode, 0, -1);
+  }
+
+  /**
+   * As {@link #localFiles(LocatedBlock, DatanodeInfo)}; with {@code probeLength} &gt;= 0 the
+   * answer says too how much of {@code [probeOffset, probeOffset + probeLength)} of the block is
+   * in the page cache ({@link ShortCircuitClient.Fds#resident}, -1 when the DataNode does not say).
+   */
+  ShortCircuitClient.Fds localFiles(LocatedBlock block, DatanodeInfo datanode, long probeOffset, long probeLength)
+      throws IOException {
     String path = ShortCircuitSocket.path(conf, datanode.getXferPort());
-    return shortCircuit.request(path, block.getBlock(), block.getBlockToken());
+    return shortCircuit.request(path, block.getBlock(), block.getBlockToken(), probeOffset, probeLength);
   }
 
   /**
@@ -313,18 +342,39 @@ public final class RdmaBlockClient implements Closeable {
    */
   BlockReader preadLocal(LocatedBlock block, DatanodeInfo datanode, long offsetInBlock, long length)
       throws IOException {
+    return preadLocal(block, datanode, offsetInBlock, length, null);
+  }
+
+  /**
+   * As {@link #preadLocal(LocatedBlock, DatanodeInfo, long, long)}, with the files {@code given}
+   * (asked of {@code datanode} already; taken over, closed when not needed) when not null: the
+   * first opening of the replica takes them instead of asking again.
+   */
+  BlockReader preadLocal(LocatedBlock block, DatanodeInfo datanode, long offsetInBlock, long length,
+      ShortCircuitClient.Fds given) throws IOException {
     long visible = block.getBlockSize();
     if (!replicas.enabled() || visible < 1 || visible > Integer.MAX_VALUE) {
-      return openLocal(block, datanode, offsetInBlock, length);
+      return openLocal(block, datanode, offsetInBlock, length, given);
     }
-    if (offsetInBlock < 0 || length < 0 || offsetInBlock + length > visible) {
-      throw new IOException("range [" + offsetInBlock + ", " + (offsetInBlock + length) + ") is not in "
-          + block.getBlock() + " of " + visible + " bytes");
+    java.util.concurrent.atomic.AtomicReference<ShortCircuitClient.Fds> held =
+        new java.util.concurrent.atomic.AtomicReference<>(given);
+    try {
+      if (offsetInBlock < 0 || length < 0 || offsetInBlock + length > visible) {
+        throw new IOException("range [" + offsetInBlock + ", " + (offsetInBlock + length) + ") is not in "
+            + block.getBlock() + " of " + visible + " bytes");
+      }
+      LocalReplicas.Key key = LocalReplicas.Key.of(datanode.getDatanodeUuid(), block.getBlock(), visible);
+      String path = ShortCircuitSocket.path(conf, datanode.getXferPort());
+      return replicas.new Range(key, block.getBlock(), path, () -> {
+        ShortCircuitClient.Fds f = held.getAndSet(null);
+        return f != null ? f : shortCircuit.request(path, block.getBlock(), block.getBlockToken());
+      }, offsetInBlock, length);
+    } finally {
+      ShortCircuitClient.Fds unused = held.getAndSet(null); // the replica was kept mapped already
+      if (unused != null) {
+        unused.close();
+      }
     }
-    LocalReplicas.Key key = LocalReplicas.Key.of(datanode.getDatanodeUuid(), block.getBlock(), visible);
-    String path = ShortCircuitSocket.path(conf, datanode.getXferPort());
-    return replicas.new Range(key, block.getBlock(), path,
-        () -> shortCircuit.request(path, block.getBlock(), block.getBlockToken()), offsetInBlock, length);
   }
 
   /** The replicas kept mapped for positional reads (tests, metrics). */

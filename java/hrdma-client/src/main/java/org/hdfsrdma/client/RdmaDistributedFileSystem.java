@@ -92,6 +92,8 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
   private final AtomicLong localBytes = new AtomicLong();
   private final java.util.Set<String> noLocal = ConcurrentHashMap.newKeySet();
   private final AtomicLong localFallbacks = new AtomicLong();
+  private final AtomicLong nearReplicaProbes = new AtomicLong();
+  private final AtomicLong nearReplicaSwitches = new AtomicLong();
   private final AtomicLong zeroCopyBytes = new AtomicLong();
   private final AtomicLong zeroCopyFallbacks = new AtomicLong();
   private final AtomicLong localBytesUnverified = new AtomicLong();
@@ -390,6 +392,30 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
 
   void countLocalFallback() {
     localFallbacks.incrementAndGet();
+  }
+
+  /**
+   * Short-circuit exchanges that asked the DataNode how much of a block is in its page cache:
+   * made only where several replicas of a block are on this host, once per replica and block.
+   */
+  public long nearReplicaProbes() {
+    return nearReplicaProbes.get();
+  }
+
+  void countNearReplicaProbe() {
+    nearReplicaProbes.incrementAndGet();
+  }
+
+  /**
+   * Blocks read from a replica on this host other than the first the NameNode listed, because
+   * that one was in the page cache and the first was not.
+   */
+  public long nearReplicaSwitches() {
+    return nearReplicaSwitches.get();
+  }
+
+  void countNearReplicaCachedChoice() {
+    nearReplicaSwitches.incrementAndGet();
   }
 
   public long localBytesRead() {

@@ -101,6 +101,11 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
   private final Map<Long, Map<String, ChecksumException>> badWhy = new HashMap<>();
   /** Replicas found bad and not reported yet (reported once another replica served the range). */
   private final Map<Long, List<DatanodeInfo>> unreported = new HashMap<>();
+  /**
+   * The replica on this host chosen by page-cache residency, by block id: DataNode uuid. Asked
+   * once per block, where several replicas are on this host (see {@link #probeLocal}).
+   */
+  private final Map<Long, String> nearest = new HashMap<>();
   /** Guards {@link #stock} and {@link #stockCounted}. */
   private final Object stockLock = new Object();
 
@@ -227,24 +232,111 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
 
   /**
    * The block's replicas in the order to try them: same host first (those the
-   * DataNode caches before the others: read with no checksum work), then the
+   * DataNode caches before the others: read with no checksum work; then the one
+   * this stream found in the page cache, {@link #probeLocal}), then the
    * NameNode's.
    */
   private List<DatanodeInfo> candidates(LocatedBlock lb) {
     List<DatanodeInfo> local = new ArrayList<>();
     List<DatanodeInfo> rest = new ArrayList<>();
     DatanodeInfo[] cached = lb.getCachedLocations();
+    String chosen;
+    synchronized (infoLock) {
+      chosen = nearest.get(lb.getBlock().getBlockId());
+    }
+    int front = 0;
     for (DatanodeInfo dn : lb.getLocations()) {
       if (!fs.isLocal(dn)) {
         rest.add(dn);
       } else if (cached.length > 0 && Arrays.asList(cached).contains(dn)) {
         local.add(0, dn);
+        front++;
+      } else if (dn.getDatanodeUuid().equals(chosen)) {
+        local.add(front, dn);
       } else {
         local.add(dn);
       }
     }
     local.addAll(rest);
     return local;
+  }
+
+  /** A replica's files asked of its DataNode on this host while choosing among several. */
+  private record Asked(DatanodeInfo dn, ShortCircuitClient.Fds fds) {}
+
+  /**
+   * Where several replicas of {@code lb} are on this host (equally near: on one host running
+   * several DataNodes, or a MiniDFSCluster), the one whose bytes are in the page cache: a
+   * replication-3 block written in {@code cache-first} mode is cached on the pipeline's first
+   * DataNode only, and the NameNode lists equally near replicas in random order. Each usable
+   * replica on this host is asked for its files in {@code order}, with how much of
+   * {@code [probeOffset, probeOffset + probeLength)} its DataNode has in the page cache, until
+   * one has all of it; else the one with the most (the first of equals). At most one exchange
+   * per replica, and only once per block (remembered in {@link #nearest}); nothing is asked
+   * with one replica on this host, one the DataNode caches, or one chosen before.
+   *
+   * @param failed gets the failure of each replica whose exchange failed (the caller meets it
+   *     as if it had asked itself, so it is counted and handled once, as before)
+   * @return the chosen replica with its files (the caller takes them over), or null
+   */
+  private Asked probeLocal(LocatedBlock lb, List<DatanodeInfo> order, Set<String> badHere, String avoid,
+      long probeOffset, long probeLength, Map<String, IOException> failed) throws IOException {
+    List<DatanodeInfo> near = new ArrayList<>();
+    for (DatanodeInfo dn : order) {
+      String id = dn.getDatanodeUuid();
+      if (!badHere.contains(id) && !id.equals(avoid) && !fs.onStockPath(dn) && fs.tryLocal(dn)) {
+        near.add(dn);
+      }
+    }
+    // checked after the replicas: the block client is made only where a replica could be read locally
+    if (near.size() < 2 || probeLength < 1 || !fs.blockClient().preferCached()
+        || Arrays.asList(lb.getCachedLocations()).contains(near.get(0))) {
+      return null;
+    }
+    synchronized (infoLock) {
+      if (nearest.containsKey(lb.getBlock().getBlockId())) {
+        return null;
+      }
+    }
+    Asked best = null;
+    try {
+      for (DatanodeInfo dn : near) {
+        ShortCircuitClient.Fds f;
+        try {
+          f = fs.blockClient().localFiles(lb, dn, probeOffset, probeLength);
+        } catch (IOException e) {
+          failed.put(dn.getDatanodeUuid(), e);
+          continue;
+        }
+        fs.countNearReplicaProbe();
+        if (best == null || f.resident() > best.fds().resident()) {
+          if (best != null) {
+            best.fds().close();
+          }
+          best = new Asked(dn, f);
+        } else {
+          f.close();
+        }
+        if (f.resident() >= probeLength) {
+          break; // all of it in memory: no need to ask the others
+        }
+      }
+      if (best != null) {
+        synchronized (infoLock) {
+          nearest.put(lb.getBlock().getBlockId(), best.dn().getDatanodeUuid());
+        }
+        if (best.fds().resident() >= probeLength && best.dn() != near.get(0)) {
+          fs.countNearReplicaCachedChoice();
+        }
+      }
+      Asked chosen = best;
+      best = null;
+      return chosen;
+    } finally {
+      if (best != null) {
+        best.fds().close();
+      }
+    }
   }
 
   /**
@@ -287,43 +379,68 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
       boolean anyNotBad = false;
       boolean otherOnStockPath = false;
       InvalidBlockTokenException tokenProblem = null;
-      for (DatanodeInfo dn : candidates(lb)) {
-        if (badHere.contains(dn.getDatanodeUuid())) {
-          continue;
-        }
-        anyNotBad = true;
-        if (dn.getDatanodeUuid().equals(avoid)) {
-          continue;
-        }
-        if (fs.onStockPath(dn)) {
-          otherOnStockPath = true;
-          continue;
-        }
-        if (fs.tryLocal(dn)) {
+      List<DatanodeInfo> order = candidates(lb);
+      long inBlock = offset - lb.getStartOffset();
+      // a positional read keeps the replica mapped for later reads of the block: its whole length counts
+      boolean wholeBlock = positional && fs.blockClient().replicas().enabled();
+      Map<String, IOException> probeFailed = new HashMap<>();
+      Asked chosen = probeLocal(lb, order, badHere, avoid, wholeBlock ? 0 : inBlock,
+          wholeBlock ? lb.getBlockSize() : len, probeFailed);
+      if (chosen != null) {
+        order.remove(chosen.dn());
+        order.add(0, chosen.dn());
+      }
+      try {
+        for (DatanodeInfo dn : order) {
+          if (badHere.contains(dn.getDatanodeUuid())) {
+            continue;
+          }
+          anyNotBad = true;
+          if (dn.getDatanodeUuid().equals(avoid)) {
+            continue;
+          }
+          if (fs.onStockPath(dn)) {
+            otherOnStockPath = true;
+            continue;
+          }
+          if (fs.tryLocal(dn)) {
+            try {
+              IOException failedBefore = probeFailed.get(dn.getDatanodeUuid());
+              if (failedBefore != null) {
+                throw failedBefore;
+              }
+              ShortCircuitClient.Fds given = null;
+              if (chosen != null && chosen.dn() == dn) {
+                given = chosen.fds();
+                chosen = null;
+              }
+              BlockReader r = positional ? fs.blockClient().preadLocal(lb, dn, inBlock, len, given)
+                  : fs.blockClient().openLocal(lb, dn, inBlock, len, given);
+              return new Source(lb, dn, r, offset, 0);
+            } catch (InvalidBlockTokenException e) {
+              tokenProblem = e;
+              continue;
+            } catch (RdmaBlockClient.LocalReadsRefused e) {
+              fs.noLocalReads(dn, e); // no socket there, or it gives no files to this client
+            } catch (IOException e) {
+              fs.countLocalFallback(); // this replica only (not finalized yet, moved): this block over hrdma
+            }
+          }
           try {
-            long inBlock = offset - lb.getStartOffset();
-            BlockReader r = positional ? fs.blockClient().preadLocal(lb, dn, inBlock, len)
-                : fs.blockClient().openLocal(lb, dn, inBlock, len);
-            return new Source(lb, dn, r, offset, 0);
+            int distance = fs.getClient().getClientContext().getNetworkDistance(dn);
+            RdmaBlockReader r = fs.blockClient().open(lb, dn, offset - lb.getStartOffset(), len);
+            return new Source(lb, dn, r, offset, distance);
           } catch (InvalidBlockTokenException e) {
             tokenProblem = e;
-            continue;
-          } catch (RdmaBlockClient.LocalReadsRefused e) {
-            fs.noLocalReads(dn, e); // no socket there, or it gives no files to this client
           } catch (IOException e) {
-            fs.countLocalFallback(); // this replica only (not finalized yet, moved): this block over hrdma
+            fs.fallBack(dn, e);
+          } catch (IllegalArgumentException e) { // hrdma.datanode.port settings give no port for it
+            fs.fallBack(dn, new IOException(e.getMessage(), e));
           }
         }
-        try {
-          int distance = fs.getClient().getClientContext().getNetworkDistance(dn);
-          RdmaBlockReader r = fs.blockClient().open(lb, dn, offset - lb.getStartOffset(), len);
-          return new Source(lb, dn, r, offset, distance);
-        } catch (InvalidBlockTokenException e) {
-          tokenProblem = e;
-        } catch (IOException e) {
-          fs.fallBack(dn, e);
-        } catch (IllegalArgumentException e) { // hrdma.datanode.port settings give no port for it
-          fs.fallBack(dn, new IOException(e.getMessage(), e));
+      } finally {
+        if (chosen != null) { // not taken: its replica turned out bad meanwhile, or an error before
+          chosen.fds().close();
         }
       }
       if (tokenProblem != null && !refetched) {

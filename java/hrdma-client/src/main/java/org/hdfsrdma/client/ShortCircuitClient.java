@@ -69,9 +69,14 @@ final class ShortCircuitClient implements AutoCloseable {
    * The replica's block and .meta files, open read-only; the caller closes
    * them. {@code cached}: the DataNode caches the replica (mlocked, verified
    * when cached), so reading it needs no checksum work, as stock's anchored
-   * short-circuit replicas.
+   * short-circuit replicas. {@code resident}: bytes of the range the request asked about that
+   * are in the page cache, -1 when not asked or not said (an older DataNode).
    */
-  record Fds(NativeFiles.Fd data, NativeFiles.Fd meta, boolean cached) implements AutoCloseable {
+  record Fds(NativeFiles.Fd data, NativeFiles.Fd meta, boolean cached, long resident) implements AutoCloseable {
+    Fds(NativeFiles.Fd data, NativeFiles.Fd meta, boolean cached) {
+      this(data, meta, cached, -1);
+    }
+
     @Override
     public void close() {
       data.close();
@@ -115,6 +120,16 @@ final class ShortCircuitClient implements AutoCloseable {
    * @throws IOException refused for this replica (not finalized, another length), or the exchange failed
    */
   Fds request(String socketPath, ExtendedBlock block, Token<BlockTokenIdentifier> token) throws IOException {
+    return request(socketPath, block, token, 0, -1);
+  }
+
+  /**
+   * As {@link #request(String, ExtendedBlock, Token)}; with {@code probeLength} &gt;= 0 the
+   * DataNode is asked too how much of {@code [probeOffset, probeOffset + probeLength)} of the
+   * block is in its page cache ({@link Fds#resident}).
+   */
+  Fds request(String socketPath, ExtendedBlock block, Token<BlockTokenIdentifier> token, long probeOffset,
+      long probeLength) throws IOException {
     String why = unavailable();
     if (why != null) {
       throw new RdmaBlockClient.LocalReadsRefused(why);
@@ -130,7 +145,8 @@ final class ShortCircuitClient implements AutoCloseable {
     } catch (IOException e) {
       throw new RdmaBlockClient.LocalReadsRefused(e.getMessage());
     }
-    OpRequestShortCircuitAccessProto op = ShortCircuitSocket.request(block, token);
+    OpRequestShortCircuitAccessProto op = probeLength < 0 ? ShortCircuitSocket.request(block, token)
+        : ShortCircuitSocket.request(block, token, probeOffset, probeLength);
     CompletableFuture<Fds> result = new CompletableFuture<>();
     ChannelFuture cf = new Bootstrap().group(group()).channel(EpollDomainSocketChannel.class)
         .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE, timeoutMs))
@@ -218,6 +234,7 @@ final class ShortCircuitClient implements AutoCloseable {
     private NativeFiles.Fd data; // the first descriptor, until the second arrives
     private boolean replied;
     private boolean cached; // what the SUCCESS reply said
+    private long resident = -1; // what the SUCCESS reply said of the range asked about
 
     Exchange(CompletableFuture<Fds> result, ExtendedBlock block, String path) {
       this.result = result;
@@ -248,6 +265,7 @@ final class ShortCircuitClient implements AutoCloseable {
           return;
         }
         cached = ShortCircuitSocket.cached(r);
+        resident = ShortCircuitSocket.resident(r);
         // descriptors only from now on; the DataNode sends them after the go-ahead, so none is read as bytes
         ((EpollDomainSocketChannel) ctx.channel()).config().setReadMode(DomainSocketReadMode.FILE_DESCRIPTORS);
         ctx.writeAndFlush(frame(ctx.channel(), new byte[0]));
@@ -274,7 +292,7 @@ final class ShortCircuitClient implements AutoCloseable {
         data = f;
         return;
       }
-      Fds both = new Fds(data, f, cached);
+      Fds both = new Fds(data, f, cached, resident);
       data = null;
       if (!result.complete(both)) {
         both.close(); // the caller gave up meanwhile

@@ -635,6 +635,13 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     }
   }
 
+  /** Short-circuit requests that asked how much of a range of the block is in the page cache (tests, status). */
+  public long shortCircuitProbes() {
+    synchronized (lock) {
+      return shortCircuit == null ? 0 : shortCircuit.probes();
+    }
+  }
+
   /** Short-circuit requests refused so far: token, replica not finalized, bad request (tests, status). */
   public long shortCircuitRefused() {
     synchronized (lock) {

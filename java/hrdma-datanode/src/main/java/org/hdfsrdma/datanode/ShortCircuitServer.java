@@ -33,6 +33,7 @@ import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
 import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier.AccessMode;
 import org.apache.hadoop.security.token.SecretManager.InvalidToken;
 import org.hdfsrdma.datanode.compat.DataNodeAccess;
+import org.hdfsrdma.nativelib.NativeDisk;
 import org.hdfsrdma.nativelib.NativeFiles;
 import org.hdfsrdma.protocol.BlockOps;
 import org.hdfsrdma.protocol.ShortCircuitSocket;
@@ -78,6 +79,7 @@ final class ShortCircuitServer implements AutoCloseable {
   private final AtomicLong granted = new AtomicLong();
   private final AtomicLong refused = new AtomicLong();
   private final AtomicLong grantedCached = new AtomicLong();
+  private final AtomicLong probes = new AtomicLong();
 
   private ShortCircuitServer(DataNodeAccess dn, Path path, long timeoutMs, int maxConnections)
       throws IOException {
@@ -156,6 +158,11 @@ final class ShortCircuitServer implements AutoCloseable {
   /** Grants whose reply said the replica is cached by this DataNode (the client skips checksums). */
   long grantedCached() {
     return grantedCached.get();
+  }
+
+  /** Requests that asked how much of a range is in the page cache. */
+  long probes() {
+    return probes.get();
   }
 
   /** Requests refused so far (token, not finalized, bad request, too many connections). */
@@ -263,9 +270,21 @@ final class ShortCircuitServer implements AutoCloseable {
       } catch (IOException | RuntimeException e) {
         cached = false; // the client verifies then: never wrong, only slower
       }
+      long resident = -1;
+      long[] range = ShortCircuitSocket.probe(op);
+      if (range != null) {
+        // the client has other replicas on this host to choose from: it takes one whose range is
+        // in the page cache. Asked here because the kernel tells residency only to the file's owner
+        probes.incrementAndGet();
+        try {
+          resident = NativeDisk.residentBytes(data.intValue(), range[0], range[1]);
+        } catch (IOException | RuntimeException e) {
+          resident = -1; // not said: the client takes this replica as any other
+        }
+      }
       fds = new FileDescriptor[] {data, meta};
       fdsOfCached = cached;
-      send(ctx, ShortCircuitSocket.granted(cached));
+      send(ctx, ShortCircuitSocket.granted(cached, resident));
     }
 
     private void refuse(ChannelHandlerContext ctx, Status status, String message) {

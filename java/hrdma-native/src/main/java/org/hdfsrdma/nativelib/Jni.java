@@ -152,6 +152,9 @@ public final class Jni {
   /** > 0: the O_DIRECT alignment; < 0: status. */
   public static native long diskDirectAlignment0(int fd);
 
+  /** >= 0: bytes of the range in the page cache; < 0: status. */
+  public static native long diskResident0(int fd, long off, long len);
+
   public static native long diskRingCreate0(int depth) throws NativeException;
 
   public static native int diskRingDestroy0(long ring);

@@ -26,6 +26,19 @@ public final class NativeDisk {
     }
   }
 
+  /**
+   * How many bytes of {@code [offset, offset + len)} of the open file {@code fd} (cut at its
+   * end) are in the page cache now: mincore over a mapping of the range, nothing read. Only
+   * for a process that owns the file or may write it (the kernel shows others every page as
+   * resident): the DataNode's block files.
+   */
+  public static long residentBytes(int fd, long offset, long len) throws NativeException {
+    HrdmaNative.ensureAvailable();
+    long n = Jni.diskResident0(fd, offset, len);
+    check(n, "mincore of descriptor " + fd);
+    return n;
+  }
+
   /** An open file descriptor. Not thread-safe for close; the other calls are. */
   public static final class File implements AutoCloseable {
     private final int fd;
@@ -70,6 +83,13 @@ public final class NativeDisk {
       long n = Jni.diskExtentCount0(fd);
       check(n, "fiemap " + path);
       return (int) n;
+    }
+
+    /** Bytes of {@code [offset, offset + len)} in the page cache now (see {@link NativeDisk#residentBytes}). */
+    public long residentBytes(long offset, long len) throws NativeException {
+      long n = Jni.diskResident0(fd, offset, len);
+      check(n, "mincore of " + path);
+      return n;
     }
 
     /** The alignment of offset, length and address that O_DIRECT needs here. */

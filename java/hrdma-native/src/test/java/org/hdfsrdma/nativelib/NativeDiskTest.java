@@ -59,4 +59,21 @@ class NativeDiskTest {
     assertEquals(NativeException.ERR_INVALID, e.status());
     assertTrue(e.getMessage().contains("missing"));
   }
+
+  @Test
+  void residentBytesSaysWhatOfARangeIsInThePageCache() throws Exception {
+    Path p = Files.createFile(dir.resolve("res"));
+    byte[] data = new byte[4 << 20];
+    new Random(9).nextBytes(data);
+    Files.write(p, data, java.nio.file.StandardOpenOption.WRITE);
+    try (NativeDisk.File f = NativeDisk.File.open(p, 0)) {
+      assertEquals(data.length, f.residentBytes(0, data.length), "just written: all of it cached");
+      assertEquals(1000, f.residentBytes(5000, 1000));
+      f.dropCache(0, data.length, true);
+      assertEquals(0, f.residentBytes(0, data.length), "dropped");
+      assertEquals(0, f.residentBytes(data.length, 4096), "past the end");
+      NativeException e = assertThrows(NativeException.class, () -> f.residentBytes(-1, 10));
+      assertEquals(NativeException.ERR_INVALID, e.status());
+    }
+  }
 }

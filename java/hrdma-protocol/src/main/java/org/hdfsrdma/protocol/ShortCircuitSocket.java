@@ -19,12 +19,16 @@ import org.apache.hadoop.thirdparty.protobuf.UnknownFieldSet;
  *   <li>client: {@code OpRequestShortCircuitAccessProto} (the block, its
  *       length the one the client expects, and its token; maxVersion
  *       {@value #BLOCK_FORMAT_VERSION}), as stock's REQUEST_SHORT_CIRCUIT_FDS;
+ *       in field {@value #PROBE_FIELD} (two varints, offset and length; ours)
+ *       a client may ask how much of a range of the block is in the page cache;
  *   <li>DataNode: {@code BlockOpResponseProto}: SUCCESS, or an error status
  *       (ERROR_ACCESS_TOKEN for a token refused) and a message; it closes the
  *       socket after an error. A SUCCESS says in field {@value #CACHED_FIELD}
  *       (a varint, 1) that the DataNode caches the replica ({@link #granted});
  *       the field is ours, not in stock's message, so a parser that does not
- *       know it keeps it as an unknown field and ignores it;
+ *       know it keeps it as an unknown field and ignores it; when the
+ *       request asked, field {@value #RESIDENT_FIELD} (a varint) says how many
+ *       bytes of the range are in the page cache ({@link #resident});
  *   <li>on SUCCESS, client: an empty message (it reads descriptors now);
  *   <li>DataNode: the block file's then the .meta file's descriptor, each
  *       sent with one byte (SCM_RIGHTS), opened read-only by the DataNode.
@@ -54,18 +58,44 @@ public final class ShortCircuitSocket {
    * when it was cached). Far above stock's field numbers.
    */
   public static final int CACHED_FIELD = 1000;
+  /**
+   * The request's field asking how much of a range of the block file is in the page cache
+   * (offset and length, varints), and the SUCCESS reply's field with the answer (bytes). A
+   * client asks when it has other replicas on this host to choose from; an older DataNode
+   * leaves the reply without it.
+   */
+  public static final int PROBE_FIELD = 1001;
+  public static final int RESIDENT_FIELD = 1001;
 
   private ShortCircuitSocket() {}
 
   /** The SUCCESS reply; {@code cached}: the DataNode caches the replica. */
   public static BlockOpResponseProto granted(boolean cached) {
+    return granted(cached, -1);
+  }
+
+  /**
+   * The SUCCESS reply; {@code cached}: the DataNode caches the replica; {@code resident}: bytes
+   * of the range the request asked about that are in the page cache (negative: not said).
+   */
+  public static BlockOpResponseProto granted(boolean cached, long resident) {
     BlockOpResponseProto.Builder b = BlockOpResponseProto.newBuilder().setStatus(Status.SUCCESS)
         .setShortCircuitAccessVersion(BLOCK_FORMAT_VERSION);
+    UnknownFieldSet.Builder ours = UnknownFieldSet.newBuilder();
     if (cached) {
-      b.setUnknownFields(UnknownFieldSet.newBuilder()
-          .addField(CACHED_FIELD, UnknownFieldSet.Field.newBuilder().addVarint(1).build()).build());
+      ours.addField(CACHED_FIELD, UnknownFieldSet.Field.newBuilder().addVarint(1).build());
     }
-    return b.build();
+    if (resident >= 0) {
+      ours.addField(RESIDENT_FIELD, UnknownFieldSet.Field.newBuilder().addVarint(resident).build());
+    }
+    return b.setUnknownFields(ours.build()).build();
+  }
+
+  /** The bytes of the asked range a SUCCESS reply says are in the page cache; -1: not said. */
+  public static long resident(BlockOpResponseProto reply) {
+    UnknownFieldSet.Field f = reply.getUnknownFields().getField(RESIDENT_FIELD);
+    return f == null || f.getVarintList().size() != 1 || f.getVarintList().get(0) < 0 ? -1
+        : f.getVarintList().get(0);
   }
 
   /** Whether a SUCCESS reply says the DataNode caches the replica. */
@@ -92,6 +122,31 @@ public final class ShortCircuitSocket {
     }
     return OpRequestShortCircuitAccessProto.newBuilder().setHeader(base).setMaxVersion(BLOCK_FORMAT_VERSION)
         .build();
+  }
+
+  /**
+   * As {@link #request(ExtendedBlock, Token)}, asking too how much of {@code [offset, offset +
+   * length)} of the block is in the DataNode's page cache.
+   */
+  public static OpRequestShortCircuitAccessProto request(ExtendedBlock block, Token<BlockTokenIdentifier> token,
+      long offset, long length) {
+    if (offset < 0 || length < 0) {
+      throw new IllegalArgumentException("bad range to probe: " + offset + " + " + length);
+    }
+    return request(block, token).toBuilder().setUnknownFields(UnknownFieldSet.newBuilder()
+        .addField(PROBE_FIELD, UnknownFieldSet.Field.newBuilder().addVarint(offset).addVarint(length).build())
+        .build()).build();
+  }
+
+  /** The range {offset, length} a request asks the residency of, or null (none asked, or malformed). */
+  public static long[] probe(OpRequestShortCircuitAccessProto op) {
+    UnknownFieldSet.Field f = op.getUnknownFields().getField(PROBE_FIELD);
+    if (f == null || f.getVarintList().size() != 2) {
+      return null;
+    }
+    long offset = f.getVarintList().get(0);
+    long length = f.getVarintList().get(1);
+    return offset < 0 || length < 0 ? null : new long[] {offset, length};
   }
 
   public static ExtendedBlock block(OpRequestShortCircuitAccessProto op) {

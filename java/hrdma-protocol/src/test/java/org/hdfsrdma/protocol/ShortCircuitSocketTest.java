@@ -28,4 +28,28 @@ class ShortCircuitSocketTest {
     assertFalse(ShortCircuitSocket.cached(BlockOpResponseProto.newBuilder().setStatus(Status.SUCCESS).build()),
         "a reply without the field (an older plugin): not cached");
   }
+
+  @Test
+  void theResidencyProbeAndItsAnswerSurviveTheWire() throws Exception {
+    org.apache.hadoop.hdfs.protocol.ExtendedBlock b = new org.apache.hadoop.hdfs.protocol.ExtendedBlock("bp", 7, 1L << 27, 3);
+    var asked = org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpRequestShortCircuitAccessProto
+        .parseFrom(ShortCircuitSocket.request(b, null, 4096, 1L << 27).toByteArray());
+    assertEquals(4096, ShortCircuitSocket.probe(asked)[0]);
+    assertEquals(1L << 27, ShortCircuitSocket.probe(asked)[1]);
+    assertEquals(b, ShortCircuitSocket.block(asked));
+    var plain = org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpRequestShortCircuitAccessProto
+        .parseFrom(ShortCircuitSocket.request(b, null).toByteArray());
+    assertEquals(null, ShortCircuitSocket.probe(plain), "no probe unless asked");
+    assertEquals(plain, asked.toBuilder().setUnknownFields(UnknownFieldSet.getDefaultInstance()).build(),
+        "stock's fields unchanged by the probe");
+
+    BlockOpResponseProto said = BlockOpResponseProto.parseFrom(ShortCircuitSocket.granted(true, 5L << 30)
+        .toByteArray());
+    assertEquals(5L << 30, ShortCircuitSocket.resident(said));
+    assertTrue(ShortCircuitSocket.cached(said));
+    BlockOpResponseProto none = BlockOpResponseProto.parseFrom(ShortCircuitSocket.granted(false, 0).toByteArray());
+    assertEquals(0, ShortCircuitSocket.resident(none));
+    assertFalse(ShortCircuitSocket.cached(none));
+    assertEquals(-1, ShortCircuitSocket.resident(ShortCircuitSocket.granted(true)), "not said unless probed");
+  }
 }
