@@ -220,7 +220,8 @@ public final class RdmaBlockClient implements Closeable {
           + ", cache-expiry-ms " + expiry);
     }
     this.replicas = new LocalReplicas(localReads ? cached : 0, expiry);
-    this.connector = new HrdmaConnector(HadoopTransportConf.of(conf));
+    this.connector = new HrdmaConnector(HadoopTransportConf.of(conf),
+        conf.getBoolean(HrdmaClientKeys.SHARE_TRANSPORTS_KEY, HrdmaClientKeys.SHARE_TRANSPORTS_DEFAULT));
   }
 
   /**
