@@ -526,6 +526,11 @@ public final class RdmaBlockClient implements Closeable {
     return m;
   }
 
+  /** The transports this client connects with, by name, once used (tests: whether they are the JVM's shared ones). */
+  java.util.Map<String, Transport> transports() {
+    return connector.transports();
+  }
+
   /** Registered buffers handed out and not returned, per transport name (metrics). */
   java.util.Map<String, Long> buffersByTransport() {
     java.util.Map<String, Long> m = new java.util.TreeMap<>();

@@ -35,7 +35,8 @@ import org.junit.jupiter.api.Timeout;
  * buffer they arrived in). Restarting one DataNode, as Hadoop's tests do, while a stream keeps
  * writing through the other two: the stream never notices (no pipeline recovery, every byte over
  * our transports), the restarted DataNode leases the same transports again and takes part in
- * writes, and the last DataNode to stop closes them.
+ * writes, and the last DataNode to stop closes them. Also: a client asked to
+ * ({@code hrdma.client.share-transports=true}) connects on the DataNodes' transports.
  */
 @Timeout(240)
 class SharedTransportsRestartTest {
@@ -149,6 +150,39 @@ class SharedTransportsRestartTest {
     cluster.shutdown();
     cluster = null;
     assertEquals(openBefore, SharedTransports.openCount(), "the last DataNode closed them: " + SharedTransports.open());
+  }
+
+  /**
+   * hrdma.client.share-transports=true: our client in the DataNodes' JVM connects on the transports
+   * they serve on (none of its own), writes and reads over them, and its close leaves them open for
+   * the DataNodes.
+   */
+  @Test
+  void aClientAskedToShareConnectsOnTheDataNodesTransports() throws Exception {
+    cluster = PluginCluster.start(PluginCluster.baseConf(), getClass(), 3);
+    Map<String, Transport> shared = pluginOf(cluster.getDataNodes().get(0)).transports();
+    int open = SharedTransports.openCount();
+    Configuration cc = PluginCluster.rdmaClientConf(cluster);
+    cc.setBoolean(HrdmaClientKeys.SHARE_TRANSPORTS_KEY, true);
+    fs = (RdmaDistributedFileSystem) org.apache.hadoop.fs.FileSystem.get(cluster.getURI(), cc);
+    byte[] data = PluginCluster.random(2 * PluginCluster.BLOCK + 5, 21);
+    Path f = new Path("/client-shares/f");
+    try (FSDataOutputStream out = fs.create(f, (short) 3)) {
+      out.write(data);
+    }
+    assertTrue(fs.rdmaBytesWritten() >= data.length, "written over our transports");
+    assertArrayEquals(data, readAll(f, data.length));
+    assertTrue(fs.rdmaBytesRead() >= data.length, "read over our transports");
+    Map<String, Transport> mine = fs.blockClientIfStarted().transports();
+    assertFalse(mine.isEmpty());
+    mine.forEach((n, t) -> assertSame(shared.get(n), t, "the client's " + n + " is the DataNodes'"));
+    assertEquals(open, SharedTransports.openCount(), "no transport made for the client");
+    fs.close();
+    fs = null;
+    assertEquals(open, SharedTransports.openCount(), "still open for the DataNodes");
+    try (var again = org.apache.hadoop.fs.FileSystem.get(cluster.getURI(), PluginCluster.rdmaClientConf(cluster))) {
+      assertArrayEquals(data, org.apache.hadoop.hdfs.DFSTestUtil.readFileAsBytes(again, f), "the DataNodes serve on");
+    }
   }
 
   private byte[] readAll(Path file, int n) throws IOException {
