@@ -220,8 +220,22 @@ public final class RdmaBlockClient implements Closeable {
           + ", cache-expiry-ms " + expiry);
     }
     this.replicas = new LocalReplicas(localReads ? cached : 0, expiry);
-    this.connector = new HrdmaConnector(HadoopTransportConf.of(conf),
-        conf.getBoolean(HrdmaClientKeys.SHARE_TRANSPORTS_KEY, HrdmaClientKeys.SHARE_TRANSPORTS_DEFAULT));
+    this.connector = new HrdmaConnector(HadoopTransportConf.of(conf), sharesTransports(conf));
+  }
+
+  /**
+   * {@value HrdmaClientKeys#SHARE_TRANSPORTS_KEY}: auto shares when the JVM has shared transports open
+   * (DataNode plugins run in it), so a client in a JVM of its own makes its own as before.
+   */
+  static boolean sharesTransports(Configuration conf) {
+    String v = conf.getTrimmed(HrdmaClientKeys.SHARE_TRANSPORTS_KEY, HrdmaClientKeys.SHARE_TRANSPORTS_DEFAULT);
+    return switch (v.toLowerCase(java.util.Locale.ROOT)) {
+      case "auto" -> org.hdfsrdma.transport.select.SharedTransports.openCount() > 0;
+      case "true" -> true;
+      case "false" -> false;
+      default -> throw new IllegalArgumentException(HrdmaClientKeys.SHARE_TRANSPORTS_KEY
+          + " must be auto, true or false, not '" + v + "'");
+    };
   }
 
   /**
@@ -540,7 +554,10 @@ public final class RdmaBlockClient implements Closeable {
     return m;
   }
 
-  /** Registered buffers this client's transports handed out and did not get back (leak checks). */
+  /**
+   * Registered buffers this client's transports handed out and did not get back (leak checks); on the
+   * JVM's shared transports ({@value HrdmaClientKeys#SHARE_TRANSPORTS_KEY}), those of every holder.
+   */
   public long buffersOutstanding() {
     long n = 0;
     for (Transport t : connector.transports().values()) {

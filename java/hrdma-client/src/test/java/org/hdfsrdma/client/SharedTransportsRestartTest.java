@@ -35,8 +35,8 @@ import org.junit.jupiter.api.Timeout;
  * buffer they arrived in). Restarting one DataNode, as Hadoop's tests do, while a stream keeps
  * writing through the other two: the stream never notices (no pipeline recovery, every byte over
  * our transports), the restarted DataNode leases the same transports again and takes part in
- * writes, and the last DataNode to stop closes them. Also: a client asked to
- * ({@code hrdma.client.share-transports=true}) connects on the DataNodes' transports.
+ * writes, and the last DataNode to stop closes them. Also: our client in that JVM
+ * ({@code hrdma.client.share-transports=auto}) connects on the DataNodes' transports.
  */
 @Timeout(240)
 class SharedTransportsRestartTest {
@@ -153,18 +153,17 @@ class SharedTransportsRestartTest {
   }
 
   /**
-   * hrdma.client.share-transports=true: our client in the DataNodes' JVM connects on the transports
-   * they serve on (none of its own), writes and reads over them, and its close leaves them open for
-   * the DataNodes.
+   * hrdma.client.share-transports=auto (the default): our client in the DataNodes' JVM connects on the
+   * transports they serve on (none of its own), writes and reads over them, and its close leaves them
+   * open for the DataNodes; with false it makes its own.
    */
   @Test
-  void aClientAskedToShareConnectsOnTheDataNodesTransports() throws Exception {
+  void aClientInTheDataNodesJvmConnectsOnTheirTransports() throws Exception {
     cluster = PluginCluster.start(PluginCluster.baseConf(), getClass(), 3);
     Map<String, Transport> shared = pluginOf(cluster.getDataNodes().get(0)).transports();
     int open = SharedTransports.openCount();
-    Configuration cc = PluginCluster.rdmaClientConf(cluster);
-    cc.setBoolean(HrdmaClientKeys.SHARE_TRANSPORTS_KEY, true);
-    fs = (RdmaDistributedFileSystem) org.apache.hadoop.fs.FileSystem.get(cluster.getURI(), cc);
+    fs = (RdmaDistributedFileSystem) org.apache.hadoop.fs.FileSystem.get(cluster.getURI(),
+        PluginCluster.rdmaClientConf(cluster));
     byte[] data = PluginCluster.random(2 * PluginCluster.BLOCK + 5, 21);
     Path f = new Path("/client-shares/f");
     try (FSDataOutputStream out = fs.create(f, (short) 3)) {
@@ -180,9 +179,14 @@ class SharedTransportsRestartTest {
     fs.close();
     fs = null;
     assertEquals(open, SharedTransports.openCount(), "still open for the DataNodes");
-    try (var again = org.apache.hadoop.fs.FileSystem.get(cluster.getURI(), PluginCluster.rdmaClientConf(cluster))) {
-      assertArrayEquals(data, org.apache.hadoop.hdfs.DFSTestUtil.readFileAsBytes(again, f), "the DataNodes serve on");
-    }
+
+    Configuration own = PluginCluster.rdmaClientConf(cluster);
+    own.set(HrdmaClientKeys.SHARE_TRANSPORTS_KEY, "false");
+    fs = (RdmaDistributedFileSystem) org.apache.hadoop.fs.FileSystem.get(cluster.getURI(), own);
+    assertArrayEquals(data, readAll(f, data.length), "the DataNodes serve on");
+    Map<String, Transport> its = fs.blockClientIfStarted().transports();
+    assertFalse(its.isEmpty());
+    its.forEach((n, t) -> assertNotSame(shared.get(n), t, "false: the client's own " + n));
   }
 
   private byte[] readAll(Path file, int n) throws IOException {
