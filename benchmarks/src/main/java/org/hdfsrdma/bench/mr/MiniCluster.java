@@ -18,8 +18,8 @@ import org.hdfsrdma.datanode.RdmaDataNodePlugin;
 /**
  * {@code bench dfsio --mini}: Hadoop's MiniDFSCluster in this JVM, a NameNode and N
  * DataNodes each with the plugin, the way Hadoop's own tests (and TestDFSIO's) run a
- * cluster. The jobs then run in the same JVM as every daemon; with
- * {@code --conf hrdma.datanode.share-transports=true} the plugins share the JVM's transports.
+ * cluster. The jobs then run in the same JVM as every daemon; the plugins share the JVM's transports
+ * ({@code hrdma.datanode.share-transports=auto}; {@code --conf hrdma.datanode.share-transports=false} not).
  */
 final class MiniCluster implements AutoCloseable {
   private static final long SERVING_TIMEOUT_S = 60;

@@ -60,7 +60,18 @@ public final class Results {
         o.command(), o.job(), o.files(), Sizes.format(o.fileBytes()), Sizes.format(o.blockBytes()), o.dataNodes(),
         o.clients(), o.replication(), o.runs(), o.transport() == null ? "" : " transport=" + o.transport(),
         o.yarnRm() == null ? " runner=local" : " runner=yarn:" + o.yarnRm(),
-        o.cluster() != null ? " cluster=" + o.cluster() : o.mini() ? " cluster=MiniDFSCluster (one JVM)" : "");
+        o.cluster() != null ? " cluster=" + o.cluster() : o.mini() ? " cluster=MiniDFSCluster (one JVM)" : "")
+        + settings();
+  }
+
+  /** The settings the run was given (--conf), on a line of their own: a run's figures depend on them. */
+  private String settings() {
+    if (o.conf().isEmpty()) {
+      return "";
+    }
+    StringBuilder b = new StringBuilder("\n# settings:");
+    o.conf().forEach((k, v) -> b.append(' ').append(k).append('=').append(v));
+    return b.toString();
   }
 
   /** The table, the largest differences, and notes. */
@@ -105,7 +116,7 @@ public final class Results {
         .put("file_bytes", o.fileBytes()).put("block_bytes", o.blockBytes()).put("datanodes", o.dataNodes())
         .put("clients", o.clients()).put("replication", o.replication()).put("runs", o.runs())
         .put("transport", o.transport()).put("runner", o.yarnRm() == null ? "local" : "yarn:" + o.yarnRm())
-        .put("nets", o.nets().toString()).put("started", started.toString()).put("machine", machine).toString());
+        .put("nets", o.nets().toString()).put("mini", o.mini()).put("settings", o.conf().toString()).put("started", started.toString()).put("machine", machine).toString());
     for (Summary.Tagged t : samples) {
       MrSample s = t.sample();
       Point p = t.point();

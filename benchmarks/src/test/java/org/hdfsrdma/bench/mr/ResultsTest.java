@@ -86,6 +86,21 @@ class ResultsTest {
         && l.contains("\"stock_median\": 101.5")), String.join("\n", json));
   }
 
+  /** A run's --conf settings are in its table's title and its JSON config line: its figures depend on them. */
+  @Test
+  void settingsAreShown() {
+    MrOptions o = MrOptions.parse("dfsio", new String[] {"--mini", "--conf", "hrdma.datanode.share-transports=true",
+        "--conf", "a.b=c"});
+    Results r = new Results(o, LocalDateTime.of(2026, 11, 21, 9, 30, 5), MrBench.points(o), List.of(), List.of(),
+        null, "cores=2");
+    assertTrue(r.text().contains("\n# settings: hrdma.datanode.share-transports=true a.b=c\n"), r.text());
+    assertTrue(r.jsonLines().get(0).contains("\"mini\": true, \"settings\": \"{hrdma.datanode.share-transports=true, "
+        + "a.b=c}\""), r.jsonLines().get(0));
+    Results none = new Results(MrOptions.parse("dfsio", new String[] {"--mini"}), LocalDateTime.of(2026, 11, 21, 9,
+        30, 5), MrBench.points(o), List.of(), List.of(), null, "cores=2");
+    assertTrue(!none.text().contains("# settings"), none.text());
+  }
+
   @Test
   void writesFilesPlotAndMarkdown() throws Exception {
     Results r = sweep("java.io.IOException: boom");

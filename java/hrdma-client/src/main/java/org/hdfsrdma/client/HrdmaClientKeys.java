@@ -31,6 +31,13 @@ public final class HrdmaClientKeys {
    */
   public static final String METRICS_ENABLED_KEY = "hrdma.client.metrics.enabled";
   public static final boolean METRICS_ENABLED_DEFAULT = true;
+  /**
+   * Whether the client leases the JVM's shared transports (those the DataNode plugins of a
+   * MiniDFSCluster in this JVM run) instead of transports of its own: auto (when the JVM has shared
+   * transports open when the client starts, that is DataNodes run in it), true or false.
+   */
+  public static final String SHARE_TRANSPORTS_KEY = "hrdma.client.share-transports";
+  public static final String SHARE_TRANSPORTS_DEFAULT = "auto";
   /** Connections kept; beyond this the least recently used idle one is closed. */
   public static final String MAX_CONNECTIONS_KEY = "hrdma.client.max-connections";
   public static final int MAX_CONNECTIONS_DEFAULT = 64;

@@ -225,7 +225,22 @@ public final class RdmaBlockClient implements Closeable {
           + ", cache-expiry-ms " + expiry);
     }
     this.replicas = new LocalReplicas(localReads ? cached : 0, expiry);
-    this.connector = new HrdmaConnector(HadoopTransportConf.of(conf));
+    this.connector = new HrdmaConnector(HadoopTransportConf.of(conf), sharesTransports(conf));
+  }
+
+  /**
+   * {@value HrdmaClientKeys#SHARE_TRANSPORTS_KEY}: auto shares when the JVM has shared transports open
+   * (DataNode plugins run in it), so a client in a JVM of its own makes its own as before.
+   */
+  static boolean sharesTransports(Configuration conf) {
+    String v = conf.getTrimmed(HrdmaClientKeys.SHARE_TRANSPORTS_KEY, HrdmaClientKeys.SHARE_TRANSPORTS_DEFAULT);
+    return switch (v.toLowerCase(java.util.Locale.ROOT)) {
+      case "auto" -> org.hdfsrdma.transport.select.SharedTransports.openCount() > 0;
+      case "true" -> true;
+      case "false" -> false;
+      default -> throw new IllegalArgumentException(HrdmaClientKeys.SHARE_TRANSPORTS_KEY
+          + " must be auto, true or false, not '" + v + "'");
+    };
   }
 
   /**
@@ -575,6 +590,11 @@ public final class RdmaBlockClient implements Closeable {
     return m;
   }
 
+  /** The transports this client connects with, by name, once used (tests: whether they are the JVM's shared ones). */
+  java.util.Map<String, Transport> transports() {
+    return connector.transports();
+  }
+
   /** Registered buffers handed out and not returned, per transport name (metrics). */
   java.util.Map<String, Long> buffersByTransport() {
     java.util.Map<String, Long> m = new java.util.TreeMap<>();
@@ -584,7 +604,10 @@ public final class RdmaBlockClient implements Closeable {
     return m;
   }
 
-  /** Registered buffers this client's transports handed out and did not get back (leak checks). */
+  /**
+   * Registered buffers this client's transports handed out and did not get back (leak checks); on the
+   * JVM's shared transports ({@value HrdmaClientKeys#SHARE_TRANSPORTS_KEY}), those of every holder.
+   */
   public long buffersOutstanding() {
     long n = 0;
     for (Transport t : connector.transports().values()) {

@@ -62,7 +62,7 @@ class SharedTransportsTest {
     long contextsBefore = HrdmaNative.processStats().contexts();
 
     Configuration conf = PluginCluster.baseConf();
-    conf.setBoolean("hrdma.datanode.share-transports", true);
+    conf.set("hrdma.datanode.share-transports", "true");
     cluster = PluginCluster.start(conf, getClass(), 3);
     List<RdmaDataNodePlugin> ps = plugins();
     Map<String, Transport> first = ps.get(0).transports();

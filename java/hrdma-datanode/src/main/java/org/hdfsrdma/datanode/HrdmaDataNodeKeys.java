@@ -35,11 +35,14 @@ public final class HrdmaDataNodeKeys {
   /**
    * Whether the plugins of DataNodes sharing one JVM (a MiniDFSCluster) share its transports: one UCX
    * context, worker, progress thread and registered buffer pool per transport, one tcp event-loop group.
-   * Ports, limits, tokens and endpoints stay each DataNode's own. Off by default: with it on, many threads
-   * hflushing one stream through three DataNodes of one JVM still meet checksum errors (WriteCompatTest).
+   * Ports, limits, tokens and endpoints stay each DataNode's own. {@code auto}: the servers always lease
+   * the JVM's transports (a lone DataNode holds the only lease, as if its own), and the connector that
+   * forwards a DataNode's writes shares them only when another DataNode plugin runs in the JVM; so with
+   * one DataNode per JVM nothing is shared with anything. {@code true}: also a lone DataNode's server and
+   * connector share; {@code false}: every server and connector its own.
    */
   public static final String SHARE_TRANSPORTS_KEY = "hrdma.datanode.share-transports";
-  public static final boolean SHARE_TRANSPORTS_DEFAULT = false;
+  public static final String SHARE_TRANSPORTS_DEFAULT = "auto";
   /** Threads per volume that write received packets to disk (a hung volume holds up only its own writes). */
   public static final String WRITE_THREADS_KEY = "hrdma.datanode.write.threads";
   public static final int WRITE_THREADS_DEFAULT = 8;

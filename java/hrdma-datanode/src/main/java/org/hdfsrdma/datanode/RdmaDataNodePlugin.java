@@ -68,9 +68,35 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   public static final String WRITE_SETUP_TIMEOUT_KEY = HrdmaDataNodeKeys.WRITE_SETUP_TIMEOUT_KEY;
   public static final long WRITE_SETUP_TIMEOUT_DEFAULT = HrdmaDataNodeKeys.WRITE_SETUP_TIMEOUT_DEFAULT;
 
-  /** Whether plugins in one JVM share its transports ({@link org.hdfsrdma.transport.select.SharedTransports}). */
+  /**
+   * Whether plugins in one JVM share its transports ({@link org.hdfsrdma.transport.select.SharedTransports}):
+   * auto, true or false ({@link Sharing}).
+   */
   public static final String SHARE_TRANSPORTS_KEY = HrdmaDataNodeKeys.SHARE_TRANSPORTS_KEY;
-  public static final boolean SHARE_TRANSPORTS_DEFAULT = HrdmaDataNodeKeys.SHARE_TRANSPORTS_DEFAULT;
+  public static final String SHARE_TRANSPORTS_DEFAULT = HrdmaDataNodeKeys.SHARE_TRANSPORTS_DEFAULT;
+
+  /** The values of {@value #SHARE_TRANSPORTS_KEY}. */
+  public enum Sharing {
+    /**
+     * Servers on the JVM's shared transports (alone in the JVM: the only holder, as if its own); a
+     * forwarding connector shares them when another DataNode plugin runs in the JVM, else owns its own.
+     */
+    AUTO,
+    /** Servers and forwarding connectors on the JVM's shared transports, also for a lone DataNode. */
+    TRUE,
+    /** Every server and connector its own transports. */
+    FALSE;
+
+    /** {@code v} (auto, true or false, any case). */
+    static Sharing parse(String v) {
+      for (Sharing s : values()) {
+        if (s.name().equalsIgnoreCase(v.trim())) {
+          return s;
+        }
+      }
+      throw new IllegalArgumentException(SHARE_TRANSPORTS_KEY + " must be auto, true or false, not '" + v + "'");
+    }
+  }
 
   private static final long POLL_MS = 50;
   /** Plugins started in this JVM and not yet stopped, for status and tests. */
@@ -89,7 +115,7 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   private VolumeExecutors volumeExecutors; // guarded by lock
   private HrdmaConnector connector;         // guarded by lock; created on the first forwarded write
   private TransportConf tconf;              // set before SERVING
-  private boolean shareTransports;          // set before SERVING
+  private Sharing sharing;                  // set before SERVING
   private RequestDispatcher dispatcher;    // guarded by lock
   private ServerGate gate;                  // guarded by lock; null without data transfer protection
   private DiskIo disk;                      // guarded by lock
@@ -143,12 +169,14 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     ReadSettings settings;
     DiskSettings diskSettings;
     DataNodeLimits limits;
+    Sharing sharing;
     try {
       port = RdmaPorts.pluginPort(dn.xferPort(), conf);
       tconf = transportConf(conf);
       settings = ReadSettings.of(conf);
       diskSettings = DiskSettings.of(conf);
       limits = DataNodeLimits.from(conf);
+      sharing = Sharing.parse(conf.get(SHARE_TRANSPORTS_KEY, SHARE_TRANSPORTS_DEFAULT));
     } catch (IllegalArgumentException e) {
       fail("hrdma datanode plugin: bad configuration, not serving: " + e.getMessage(), null);
       return;
@@ -176,7 +204,7 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
       return;
     }
     this.tconf = tconf;
-    this.shareTransports = conf.getBoolean(SHARE_TRANSPORTS_KEY, SHARE_TRANSPORTS_DEFAULT);
+    this.sharing = sharing;
     ThreadPoolExecutor executor = newExecutor(settings.threads(), "hrdma-dn-read-" + dn.xferPort() + "-");
     // a write's set-up (token, replica, downstream) runs here, on a thread of its own: creating the
     // replica touches a volume not known before, so a hung one holds only that thread; its packets
@@ -199,7 +227,9 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     EndpointHandler handler = connectionHandler(d, wire, dn);
     HrdmaServer s;
     try {
-      s = shareTransports ? HrdmaServer.startShared(tconf, handler, bindHost, port)
+      // auto too: DataNodes started later in this JVM (a MiniDFSCluster) then lease these, while a
+      // lone DataNode holds the only lease, the same as transports of its own
+      s = sharing != Sharing.FALSE ? HrdmaServer.startShared(tconf, handler, bindHost, port)
           : HrdmaServer.start(tconf, handler, bindHost, port);
     } catch (Exception | LinkageError e) {
       timer.shutdownNow();
@@ -306,9 +336,30 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
         throw new IllegalStateException("the plugin is not serving (" + state + ")");
       }
       if (connector == null) {
-        connector = new HrdmaConnector(tconf, shareTransports);
+        connector = new HrdmaConnector(tconf, sharesConnector());
       }
       return connector;
+    }
+  }
+
+  /**
+   * Whether the forwarding connector leases the JVM's transports. Decided when the first write is
+   * forwarded, when the DataNodes of a MiniDFSCluster have all started: with auto, only when another
+   * DataNode plugin runs in this JVM, so that a DataNode alone in its JVM (a real cluster) forwards on
+   * transports of its connector's own, as it did before auto.
+   */
+  private boolean sharesConnector() {
+    return switch (sharing) {
+      case TRUE -> true;
+      case FALSE -> false;
+      case AUTO -> RUNNING.stream().anyMatch(p -> p != this);
+    };
+  }
+
+  /** The transports of the connector that forwards writes downstream, by name; empty before the first (tests, status). */
+  public java.util.Map<String, Transport> connectorTransports() {
+    synchronized (lock) {
+      return connector == null ? java.util.Map.of() : connector.transports();
     }
   }
 
@@ -483,8 +534,8 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   }
 
   /**
-   * The transports the server runs, by name, while serving (else empty). With
-   * {@value #SHARE_TRANSPORTS_KEY} they are the JVM's shared ones: the same objects in
+   * The transports the server runs, by name, while serving (else empty). Unless
+   * {@value #SHARE_TRANSPORTS_KEY} is false they are the JVM's shared ones: the same objects in
    * every plugin of this JVM with the same transport settings (tests, status).
    */
   public java.util.Map<String, Transport> transports() {

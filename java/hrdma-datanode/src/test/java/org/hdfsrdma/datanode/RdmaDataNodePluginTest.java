@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -110,9 +111,18 @@ class RdmaDataNodePluginTest {
     String bpid = cluster.getNamesystem().getBlockPoolId();
     DatanodeInfo[] dns = liveDataNodes();
     assertEquals(3, dns.length);
+    java.util.Map<String, org.hdfsrdma.transport.Transport> shared = null;
     for (DatanodeInfo dn : dns) {
       RdmaDataNodePlugin p = pluginOf(dn.getDatanodeUuid(), x -> x.state() == RdmaDataNodePlugin.State.SERVING);
       assertEquals(dn.getXferPort() + RdmaPorts.PORT_OFFSET_DEFAULT, p.serviceAddress().getPort());
+      // hrdma.datanode.share-transports=auto (the default): the DataNodes of one JVM on the same transports
+      if (shared == null) {
+        shared = p.transports();
+      }
+      assertEquals(shared.keySet(), p.transports().keySet());
+      for (var e : shared.entrySet()) {
+        assertSame(e.getValue(), p.transports().get(e.getKey()), e.getKey() + " of " + dn);
+      }
     }
     for (String order : List.of(TransportConf.ORDER_DEFAULT, "tcp")) {
       try (HrdmaConnector c = new HrdmaConnector(TransportConf.defaults()

@@ -1,0 +1,48 @@
+package org.hdfsrdma.client;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.apache.hadoop.conf.Configuration;
+import org.hdfsrdma.transport.TransportConf;
+import org.hdfsrdma.transport.select.SharedTransports;
+import org.junit.jupiter.api.Test;
+
+/**
+ * hrdma.client.share-transports: auto (the default) shares exactly when the JVM has shared
+ * transports open (DataNodes run in it); true and false regardless; nothing else.
+ */
+class ClientShareTransportsSettingTest {
+  private static Configuration conf(String v) {
+    Configuration c = new Configuration(false);
+    if (v != null) {
+      c.set(HrdmaClientKeys.SHARE_TRANSPORTS_KEY, v);
+    }
+    return c;
+  }
+
+  @Test
+  void autoSharesWhileTheJvmHasSharedTransports() throws Exception {
+    assertEquals("auto", HrdmaClientKeys.SHARE_TRANSPORTS_DEFAULT);
+    boolean before = SharedTransports.openCount() > 0;
+    assertEquals(before, RdmaBlockClient.sharesTransports(conf(null)));
+    try (SharedTransports.Lease l = SharedTransports.acquire("tcp", TransportConf.defaults())) {
+      assertTrue(RdmaBlockClient.sharesTransports(conf(null)));
+      assertTrue(RdmaBlockClient.sharesTransports(conf(" AUTO ")));
+      assertFalse(RdmaBlockClient.sharesTransports(conf("false")));
+    }
+    if (SharedTransports.openCount() == 0) {
+      assertFalse(RdmaBlockClient.sharesTransports(conf("auto")), "none open: its own");
+    }
+    assertTrue(RdmaBlockClient.sharesTransports(conf("true")));
+  }
+
+  @Test
+  void refusesAnythingElse() {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> RdmaBlockClient.sharesTransports(conf("yes")));
+    assertTrue(e.getMessage().contains("hrdma.client.share-transports must be auto, true or false"), e.getMessage());
+  }
+}
