@@ -11,7 +11,7 @@ import org.hdfsrdma.transport.select.SharedTransports;
 import org.junit.jupiter.api.Test;
 
 /**
- * hrdma.client.share-transports: auto (the default) shares exactly when the JVM has shared
+ * hrdma.client.share-transports: off by default; auto shares exactly when the JVM has shared
  * transports open (DataNodes run in it); true and false regardless; nothing else.
  */
 class ClientShareTransportsSettingTest {
@@ -25,11 +25,10 @@ class ClientShareTransportsSettingTest {
 
   @Test
   void autoSharesWhileTheJvmHasSharedTransports() throws Exception {
-    assertEquals("auto", HrdmaClientKeys.SHARE_TRANSPORTS_DEFAULT);
     boolean before = SharedTransports.openCount() > 0;
-    assertEquals(before, RdmaBlockClient.sharesTransports(conf(null)));
+    assertEquals(before, RdmaBlockClient.sharesTransports(conf("auto")));
     try (SharedTransports.Lease l = SharedTransports.acquire("tcp", TransportConf.defaults())) {
-      assertTrue(RdmaBlockClient.sharesTransports(conf(null)));
+      assertFalse(RdmaBlockClient.sharesTransports(conf(null)), "the default: its own");
       assertTrue(RdmaBlockClient.sharesTransports(conf(" AUTO ")));
       assertFalse(RdmaBlockClient.sharesTransports(conf("false")));
     }

@@ -153,17 +153,18 @@ class SharedTransportsRestartTest {
   }
 
   /**
-   * hrdma.client.share-transports=auto (the default): our client in the DataNodes' JVM connects on the
+   * hrdma.client.share-transports=auto: our client in the DataNodes' JVM connects on the
    * transports they serve on (none of its own), writes and reads over them, and its close leaves them
-   * open for the DataNodes; with false it makes its own.
+   * open for the DataNodes; with false (the default) it makes its own.
    */
   @Test
   void aClientInTheDataNodesJvmConnectsOnTheirTransports() throws Exception {
     cluster = PluginCluster.start(PluginCluster.baseConf(), getClass(), 3);
     Map<String, Transport> shared = pluginOf(cluster.getDataNodes().get(0)).transports();
     int open = SharedTransports.openCount();
-    fs = (RdmaDistributedFileSystem) org.apache.hadoop.fs.FileSystem.get(cluster.getURI(),
-        PluginCluster.rdmaClientConf(cluster));
+    Configuration auto = PluginCluster.rdmaClientConf(cluster);
+    auto.set(HrdmaClientKeys.SHARE_TRANSPORTS_KEY, "auto");
+    fs = (RdmaDistributedFileSystem) org.apache.hadoop.fs.FileSystem.get(cluster.getURI(), auto);
     byte[] data = PluginCluster.random(2 * PluginCluster.BLOCK + 5, 21);
     Path f = new Path("/client-shares/f");
     try (FSDataOutputStream out = fs.create(f, (short) 3)) {
@@ -180,8 +181,7 @@ class SharedTransportsRestartTest {
     fs = null;
     assertEquals(open, SharedTransports.openCount(), "still open for the DataNodes");
 
-    Configuration own = PluginCluster.rdmaClientConf(cluster);
-    own.set(HrdmaClientKeys.SHARE_TRANSPORTS_KEY, "false");
+    Configuration own = PluginCluster.rdmaClientConf(cluster); // the default: false
     fs = (RdmaDistributedFileSystem) org.apache.hadoop.fs.FileSystem.get(cluster.getURI(), own);
     assertArrayEquals(data, readAll(f, data.length), "the DataNodes serve on");
     Map<String, Transport> its = fs.blockClientIfStarted().transports();
