@@ -7,9 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
-import java.nio.MappedByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.file.StandardOpenOption;
 import java.util.List;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataOutputStream;
@@ -22,6 +19,7 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.hdfsrdma.datanode.RdmaDataNodePlugin;
 import org.hdfsrdma.datanode.disk.VolumeScheduler;
 import org.hdfsrdma.nativelib.HrdmaNative;
+import org.hdfsrdma.nativelib.NativeDisk;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
@@ -75,10 +73,10 @@ class CacheFirstWriteTest {
     return n;
   }
 
-  private static boolean cached(File f) throws IOException {
-    try (FileChannel ch = FileChannel.open(f.toPath(), StandardOpenOption.READ)) {
-      MappedByteBuffer m = ch.map(FileChannel.MapMode.READ_ONLY, 0, ch.size());
-      return m.isLoaded();
+  /** Bytes of {@code f} in the page cache now (the DataNode's own probe: this process owns the file). */
+  private static long resident(File f) throws IOException {
+    try (NativeDisk.File nf = NativeDisk.File.open(f.toPath(), 0)) {
+      return nf.residentBytes(0, f.length());
     }
   }
 
@@ -100,12 +98,17 @@ class CacheFirstWriteTest {
     assertEquals(2, blocks.size());
     for (LocatedBlock lb : blocks) {
       int inCache = 0;
+      StringBuilder seen = new StringBuilder();
       for (DatanodeInfo dn : lb.getLocations()) {
-        if (cached(PluginCluster.blockFile(cluster, dn, lb.getBlock()))) {
+        File f = PluginCluster.blockFile(cluster, dn, lb.getBlock());
+        long r = resident(f);
+        seen.append(' ').append(dn.getXferPort()).append(": ").append(r).append(" of ").append(f.length());
+        if (r == f.length()) {
           inCache++;
         }
       }
-      assertEquals(1, inCache, "one replica of " + lb.getBlock() + " in the page cache: the first's");
+      assertEquals(1, inCache, "one replica of " + lb.getBlock() + " in the page cache: the first's (resident"
+          + " bytes by DataNode:" + seen + ")");
     }
     byte[] got = new byte[size];
     try (InputStream in = stock.open(p)) {
