@@ -43,7 +43,10 @@ public final class HrdmaClientKeys {
   /** Connections kept; beyond this the least recently used idle one is closed. */
   public static final String MAX_CONNECTIONS_KEY = "hrdma.client.max-connections";
   public static final int MAX_CONNECTIONS_DEFAULT = 64;
-  /** Data bytes per write packet (rounded down to whole checksum chunks). */
+  /**
+   * Data bytes per write packet (rounded down to whole checksum chunks). Unset, an explicitly set
+   * {@code dfs.client-write-packet-size} that makes smaller packets is followed as stock sizes them.
+   */
   public static final String WRITE_PACKET_BYTES_KEY = "hrdma.client.write.packet-bytes";
   public static final int WRITE_PACKET_BYTES_DEFAULT = 1 << 20;
   /** Bytes of packets sent and not acknowledged yet, per block write. */

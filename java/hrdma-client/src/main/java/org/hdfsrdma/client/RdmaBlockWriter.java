@@ -29,6 +29,7 @@ import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PipelineAckProto
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
 import org.apache.hadoop.util.DataChecksum;
 import org.hdfsrdma.client.compat.FaultInjection;
+import org.hdfsrdma.client.compat.StockPacketSize;
 import org.hdfsrdma.client.compat.StockTransfer;
 import org.hdfsrdma.protocol.BlockOps;
 import org.hdfsrdma.protocol.Message;
@@ -252,7 +253,7 @@ public final class RdmaBlockWriter implements Closeable {
     this.recovery = recovery;
     this.bytesPerChecksum = conf.getInt(HdfsClientConfigKeys.DFS_BYTES_PER_CHECKSUM_KEY,
         HdfsClientConfigKeys.DFS_BYTES_PER_CHECKSUM_DEFAULT);
-    int pb = conf.getInt(PACKET_BYTES_KEY, PACKET_BYTES_DEFAULT);
+    int pb = packetDataBytes(conf, bytesPerChecksum, DataChecksum.Type.CRC32C.size);
     long window = conf.getLong(WINDOW_BYTES_KEY, WINDOW_BYTES_DEFAULT);
     this.maxRecoveries = conf.getInt(MAX_RECOVERIES_KEY, MAX_RECOVERIES_DEFAULT);
     if (bytesPerChecksum <= 0 || pb <= 0 || window <= 0 || maxRecoveries < 0) {
@@ -273,6 +274,39 @@ public final class RdmaBlockWriter implements Closeable {
     this.storageIds = lb.getStorageIDs();
     openPipeline(BlockOps.writeBlock(block, lb.getBlockToken(), client.clientName(), nodes, storageTypes,
         storageIds, sum));
+  }
+
+  /**
+   * Data bytes per packet: {@value #PACKET_BYTES_KEY} when set; otherwise our default, or a
+   * stock packet's data ({@link StockPacketSize}) when {@code dfs.client-write-packet-size}
+   * was set explicitly (anywhere but a {@code *-default.xml}) and makes smaller packets. An
+   * operator or application that asks for small packets has the bytes it writes sent (and
+   * visible at the DataNodes) as soon as stock's would be; the unset default keeps our large
+   * packets, which is what makes writes fast. Rounded down to whole chunks by the caller.
+   */
+  static int packetDataBytes(Configuration conf, int bytesPerChecksum, int checksumSize) {
+    if (conf.get(PACKET_BYTES_KEY) != null) {
+      return conf.getInt(PACKET_BYTES_KEY, PACKET_BYTES_DEFAULT);
+    }
+    if (isExplicit(conf, HdfsClientConfigKeys.DFS_CLIENT_WRITE_PACKET_SIZE_KEY)) {
+      int stock = StockPacketSize.dataBytes(conf.getInt(HdfsClientConfigKeys.DFS_CLIENT_WRITE_PACKET_SIZE_KEY,
+          HdfsClientConfigKeys.DFS_CLIENT_WRITE_PACKET_SIZE_DEFAULT), bytesPerChecksum, checksumSize);
+      return Math.min(stock, PACKET_BYTES_DEFAULT);
+    }
+    return PACKET_BYTES_DEFAULT;
+  }
+
+  /**
+   * Whether {@code key} has a value that did not come from a default resource: its first
+   * source (where it was set; a job.xml read back lists the origin first) is not a
+   * {@code *-default.xml}.
+   */
+  static boolean isExplicit(Configuration conf, String key) {
+    if (conf.get(key) == null) {
+      return false;
+    }
+    String[] sources = conf.getPropertySources(key);
+    return sources == null || sources.length == 0 || !sources[0].endsWith("-default.xml");
   }
 
   /**

@@ -25,6 +25,7 @@ import org.apache.hadoop.util.DataChecksum;
 import org.apache.hadoop.util.Progressable;
 import org.hdfsrdma.client.compat.DfsOutputStreamShell;
 import org.hdfsrdma.client.compat.StockFileStream;
+import org.hdfsrdma.client.compat.StockPacketSize;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -134,10 +135,11 @@ final class RdmaOutputStream extends DfsOutputStreamShell {
         HdfsClientConfigKeys.BlockWrite.RETRIES_DEFAULT);
     this.recovery = new RdmaBlockWriter.RecoveryContext(fs.getClient(), src, fileId, replication,
         fs::countPipelineRecovery);
-    // as stock: a block is allocated once a stock packet's worth (dfs.client-write-packet-size) is written
-    int packet = conf.getInt(HdfsClientConfigKeys.DFS_CLIENT_WRITE_PACKET_SIZE_KEY,
-        HdfsClientConfigKeys.DFS_CLIENT_WRITE_PACKET_SIZE_DEFAULT);
-    this.head = new byte[(int) Math.max(1, Math.min(Math.max(packet, 1), blockSize))];
+    // as stock: a block is allocated once a stock packet's data (dfs.client-write-packet-size) is written
+    int packet = StockPacketSize.dataBytes(conf.getInt(HdfsClientConfigKeys.DFS_CLIENT_WRITE_PACKET_SIZE_KEY,
+        HdfsClientConfigKeys.DFS_CLIENT_WRITE_PACKET_SIZE_DEFAULT), checksum.getBytesPerChecksum(),
+        checksum.getChecksumSize());
+    this.head = new byte[(int) Math.max(1, Math.min(packet, blockSize))];
   }
 
   @Override

@@ -24,6 +24,8 @@ import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.server.datanode.DataNode;
 import org.apache.hadoop.hdfs.server.datanode.DataNodeFaultInjector;
+import org.apache.hadoop.hdfs.tools.DFSAdmin;
+import org.apache.hadoop.test.GenericTestUtils;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -159,6 +161,93 @@ class DataNodeFailureTest {
     assertFalse(Arrays.stream(second.getLocations()).anyMatch(d -> d.getXferAddr().equals(dead)));
     awaitReplicated(p, 3, dead);
     assertEquals(stock.getFileChecksum(p), fs.getFileChecksum(p));
+  }
+
+  /**
+   * {@code hdfs dfsadmin -evictWriters} on a DataNode of the pipeline (the first, then the
+   * middle one of the new pipeline), as Hadoop's TestClientProtocolForPipelineRecovery
+   * #testEvictWriter: as stock's xceivers, our writes there are stopped, and the writer
+   * recovers without that DataNode (the DataNode itself keeps running); nothing is lost.
+   */
+  @Test
+  void evictWritersDropsThatDataNodeFromThePipeline() throws Exception {
+    start(new Configuration(false));
+    Path p = new Path("/fail/evicted");
+    byte[] data = PluginCluster.random(BLOCK / 2, 7);
+    int[] cuts = {1000, 100_000, 300_000};
+    try (FSDataOutputStream out = fs.create(p, (short) 3)) {
+      out.write(data, 0, cuts[0]);
+      out.hflush();
+      for (int k = 0; k < 2; k++) {
+        DatanodeInfo[] before = ours(out).pipeline();
+        assertEquals(3, before.length, Arrays.toString(before));
+        String evicted = before[k].getIpcAddr(false);
+        DFSAdmin admin = new DFSAdmin(cluster.getConfiguration(0));
+        assertEquals(0, admin.run(new String[] {"-evictWriters", evicted}));
+        out.write(data, cuts[k], cuts[k + 1] - cuts[k]);
+        out.hflush();
+        DatanodeInfo[] after = ours(out).pipeline();
+        assertTrue(after.length > 0);
+        assertTrue(Arrays.stream(after).noneMatch(d -> d.getIpcAddr(false).equals(evicted)),
+            "evicted " + evicted + ", pipeline " + Arrays.toString(after));
+      }
+      out.write(data, cuts[2], data.length - cuts[2]);
+    }
+    assertTrue(fs.pipelineRecoveries() >= 2, "recoveries " + fs.pipelineRecoveries());
+    assertEquals(0, fs.stockWriteFallbacks());
+    assertEquals(data.length, fs.rdmaBytesWritten(), "every byte went over hrdma");
+    assertArrayEquals(data, readStock(p));
+  }
+
+  /**
+   * A rolling upgrade's {@code hdfs dfsadmin -shutdownDatanode <dn> upgrade} of the pipeline's
+   * first DataNode, the DataNode started again, the write goes on (as Hadoop's
+   * TestClientProtocolForPipelineRecovery#testPipelineRecoveryOnOOB, on a file our stream
+   * creates). Stock's DataNode sends its writers an OOB restart ack and stock's client waits
+   * for it to come back and keeps it in the pipeline; ours loses the connection when the
+   * plugin stops, recovers without that DataNode and, the file being hflushed, with a
+   * replacement (the default policy). Either way nothing is lost: the whole file, on three
+   * DataNodes at close.
+   */
+  @Test
+  void aDataNodeShutDownForUpgradeAndRestartedLosesNothing() throws Exception {
+    start(new Configuration(false));
+    Path p = new Path("/fail/upgrade");
+    byte[] data = PluginCluster.random(BLOCK / 2, 9);
+    int cut = 70_000;
+    String down;
+    try (FSDataOutputStream out = fs.create(p, (short) 3)) {
+      out.write(data, 0, cut);
+      out.hflush();
+      DatanodeInfo[] before = ours(out).pipeline();
+      assertEquals(3, before.length, Arrays.toString(before));
+      down = before[0].getXferAddr();
+      int index = -1;
+      for (int i = 0; i < cluster.getDataNodes().size(); i++) {
+        if (cluster.getDataNodes().get(i).getXferPort() == before[0].getXferPort()) {
+          index = i;
+        }
+      }
+      assertTrue(index >= 0);
+      DFSAdmin admin = new DFSAdmin(cluster.getConfiguration(0));
+      assertEquals(0, admin.run(new String[] {"-shutdownDatanode", before[0].getIpcAddr(false), "upgrade"}));
+      GenericTestUtils.waitForThreadTermination("Async datanode shutdown thread", 100, 30_000);
+      assertTrue(cluster.restartDataNode(index, true));
+      cluster.waitActive();
+      PluginCluster.awaitPluginsServing(cluster);
+      out.write(data, cut, data.length - cut);
+      out.hflush();
+      DatanodeInfo[] after = ours(out).pipeline();
+      assertEquals(3, after.length, Arrays.toString(after));
+    }
+    assertEquals(0, fs.stockWriteFallbacks());
+    assertEquals(data.length, stock.getFileStatus(p).getLen());
+    assertArrayEquals(data, readStock(p));
+    LocatedBlock only = stock.getClient().getLocatedBlocks(p.toString(), 0).get(0);
+    assertEquals(3, only.getLocations().length, Arrays.toString(only.getLocations()));
+    assertTrue(fs.pipelineRecoveries() >= 1, "recoveries " + fs.pipelineRecoveries());
+    org.slf4j.LoggerFactory.getLogger(DataNodeFailureTest.class).info("upgraded {}; replicas at close {}", down,
+        Arrays.toString(only.getLocations()));
   }
 
   /**

@@ -185,6 +185,44 @@ class WriteCompatTest {
     assertEquals(32, stock.getFileStatus(p).getLen());
   }
 
+  /**
+   * With dfs.client-write-packet-size set (516: one 512-byte chunk a packet, as Hadoop's
+   * TestDFSInputStream sets it), bytes written and not flushed reach the DataNodes packet by
+   * packet as the stock client's do: a new reader sees them and reads them back.
+   */
+  @Test
+  void anExplicitStockPacketSizeSendsUnflushedBytesAsStockDoes() throws Exception {
+    Configuration c = PluginCluster.rdmaClientConf(cluster);
+    c.setInt(org.apache.hadoop.hdfs.client.HdfsClientConfigKeys.DFS_CLIENT_WRITE_PACKET_SIZE_KEY, 516);
+    Path p = new Path("/compat/small-packets");
+    byte[] data = PluginCluster.random(5120, 23);
+    try (RdmaDistributedFileSystem small = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), c);
+        FSDataOutputStream out = small.create(p, true, 4096, (short) 3, BLOCK)) {
+      long before = small.rdmaBytesWritten();
+      out.write(data);
+      assertEquals(data.length, small.rdmaBytesWritten() - before, "went over hrdma");
+      long deadline = System.nanoTime() + 20_000_000_000L;
+      long visible;
+      while ((visible = visibleLength(p)) < data.length && System.nanoTime() < deadline) {
+        Thread.sleep(100);
+      }
+      assertEquals(data.length, visible, "bytes the DataNodes acknowledged without hflush");
+      byte[] got = new byte[1024];
+      try (FSDataInputStream in = stock.open(p)) {
+        in.readFully(1024, got);
+      }
+      assertArrayEquals(java.util.Arrays.copyOfRange(data, 1024, 2048), got);
+    }
+    assertArrayEquals(data, readAll(stock, p));
+  }
+
+  /** The length a new stock reader of {@code p} sees (a block being written: its DataNodes' visible length). */
+  private long visibleLength(Path p) throws IOException {
+    try (FSDataInputStream in = stock.open(p)) {
+      return ((org.apache.hadoop.hdfs.client.HdfsDataInputStream) in).getVisibleLength();
+    }
+  }
+
   /** Records of (thread, index, crc) from many threads that write and hflush one stream. */
   @Test
   void manyThreadsWriteAndHflushOneStream() throws Exception {

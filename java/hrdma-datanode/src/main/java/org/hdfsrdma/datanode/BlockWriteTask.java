@@ -197,6 +197,28 @@ final class BlockWriteTask implements WriteMirror.Listener {
   }
 
   /**
+   * {@code dfsadmin -evictWriters}: as stock's DataXceiver#stopWriter interrupting the xceiver
+   * of a write, the write stops, its connection closes (the client, or the DataNode upstream,
+   * sees this node fail and the client recovers its pipeline without it) and the replica stays
+   * RBW. The connection is closed whole, as on a packet timeout: every write on it is being
+   * evicted too, and reads on it are retried by the client.
+   *
+   * @return false when the write had ended already
+   */
+  boolean evict() {
+    synchronized (lock) {
+      if (aborted || finished) {
+        return false;
+      }
+    }
+    LOG.info("hrdma datanode: evicting the write of {} from {} (evictWriters)",
+        setup.block == null ? "request " + id : setup.block, up.remoteAddress());
+    abort();
+    up.close();
+    return true;
+  }
+
+  /**
    * Stops this write for a pipeline recovery of the same block (stock:
    * ReplicaInPipeline#stopWriter): no more packets are processed and the replica's streams are
    * closed, here when no executor thread runs the task, else by that thread, which this call

@@ -13,6 +13,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.util.ServicePlugin;
 import org.hdfsrdma.datanode.compat.DataNodeAccess;
+import org.hdfsrdma.datanode.compat.EvictWritersHook;
 import org.hdfsrdma.datanode.disk.DiskIo;
 import org.hdfsrdma.datanode.disk.DiskMetrics;
 import org.hdfsrdma.datanode.disk.DiskSettings;
@@ -117,6 +118,7 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   private TransportConf tconf;              // set before SERVING
   private Sharing sharing;                  // set before SERVING
   private RequestDispatcher dispatcher;    // guarded by lock
+  private EvictWritersHook evictHook;       // guarded by lock; null when the DataNode has no IPC server
   private ServerGate gate;                  // guarded by lock; null without data transfer protection
   private DiskIo disk;                      // guarded by lock
   private DiskMetrics metrics;              // guarded by lock
@@ -266,6 +268,8 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
       volumeExecutors = vexecutors;
       dispatcher = d;
       gate = handler instanceof ServerGate g ? g : null;
+      // dfsadmin -evictWriters evicts our writes as the DataNode's own
+      evictHook = dn.onEvictWriters(d::evictWriters);
       state = State.SERVING;
     }
     LOG.info("hrdma datanode plugin: serving DataNode {} (xfer port {}) on {} with {}, data transfer protection {}",
@@ -416,6 +420,7 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     DiskMetrics m;
     PluginMetrics pm;
     ShortCircuitServer scr;
+    EvictWritersHook evict;
     synchronized (lock) {
       if (state == State.STOPPED) {
         return;
@@ -444,8 +449,13 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
       writeExecutor = null;
       connector = null;
       dispatcher = null;
+      evict = evictHook;
+      evictHook = null;
     }
     RUNNING.remove(this);
+    if (evict != null) {
+      evict.close();
+    }
     if (t != null) {
       t.interrupt();
       try {

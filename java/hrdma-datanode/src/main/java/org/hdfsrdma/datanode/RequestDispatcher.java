@@ -241,6 +241,23 @@ final class RequestDispatcher implements EndpointHandler {
     }
   }
 
+  /**
+   * Evicts every write in progress here ({@code dfsadmin -evictWriters}, after the DataNode
+   * evicted its own xceivers' writes); returns how many.
+   */
+  int evictWriters() {
+    int n = 0;
+    for (Connection c : conns.values()) {
+      for (BlockWriteTask w : c.writes()) {
+        if (w.evict()) {
+          n++;
+        }
+      }
+    }
+    LOG.info("hrdma datanode: evicted {} writes (evictWriters)", n);
+    return n;
+  }
+
   /** The request id of a message too broken to decode, when its fixed header is there; else 0. */
   private static long peekRequestId(ByteBuffer b) {
     return b.remaining() >= MessageCodec.FIXED_BYTES ? b.getLong(b.position() + 8) : 0;

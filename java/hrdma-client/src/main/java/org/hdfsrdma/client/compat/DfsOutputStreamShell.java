@@ -81,7 +81,7 @@ public abstract class DfsOutputStreamShell extends DFSOutputStream {
 
   @Override
   public synchronized void setChunksPerPacket(int value) {
-    // packets are sized by hrdma.client.write.packet-bytes
+    // packets are sized by hrdma.client.write.packet-bytes (or an explicit dfs.client-write-packet-size)
   }
 
   @Override

@@ -416,4 +416,12 @@ public final class DataNodeAccess {
     }
     return out;
   }
+
+  /**
+   * Runs {@code onEvictWriters} after each {@code dfsadmin -evictWriters} this DataNode serves
+   * ({@link EvictWritersHook}); close the result to stop. Null when the DataNode has no IPC server.
+   */
+  public EvictWritersHook onEvictWriters(Runnable onEvictWriters) {
+    return EvictWritersHook.install(dn, onEvictWriters);
+  }
 }
