@@ -94,9 +94,12 @@ public final class HrdmaClientKeys {
    */
   public static final String READ_LOCAL_VERIFY_THREADS_KEY = "hrdma.client.read.local.verify-threads";
   public static final int READ_LOCAL_VERIFY_THREADS_DEFAULT = 1;
-  /** Windows a short-circuit reader hands to the verifier beyond the one being read. */
+  /**
+   * Windows a short-circuit reader hands to the verifier beyond the one being read (in batches of
+   * half of them).
+   */
   public static final String READ_LOCAL_VERIFY_AHEAD_KEY = "hrdma.client.read.local.verify-ahead";
-  public static final int READ_LOCAL_VERIFY_AHEAD_DEFAULT = 2;
+  public static final int READ_LOCAL_VERIFY_AHEAD_DEFAULT = 8;
   /**
    * How far ahead of a short-circuit reader the kernel is asked to read the block file into the page
    * cache (MADV_WILLNEED, in halves of this); 0: off, the reader's page faults read it.

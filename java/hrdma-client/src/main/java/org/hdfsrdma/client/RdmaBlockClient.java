@@ -120,7 +120,7 @@ public final class RdmaBlockClient implements Closeable {
   public static final String LOCAL_CACHE_EXPIRY_MS_KEY = HrdmaClientKeys.READ_LOCAL_CACHE_EXPIRY_MS_KEY;
   public static final long LOCAL_CACHE_EXPIRY_MS_DEFAULT = HrdmaClientKeys.READ_LOCAL_CACHE_EXPIRY_MS_DEFAULT;
   /** Windows waiting for the verifier, over all readers, per verifier thread; beyond, readers verify their own. */
-  private static final int VERIFY_QUEUE_PER_THREAD = 64;
+  private static final int VERIFY_QUEUE_PER_THREAD = 256;
   /** An idle verifier thread ends after this long. */
   private static final long VERIFY_KEEP_ALIVE_MS = 10_000;
   private static final AtomicInteger VERIFIER_THREADS = new AtomicInteger();
