@@ -1,0 +1,219 @@
+package org.hdfsrdma.client;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.File;
+import java.io.IOException;
+import java.util.List;
+import java.util.function.LongSupplier;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.hdfsrdma.datanode.RdmaDataNodePlugin;
+import org.hdfsrdma.nativelib.NativeFiles;
+import org.hdfsrdma.nativelib.NativeShm;
+import org.hdfsrdma.protocol.WriteSegment;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Same-host writes by reference: three DataNodes on this host with block tokens on; the
+ * client's connection to the first gets a write segment (its descriptor passed over the
+ * domain socket with a one-time grant id), builds its packets in the segment's slots and sends
+ * only their place; the DataNode copies each out, gives the slot back and writes, forwards and
+ * acks the copy as any packet. Files are byte-identical, slots exhausted go by value, and every
+ * segment, mapping and descriptor is gone once the connections close.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(180)
+class ShmWriteTest {
+  private static final int BLOCK = 4 << 20;
+
+  private MiniDFSCluster cluster;
+  private DistributedFileSystem stock;
+
+  @BeforeAll
+  void start() throws Exception {
+    Configuration conf = PluginCluster.baseConf();
+    conf.setLong("dfs.blocksize", BLOCK);
+    File base = new File("target/test-dir/" + getClass().getSimpleName());
+    cluster = new MiniDFSCluster.Builder(conf, base).numDataNodes(3).build();
+    cluster.waitActive();
+    PluginCluster.awaitPluginsServing(cluster);
+    stock = cluster.getFileSystem();
+  }
+
+  @AfterAll
+  void stop() throws IOException {
+    PluginCluster.shutdown(null, cluster);
+  }
+
+  private List<RdmaDataNodePlugin> plugins() {
+    return RdmaDataNodePlugin.running();
+  }
+
+  private long sum(java.util.function.ToLongFunction<RdmaDataNodePlugin.WriteShmStats> f) {
+    long n = 0;
+    for (RdmaDataNodePlugin p : plugins()) {
+      RdmaDataNodePlugin.WriteShmStats s = p.writeShm();
+      if (s != null) {
+        n += f.applyAsLong(s);
+      }
+    }
+    return n;
+  }
+
+  private static void await(LongSupplier value, long want, String what) throws InterruptedException {
+    long until = System.nanoTime() + 20_000_000_000L;
+    while (value.getAsLong() != want && System.nanoTime() < until) {
+      Thread.sleep(20);
+    }
+    assertEquals(want, value.getAsLong(), what);
+  }
+
+  /** Once the client is closed: no write segment on either side, no mapping, no descriptor. */
+  private void awaitNothingHeld(long shm0, long fdMapped0, long fds0) throws InterruptedException {
+    await(() -> sum(RdmaDataNodePlugin.WriteShmStats::segments), 0, "the DataNodes' write segments");
+    await(() -> sum(RdmaDataNodePlugin.WriteShmStats::bytes), 0, "the DataNodes' write segment bytes");
+    await(() -> sum(RdmaDataNodePlugin.WriteShmStats::pending), 0, "grants not fetched");
+    await(() -> sum(RdmaDataNodePlugin.WriteShmStats::forwardSegments), 0, "the forwarders' segments");
+    await(WriteSegment::live, 0, "senders' write segments");
+    await(NativeShm::mappedBytes, shm0, "segments mapped by their DataNodes");
+    await(NativeFiles::mappedBytes, fdMapped0, "segments mapped by their senders");
+    await(NativeFiles::fdsHeld, fds0, "descriptors held");
+  }
+
+  private byte[] readBack(Path p, int n) throws IOException {
+    byte[] got = new byte[n];
+    try (FSDataInputStream in = stock.open(p)) {
+      in.readFully(got);
+    }
+    return got;
+  }
+
+  @ParameterizedTest
+  @ValueSource(ints = {1, 3})
+  void writesGoByReferenceByteIdenticalAndLeaveNothingHeld(int replication) throws Exception {
+    byte[] data = PluginCluster.random(2 * BLOCK + 54321, replication);
+    Path p = new Path("/shmwrite/r" + replication);
+    long shm0 = NativeShm.mappedBytes();
+    long fdMapped0 = NativeFiles.mappedBytes();
+    long fds0 = NativeFiles.fdsHeld();
+    long refs0 = sum(RdmaDataNodePlugin.WriteShmStats::byReference);
+    long granted0 = sum(RdmaDataNodePlugin.WriteShmStats::granted);
+    long passed0 = sum(RdmaDataNodePlugin.WriteShmStats::passed);
+    try (RdmaDistributedFileSystem fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(),
+        PluginCluster.rdmaClientConf(cluster))) {
+      long before = fs.rdmaBytesWritten();
+      try (FSDataOutputStream out = fs.create(p, true, 4096, (short) replication, BLOCK)) {
+        out.write(data, 0, 1000);
+        out.hflush(); // a partial chunk goes again in the next packet
+        out.write(data, 1000, data.length - 1000);
+      }
+      assertEquals(data.length, fs.rdmaBytesWritten() - before, "every byte over hrdma");
+      assertTrue(sum(RdmaDataNodePlugin.WriteShmStats::granted) > granted0, "a segment for the client");
+      assertEquals(sum(RdmaDataNodePlugin.WriteShmStats::granted) - granted0,
+          sum(RdmaDataNodePlugin.WriteShmStats::passed) - passed0, "every grant fetched once");
+      // 1 MiB packets: at least one per MiB of data reached a DataNode by reference
+      long refs = sum(RdmaDataNodePlugin.WriteShmStats::byReference) - refs0;
+      assertTrue(refs >= data.length >> 20, "packets by reference: " + refs);
+      assertEquals(0, sum(RdmaDataNodePlugin.WriteShmStats::badReferences));
+    }
+    assertArrayEquals(data, readBack(p, data.length));
+    assertEquals(replication, stock.getFileBlockLocations(p, 0, 1)[0].getHosts().length);
+    awaitNothingHeld(shm0, fdMapped0, fds0);
+  }
+
+  @Test
+  void offOnTheClientWritesByValue() throws Exception {
+    byte[] data = PluginCluster.random(BLOCK + 777, 9);
+    Path p = new Path("/shmwrite/off");
+    long granted0 = sum(RdmaDataNodePlugin.WriteShmStats::granted);
+    long refs0 = sum(RdmaDataNodePlugin.WriteShmStats::byReference);
+    Configuration c = PluginCluster.rdmaClientConf(cluster);
+    c.setBoolean(RdmaBlockClient.SHM_WRITES_KEY, false);
+    try (RdmaDistributedFileSystem fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), c)) {
+      try (FSDataOutputStream out = fs.create(p, true, 4096, (short) 1, BLOCK)) {
+        out.write(data);
+      }
+    }
+    assertArrayEquals(data, readBack(p, data.length));
+    assertEquals(granted0, sum(RdmaDataNodePlugin.WriteShmStats::granted), "no segment asked for");
+    assertEquals(refs0, sum(RdmaDataNodePlugin.WriteShmStats::byReference), "nothing by reference");
+  }
+
+  @Test
+  void noFreeSlotGoesByValue() throws Exception {
+    byte[] data = PluginCluster.random(BLOCK, 11);
+    Path p = new Path("/shmwrite/exhausted");
+    long shm0 = NativeShm.mappedBytes();
+    long fdMapped0 = NativeFiles.mappedBytes();
+    long fds0 = NativeFiles.fdsHeld();
+    try (RdmaDistributedFileSystem fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(),
+        PluginCluster.rdmaClientConf(cluster))) {
+      try (FSDataOutputStream out = fs.create(p, true, 4096, (short) 1, BLOCK)) {
+        out.write(data, 0, 4096);
+        out.hflush(); // the pipeline and its segment are set up
+        DataNodeConnection conn = connectionWithSegment(fs);
+        WriteSegment seg = conn.writeSegment();
+        // hold every slot as a packet being built would: the next packets find none free
+        List<org.hdfsrdma.transport.RegisteredBuffer> held = new java.util.ArrayList<>();
+        while (true) {
+          int before = seg.slotsHeld();
+          org.hdfsrdma.transport.RegisteredBuffer b = seg.allocate(seg.slotBytes());
+          if (seg.slotsHeld() == before) { // from the transport: no slot left
+            b.release();
+            break;
+          }
+          held.add(b);
+        }
+        assertTrue(held.size() >= 1, "slots to hold");
+        long byValue0 = seg.byValue();
+        long byRef0 = seg.byReference();
+        out.write(data, 4096, data.length - 4096);
+        out.hflush();
+        assertTrue(seg.byValue() > byValue0, "packets by value while no slot is free");
+        assertEquals(byRef0, seg.byReference(), "none by reference");
+        held.forEach(org.hdfsrdma.transport.RegisteredBuffer::release);
+      }
+    }
+    assertArrayEquals(data, readBack(p, data.length));
+    awaitNothingHeld(shm0, fdMapped0, fds0);
+  }
+
+  private static DataNodeConnection connectionWithSegment(RdmaDistributedFileSystem fs) throws IOException {
+    DataNodeConnection c = fs.blockClient().connections().stream().filter(x -> x.writeSegment() != null)
+        .findFirst().orElse(null);
+    assertNotNull(c, "a connection with a write segment");
+    return c;
+  }
+
+  @Test
+  void anUnknownGrantIdGetsNoDescriptor() throws Exception {
+    long fds0 = NativeFiles.fdsHeld();
+    org.apache.hadoop.hdfs.server.datanode.DataNode dn = cluster.getDataNodes().get(0);
+    RdmaDataNodePlugin plugin = plugins().stream().filter(x -> dn.getDatanodeUuid().equals(x.datanodeUuid()))
+        .findFirst().orElseThrow();
+    long passed0 = plugin.writeShm().passed();
+    org.hdfsrdma.protocol.SegmentFetch.Request r = new org.hdfsrdma.protocol.SegmentFetch.Request(
+        org.hdfsrdma.protocol.ShortCircuitSocket.path(cluster.getConfiguration(0), dn.getXferPort()), true,
+        new org.apache.hadoop.hdfs.protocol.ExtendedBlock("bp", 1), null, 5000);
+    IOException e = org.junit.jupiter.api.Assertions.assertThrows(IOException.class,
+        () -> org.hdfsrdma.protocol.SegmentFetch.fetch(r, new byte[16]));
+    assertTrue(e.getMessage().contains("ERROR_ACCESS_TOKEN"), e.getMessage());
+    assertEquals(passed0, plugin.writeShm().passed());
+    assertEquals(fds0, NativeFiles.fdsHeld());
+  }
+}
