@@ -114,6 +114,7 @@ class ShmWriteTest {
     long refs0 = sum(RdmaDataNodePlugin.WriteShmStats::byReference);
     long granted0 = sum(RdmaDataNodePlugin.WriteShmStats::granted);
     long passed0 = sum(RdmaDataNodePlugin.WriteShmStats::passed);
+    long forwarded0 = sum(RdmaDataNodePlugin.WriteShmStats::forwardedByReference);
     try (RdmaDistributedFileSystem fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(),
         PluginCluster.rdmaClientConf(cluster))) {
       long before = fs.rdmaBytesWritten();
@@ -128,7 +129,10 @@ class ShmWriteTest {
           sum(RdmaDataNodePlugin.WriteShmStats::passed) - passed0, "every grant fetched once");
       // 1 MiB packets: at least one per MiB of data reached a DataNode by reference
       long refs = sum(RdmaDataNodePlugin.WriteShmStats::byReference) - refs0;
-      assertTrue(refs >= data.length >> 20, "packets by reference: " + refs);
+      assertTrue(refs >= replication * (data.length >> 20), "packets by reference: " + refs);
+      // each DataNode but the last forwards by reference to the next, on this host
+      long forwarded = sum(RdmaDataNodePlugin.WriteShmStats::forwardedByReference) - forwarded0;
+      assertTrue(forwarded >= (replication - 1) * (data.length >> 20), "forwarded by reference: " + forwarded);
       assertEquals(0, sum(RdmaDataNodePlugin.WriteShmStats::badReferences));
     }
     assertArrayEquals(data, readBack(p, data.length));

@@ -148,14 +148,14 @@ final class RequestDispatcher implements EndpointHandler {
     return m;
   }
 
-  /** Write packets this DataNode forwarded downstream by reference (filled in with the forward side). */
+  /** Write packets this DataNode forwarded downstream by reference . */
   long forwardedByReference() {
-    return 0;
+    return ctx.writeShm().forwardedByReference();
   }
 
   /** Write segments this DataNode maps now as a sender downstream. */
   long forwardSegments() {
-    return 0;
+    return ctx.writeShm().forwardSegments();
   }
 
   /** Shared-memory segment requests refused so far (token, budgets, not this host). */

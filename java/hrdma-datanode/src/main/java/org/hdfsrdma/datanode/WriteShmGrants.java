@@ -47,6 +47,8 @@ final class WriteShmGrants {
   private final AtomicLong mapTimeouts = new AtomicLong();
   private final AtomicLong byReference = new AtomicLong();
   private final AtomicLong badReferences = new AtomicLong();
+  private final AtomicLong forwardedByReference = new AtomicLong();
+  private final AtomicLong forwardSegments = new AtomicLong();
   private final ConcurrentHashMap<String, Long> byClient = new ConcurrentHashMap<>();
   /** Granted and not fetched yet, by grant id. */
   private final ConcurrentHashMap<ByteBuffer, WriteShmSegment> pending = new ConcurrentHashMap<>();
@@ -205,6 +207,28 @@ final class WriteShmGrants {
 
   void countBadReference() {
     badReferences.incrementAndGet();
+  }
+
+  AtomicLong forwardedByReferenceCounter() {
+    return forwardedByReference;
+  }
+
+  /** Packets forwarded downstream by reference. */
+  long forwardedByReference() {
+    return forwardedByReference.get();
+  }
+
+  void forwardMapped() {
+    forwardSegments.incrementAndGet();
+  }
+
+  void forwardUnmapped() {
+    forwardSegments.decrementAndGet();
+  }
+
+  /** Segments of downstream DataNodes this DataNode maps now, as a sender. */
+  long forwardSegments() {
+    return forwardSegments.get();
   }
 
   /** Write segments mapped now. */

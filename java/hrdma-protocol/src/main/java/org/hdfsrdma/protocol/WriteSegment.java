@@ -47,18 +47,25 @@ public final class WriteSegment implements BufferAllocator {
   private boolean unmappedYet; // guarded by this
   private final AtomicLong byReference = new AtomicLong();
   private final AtomicLong byValue = new AtomicLong();
+  private final Runnable unmapped;
 
   /**
    * @param mem the read-write mapping of the granted segment (the segment unmaps it)
    * @param fallback where packets come from when no slot is free (the connection's transport)
    */
   public WriteSegment(NativeFiles.Mapping mem, int slotBytes, BufferAllocator fallback) {
+    this(mem, slotBytes, fallback, () -> { });
+  }
+
+  /** As {@link #WriteSegment(NativeFiles.Mapping, int, BufferAllocator)}; {@code unmapped} runs once, after the unmap. */
+  public WriteSegment(NativeFiles.Mapping mem, int slotBytes, BufferAllocator fallback, Runnable unmapped) {
     if (slotBytes < MessageCodec.FIXED_BYTES || mem.length() / slotBytes < 1) {
       throw new IllegalArgumentException("segment of " + mem.length() + " bytes with slots of " + slotBytes);
     }
     this.mem = mem;
     this.slotBytes = slotBytes;
     this.fallback = fallback;
+    this.unmapped = unmapped;
     for (int i = 0; i < mem.length() / slotBytes; i++) {
       free.add(i);
     }
@@ -78,6 +85,12 @@ public final class WriteSegment implements BufferAllocator {
    */
   public static WriteSegment open(HrdmaProtos.WriteShmGrant g, SegmentFetch.Request request,
       BufferAllocator fallback) throws IOException {
+    return open(g, request, fallback, () -> { });
+  }
+
+  /** As {@link #open(HrdmaProtos.WriteShmGrant, SegmentFetch.Request, BufferAllocator)}; {@code unmapped} runs after the unmap. */
+  public static WriteSegment open(HrdmaProtos.WriteShmGrant g, SegmentFetch.Request request,
+      BufferAllocator fallback, Runnable unmapped) throws IOException {
     if (g.getBytes() < 1 || g.getBytes() > Integer.MAX_VALUE || g.getSlotBytes() < MessageCodec.FIXED_BYTES
         || g.getSlotBytes() > g.getBytes() || g.getGrant().size() < 16) {
       throw new ProtocolException("WRITE_SHM_GRANT of a " + g.getBytes() + "-byte segment with "
@@ -89,12 +102,25 @@ public final class WriteSegment implements BufferAllocator {
       }
       NativeFiles.Mapping m = fd.mapShared(g.getBytes());
       try {
-        return new WriteSegment(m, g.getSlotBytes(), fallback);
+        return new WriteSegment(m, g.getSlotBytes(), fallback, unmapped);
       } catch (RuntimeException e) {
         m.close();
         throw e;
       }
     }
+  }
+
+  /** WRITE_SHM_REQUEST's header: this host, and the write's block and token, which the DataNode checks for WRITE. */
+  public static HrdmaProtos.ShmRequest request(org.apache.hadoop.hdfs.protocol.ExtendedBlock block,
+      org.apache.hadoop.security.token.Token<org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier> token) {
+    HrdmaProtos.ShmRequest.Builder b = HrdmaProtos.ShmRequest.newBuilder().setHost(SameHost.name())
+        .setBlock(com.google.protobuf.ByteString.copyFrom(
+            org.apache.hadoop.hdfs.protocolPB.PBHelperClient.convert(block).toByteArray()));
+    if (token != null) {
+      b.setToken(com.google.protobuf.ByteString.copyFrom(
+          org.apache.hadoop.hdfs.protocolPB.PBHelperClient.convert(token).toByteArray()));
+    }
+    return b.build();
   }
 
   public int slotBytes() {
@@ -122,6 +148,15 @@ public final class WriteSegment implements BufferAllocator {
 
   @Override
   public RegisteredBuffer allocate(int size) throws TransportException {
+    RegisteredBuffer s = trySlot(size);
+    return s != null ? s : fallback.allocate(size);
+  }
+
+  /**
+   * A free slot for a message of {@code size} bytes (position 0, limit {@code size}), or null
+   * when none is free or it does not fit one (counted as a packet by value).
+   */
+  public RegisteredBuffer trySlot(int size) {
     int index;
     synchronized (this) {
       if (closed || size > slotBytes || free.isEmpty()) {
@@ -133,7 +168,7 @@ public final class WriteSegment implements BufferAllocator {
     }
     if (index < 0) {
       byValue.incrementAndGet();
-      return fallback.allocate(size);
+      return null;
     }
     ByteBuffer b = mem.buffer().slice(index * slotBytes, slotBytes);
     b.limit(size);
@@ -282,6 +317,7 @@ public final class WriteSegment implements BufferAllocator {
     }
     mem.close();
     LIVE.decrementAndGet();
+    unmapped.run();
   }
 
   /** One slot handed out; its last release gives it back. */
