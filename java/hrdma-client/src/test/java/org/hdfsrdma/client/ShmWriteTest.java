@@ -48,6 +48,7 @@ class ShmWriteTest {
   void start() throws Exception {
     Configuration conf = PluginCluster.baseConf();
     conf.setLong("dfs.blocksize", BLOCK);
+    conf.setLong("hrdma.datanode.write.shm.map-timeout-ms", 2000); // a grant never fetched goes soon
     File base = new File("target/test-dir/" + getClass().getSimpleName());
     cluster = new MiniDFSCluster.Builder(conf, base).numDataNodes(3).build();
     cluster.waitActive();
@@ -115,6 +116,7 @@ class ShmWriteTest {
     long granted0 = sum(RdmaDataNodePlugin.WriteShmStats::granted);
     long passed0 = sum(RdmaDataNodePlugin.WriteShmStats::passed);
     long forwarded0 = sum(RdmaDataNodePlugin.WriteShmStats::forwardedByReference);
+    long bad0 = sum(RdmaDataNodePlugin.WriteShmStats::badReferences);
     try (RdmaDistributedFileSystem fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(),
         PluginCluster.rdmaClientConf(cluster))) {
       long before = fs.rdmaBytesWritten();
@@ -133,7 +135,7 @@ class ShmWriteTest {
       // each DataNode but the last forwards by reference to the next, on this host
       long forwarded = sum(RdmaDataNodePlugin.WriteShmStats::forwardedByReference) - forwarded0;
       assertTrue(forwarded >= (replication - 1) * (data.length >> 20), "forwarded by reference: " + forwarded);
-      assertEquals(0, sum(RdmaDataNodePlugin.WriteShmStats::badReferences));
+      assertEquals(bad0, sum(RdmaDataNodePlugin.WriteShmStats::badReferences), "no reference refused");
     }
     assertArrayEquals(data, readBack(p, data.length));
     assertEquals(replication, stock.getFileBlockLocations(p, 0, 1)[0].getHosts().length);
@@ -219,5 +221,163 @@ class ShmWriteTest {
     assertTrue(e.getMessage().contains("ERROR_ACCESS_TOKEN"), e.getMessage());
     assertEquals(passed0, plugin.writeShm().passed());
     assertEquals(fds0, NativeFiles.fdsHeld());
+  }
+
+  // ------------------------------------------------------------------ a hostile sender
+
+  private RdmaDataNodePlugin plugin0() {
+    org.apache.hadoop.hdfs.server.datanode.DataNode dn = cluster.getDataNodes().get(0);
+    return plugins().stream().filter(x -> dn.getDatanodeUuid().equals(x.datanodeUuid())).findFirst().orElseThrow();
+  }
+
+  private java.net.InetSocketAddress plugin0Address() {
+    org.apache.hadoop.hdfs.server.datanode.DataNode dn = cluster.getDataNodes().get(0);
+    return new java.net.InetSocketAddress("127.0.0.1",
+        org.hdfsrdma.protocol.RdmaPorts.pluginPort(dn.getXferPort(), cluster.getConfiguration(0)));
+  }
+
+  /** A WRITE token of a block of the cluster's pool (none is written: the segment needs only the token). */
+  private org.apache.hadoop.security.token.Token<org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier>
+      writeToken(org.apache.hadoop.hdfs.protocol.ExtendedBlock b) throws IOException {
+    return cluster.getNamesystem().getBlockManager().getBlockTokenSecretManager().generateToken(b,
+        java.util.EnumSet.of(org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier.AccessMode.WRITE),
+        new org.apache.hadoop.fs.StorageType[0], new String[0]);
+  }
+
+  private org.apache.hadoop.hdfs.protocol.ExtendedBlock poolBlock() {
+    return new org.apache.hadoop.hdfs.protocol.ExtendedBlock(cluster.getNamesystem().getBlockPoolId(), 4242);
+  }
+
+  /** Asks for a segment on {@code raw}: the answer (WRITE_SHM_GRANT or ERROR). */
+  private org.hdfsrdma.protocol.Message ask(RawPlugin raw, org.apache.hadoop.hdfs.protocol.ExtendedBlock b,
+      org.apache.hadoop.security.token.Token<org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier> t)
+      throws Exception {
+    raw.ep.send(org.hdfsrdma.protocol.MessageCodec.encode(raw.ep.transport().allocator(),
+        org.hdfsrdma.protocol.MessageKind.WRITE_SHM_REQUEST, 1, WriteSegment.request(b, t)));
+    return raw.next();
+  }
+
+  private org.hdfsrdma.protocol.SegmentFetch.Request fetchRequest(org.apache.hadoop.hdfs.protocol.ExtendedBlock b) {
+    return new org.hdfsrdma.protocol.SegmentFetch.Request(org.hdfsrdma.protocol.ShortCircuitSocket.path(
+        cluster.getConfiguration(0), cluster.getDataNodes().get(0).getXferPort()), true, b, null, 5000);
+  }
+
+  @Test
+  void aGrantIsOneTimeOnlyTheTokenGetsOneAndAnUnfetchedOneIsFreed() throws Exception {
+    RdmaDataNodePlugin plugin = plugin0();
+    long fds0 = NativeFiles.fdsHeld();
+    long timeouts0 = plugin.writeShm().mapTimeouts();
+    long refused0 = plugin.writeShm().refused();
+    org.apache.hadoop.hdfs.protocol.ExtendedBlock b = poolBlock();
+    try (RawPlugin raw = new RawPlugin(plugin0Address())) {
+      org.hdfsrdma.protocol.Message m = ask(raw, b, null); // tokens are on here: none is refused
+      assertEquals(org.hdfsrdma.protocol.MessageKind.ERROR, m.kind());
+      assertEquals(org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status.ERROR_ACCESS_TOKEN,
+          m.error().getStatus());
+      assertEquals(refused0 + 1, plugin.writeShm().refused());
+    }
+    try (RawPlugin raw = new RawPlugin(plugin0Address())) {
+      org.hdfsrdma.protocol.Message m = ask(raw, b, writeToken(b));
+      assertEquals(org.hdfsrdma.protocol.MessageKind.WRITE_SHM_GRANT, m.kind());
+      byte[] id = m.writeShmGrant().getGrant().toByteArray();
+      try (NativeFiles.Fd fd = org.hdfsrdma.protocol.SegmentFetch.fetch(fetchRequest(b), id)) {
+        assertEquals(m.writeShmGrant().getBytes(), fd.size());
+      }
+      IOException again = org.junit.jupiter.api.Assertions.assertThrows(IOException.class,
+          () -> org.hdfsrdma.protocol.SegmentFetch.fetch(fetchRequest(b), id));
+      assertTrue(again.getMessage().contains("ERROR_ACCESS_TOKEN"), again.getMessage());
+      assertEquals(fds0, NativeFiles.fdsHeld());
+    }
+    await(() -> plugin.writeShm().segments(), 0, "the segment goes with its connection");
+    try (RawPlugin raw = new RawPlugin(plugin0Address())) {
+      assertEquals(org.hdfsrdma.protocol.MessageKind.WRITE_SHM_GRANT, ask(raw, b, writeToken(b)).kind());
+      assertEquals(1, plugin.writeShm().pending());
+      // never fetched: freed by the map timeout while the connection stays open
+      await(() -> plugin.writeShm().mapTimeouts(), timeouts0 + 1, "the map timeout");
+      assertEquals(0, plugin.writeShm().pending());
+      assertEquals(0, plugin.writeShm().segments());
+    }
+  }
+
+  /** What a hostile sender puts in the segment's first slot before naming it; returns the message's buffer. */
+  interface Fill {
+    org.hdfsrdma.transport.RegisteredBuffer into(WriteSegment seg) throws Exception;
+  }
+
+  /** A WRITE_REF a hostile sender could send, and what is wrong with it. */
+  record BadRef(String what, long offset, int length, Fill fill) {
+    @Override
+    public String toString() {
+      return what;
+    }
+  }
+
+  static java.util.stream.Stream<BadRef> badReferences() {
+    int slot = org.hdfsrdma.datanode.HrdmaDataNodeKeys.WRITE_SHM_SLOT_BYTES_DEFAULT;
+    int slots = org.hdfsrdma.datanode.HrdmaDataNodeKeys.WRITE_SHM_SLOTS_DEFAULT;
+    return java.util.stream.Stream.of(
+        new BadRef("not at a slot's start", 1, 100, null),
+        new BadRef("past the last slot", (long) slot * slots, 100, null),
+        new BadRef("far past the end", Long.MAX_VALUE - 7, 100, null),
+        new BadRef("a negative offset", -slot, 100, null),
+        new BadRef("longer than a slot", 0, slot + 1, null),
+        new BadRef("a length above 2^31", 0, -5, null),
+        new BadRef("shorter than a message", 0, 3, null),
+        new BadRef("zeros, not a message", 0, 4096, null),
+        new BadRef("a packet of another request", 0, 0, seg -> org.hdfsrdma.protocol.MessageCodec.finish(
+            org.hdfsrdma.protocol.MessageCodec.begin(seg, org.hdfsrdma.protocol.MessageKind.DATA_PACKET, 99,
+                org.hdfsrdma.protocol.BlockOps.heartbeatHeader(), 0))),
+        new BadRef("not a DATA_PACKET", 0, 0, seg -> org.hdfsrdma.protocol.MessageCodec.encode(seg,
+            org.hdfsrdma.protocol.MessageKind.INFO_REQUEST, 1, null)));
+  }
+
+  @org.junit.jupiter.params.ParameterizedTest
+  @org.junit.jupiter.params.provider.MethodSource("badReferences")
+  void aMalformedReferenceClosesTheConnectionAndFreesTheSegment(BadRef bad) throws Exception {
+    RdmaDataNodePlugin plugin = plugin0();
+    long bad0 = plugin.writeShm().badReferences();
+    long refs0 = plugin.writeShm().byReference();
+    long fdMapped0 = NativeFiles.mappedBytes();
+    org.apache.hadoop.hdfs.protocol.ExtendedBlock b = poolBlock();
+    try (RawPlugin raw = new RawPlugin(plugin0Address())) {
+      org.hdfsrdma.protocol.Message g = ask(raw, b, writeToken(b));
+      assertEquals(org.hdfsrdma.protocol.MessageKind.WRITE_SHM_GRANT, g.kind());
+      WriteSegment seg = WriteSegment.open(g.writeShmGrant(), fetchRequest(b), raw.ep.transport().allocator());
+      org.hdfsrdma.transport.RegisteredBuffer held = null;
+      try {
+        int length = bad.length();
+        if (bad.fill() != null) {
+          held = bad.fill().into(seg);
+          assertEquals(1, seg.slotsHeld(), "built in the first slot");
+          length = held.readableBytes();
+        }
+        raw.ep.send(org.hdfsrdma.protocol.MessageCodec.encode(raw.ep.transport().allocator(),
+            org.hdfsrdma.protocol.MessageKind.WRITE_REF, 1, org.hdfsrdma.proto.HrdmaProtos.ShmRef.newBuilder()
+                .setOffset(bad.offset()).setLength(length).build()));
+        raw.ep.closeFuture().get(20, java.util.concurrent.TimeUnit.SECONDS); // the DataNode closes it
+      } finally {
+        if (held != null) {
+          held.release();
+        }
+        seg.close();
+      }
+    }
+    assertEquals(bad0 + 1, plugin.writeShm().badReferences(), "refused as malformed");
+    assertEquals(refs0, plugin.writeShm().byReference(), "nothing taken as a packet");
+    await(() -> plugin.writeShm().segments(), 0, "the segment goes with the connection");
+    await(NativeFiles::mappedBytes, fdMapped0, "the sender's mapping");
+  }
+
+  @Test
+  void aReferenceWithoutASegmentClosesTheConnection() throws Exception {
+    RdmaDataNodePlugin plugin = plugin0();
+    long bad0 = plugin.writeShm().badReferences();
+    try (RawPlugin raw = new RawPlugin(plugin0Address())) {
+      raw.ep.send(org.hdfsrdma.protocol.MessageCodec.encode(raw.ep.transport().allocator(),
+          org.hdfsrdma.protocol.MessageKind.WRITE_REF, 1, org.hdfsrdma.proto.HrdmaProtos.ShmRef.newBuilder()
+              .setOffset(0).setLength(100).build()));
+      raw.ep.closeFuture().get(20, java.util.concurrent.TimeUnit.SECONDS);
+    }
+    assertEquals(bad0 + 1, plugin.writeShm().badReferences());
   }
 }

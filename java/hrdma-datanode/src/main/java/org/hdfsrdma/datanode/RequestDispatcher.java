@@ -295,6 +295,7 @@ final class RequestDispatcher implements EndpointHandler {
       writeShm.refuse(ep, why);
       return null;
     }
+    ctx.writeShm().countReference();
     return m;
   }
 

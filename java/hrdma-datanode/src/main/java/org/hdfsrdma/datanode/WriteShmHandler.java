@@ -118,7 +118,6 @@ final class WriteShmHandler implements OpHandler {
       ep.close();
       return null;
     }
-    ctx.writeShm().countReference();
     try {
       ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.WRITE_SHM_RELEASE, id,
           HrdmaProtos.ShmRelease.newBuilder().setOffset(r.getOffset()).build()));
