@@ -199,6 +199,33 @@ class ShmWriteTest {
     awaitNothingHeld(shm0, fdMapped0, fds0);
   }
 
+  @Test
+  void aConnectionThatClosesUnderAWriterIsRecoveredAndLeavesNothingHeld() throws Exception {
+    byte[] data = PluginCluster.random(2 * BLOCK, 21);
+    Path p = new Path("/shmwrite/closed");
+    long shm0 = NativeShm.mappedBytes();
+    long fdMapped0 = NativeFiles.mappedBytes();
+    long fds0 = NativeFiles.fdsHeld();
+    Configuration c = PluginCluster.rdmaClientConf(cluster);
+    // three DataNodes, all in the pipeline: the write goes on with the two left, none to add
+    c.setBoolean("dfs.client.block.write.replace-datanode-on-failure.enable", false);
+    try (RdmaDistributedFileSystem fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), c)) {
+      long recoveries0 = fs.pipelineRecoveries();
+      try (FSDataOutputStream out = fs.create(p, true, 4096, (short) 3, BLOCK)) {
+        out.write(data, 0, BLOCK / 2);
+        out.hflush();
+        DataNodeConnection conn = connectionWithSegment(fs);
+        WriteSegment seg = conn.writeSegment();
+        conn.close(); // as if the DataNode or the link died: its segment goes, the pipeline is recovered
+        await(() -> seg.isClosed() ? 1 : 0, 1, "the client's segment closed with its connection");
+        out.write(data, BLOCK / 2, data.length - BLOCK / 2);
+      }
+      assertTrue(fs.pipelineRecoveries() > recoveries0, "the pipeline was recovered");
+    }
+    assertArrayEquals(data, readBack(p, data.length));
+    awaitNothingHeld(shm0, fdMapped0, fds0);
+  }
+
   private static DataNodeConnection connectionWithSegment(RdmaDistributedFileSystem fs) throws IOException {
     DataNodeConnection c = fs.blockClient().connections().stream().filter(x -> x.writeSegment() != null)
         .findFirst().orElse(null);

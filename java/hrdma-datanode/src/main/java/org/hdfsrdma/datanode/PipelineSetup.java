@@ -160,8 +160,9 @@ final class PipelineSetup {
       WriteMirror d = new WriteMirror(mirrorName, up, listener, ctx.writeShm().forwardedByReferenceCounter());
       InetSocketAddress nextAddress = new InetSocketAddress(next.getIpAddr(), RdmaPorts.pluginPort(next, dn.conf()));
       // same-host writes by reference downstream: asked with the write's block and token, as a client would
+      // (not when upstream chose the segment request's own id for its write: the answers would mix)
       boolean askSegment = ctx.writeShm().enabled() && SameHost.isLocal(nextAddress) && !SameHost.name().isEmpty()
-          && org.hdfsrdma.nativelib.HrdmaNative.isAvailable();
+          && org.hdfsrdma.nativelib.HrdmaNative.isAvailable() && id != WriteMirror.SEGMENT_REQUEST_ID;
       BlockOpResponseProto resp;
       try {
         FaultHooks.failMirrorConnection(); // stock's hook: a throw is an unreachable mirror

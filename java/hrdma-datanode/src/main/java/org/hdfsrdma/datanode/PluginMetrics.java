@@ -52,6 +52,19 @@ final class PluginMetrics extends HrdmaMetricsSource {
         .addCounter(info("SharedSegmentsRefused", "shared-memory segment requests refused"),
             plugin.sharedSegmentsRefused())
         .addGauge(info("SharedSegmentBytes", "bytes of shared-memory segments mapped"), plugin.sharedSegmentBytes());
+    RdmaDataNodePlugin.WriteShmStats w = plugin.writeShm();
+    if (w != null) {
+      collector.addRecord("HrdmaDataNodeWriteShm").setContext("dfs")
+          .addCounter(info("WritePacketsByReference", "write packets received in shared memory from same-host senders"),
+              w.byReference())
+          .addCounter(info("WritePacketsForwardedByReference", "write packets forwarded in shared memory downstream"),
+              w.forwardedByReference())
+          .addCounter(info("WriteSegmentsGranted", "write segments granted"), w.granted())
+          .addCounter(info("WriteSegmentsRefused", "write segment requests refused"), w.refused())
+          .addCounter(info("WriteReferencesRefused", "malformed write references (each closed its connection)"),
+              w.badReferences())
+          .addGauge(info("WriteSegmentBytes", "bytes of write segments mapped"), w.bytes());
+    }
     Map<String, Integer> conns = plugin.connectionsByTransport();
     Map<String, Long> buffers = new TreeMap<>();
     HrdmaServer s = plugin.server();

@@ -4,13 +4,13 @@ import java.io.IOException;
 import java.net.ProtocolException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PipelineAckProto;
 import org.hdfsrdma.protocol.Message;
 import org.hdfsrdma.protocol.MessageCodec;
 import org.hdfsrdma.protocol.MessageKind;
 import org.hdfsrdma.protocol.WriteSegment;
-import java.util.concurrent.atomic.AtomicLong;
 import org.hdfsrdma.protocol.wire.ProtectedEndpoint;
 import org.hdfsrdma.transport.Endpoint;
 import org.hdfsrdma.transport.EndpointHandler;
@@ -193,7 +193,7 @@ final class WriteMirror implements EndpointHandler {
       endpoint.close();
       return;
     }
-    if (m.requestId() == SEGMENT_REQUEST_ID && (m.kind() == MessageKind.WRITE_SHM_GRANT
+    if (m.requestId() == SEGMENT_REQUEST_ID && !segmentAnswer.isDone() && (m.kind() == MessageKind.WRITE_SHM_GRANT
         || m.kind() == MessageKind.ERROR)) {
       if (!segmentAnswer.complete(m)) {
         m.release(); // came after the set-up stopped waiting: the DataNode frees the grant unfetched
