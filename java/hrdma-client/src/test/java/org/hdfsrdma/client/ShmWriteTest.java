@@ -94,6 +94,8 @@ class ShmWriteTest {
     await(NativeShm::mappedBytes, shm0, "segments mapped by their DataNodes");
     await(NativeFiles::mappedBytes, fdMapped0, "segments mapped by their senders");
     await(NativeFiles::fdsHeld, fds0, "descriptors held");
+    await(() -> plugins().stream().mapToLong(RdmaDataNodePlugin::buffersOutstanding).sum(), 0,
+        "the DataNodes' transport buffers");
   }
 
   private byte[] readBack(Path p, int n) throws IOException {

@@ -219,9 +219,13 @@ public final class HrdmaDataNodeKeys {
   /** Bytes of one slot of a write segment: a packet message larger than this goes by value. */
   public static final String WRITE_SHM_SLOT_BYTES_KEY = "hrdma.datanode.write.shm.slot-bytes";
   public static final int WRITE_SHM_SLOT_BYTES_DEFAULT = (1 << 20) + (64 << 10);
-  /** Slots of one connection's write segment: packets in transit by reference at once. */
+  /**
+   * Slots of one connection's write segment: packets in transit by reference at once (a slot comes
+   * back as soon as the DataNode has copied its packet out, so a few suffice; a DataNode's forward
+   * makes a segment per block, and new memory is not free to touch).
+   */
   public static final String WRITE_SHM_SLOTS_KEY = "hrdma.datanode.write.shm.slots";
-  public static final int WRITE_SHM_SLOTS_DEFAULT = 8;
+  public static final int WRITE_SHM_SLOTS_DEFAULT = 4;
   /** Write segments of this DataNode together; beyond, senders write by value. */
   public static final String WRITE_SHM_MAX_BYTES_KEY = "hrdma.datanode.write.shm.max-bytes";
   public static final long WRITE_SHM_MAX_BYTES_DEFAULT = 512L << 20;

@@ -221,7 +221,7 @@ final class PipelineSetup {
       org.apache.hadoop.security.token.Token<org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier> token) {
     Message m = null;
     try {
-      m = d.segmentAnswer.get(ctx.setupTimeoutMs(), TimeUnit.MILLISECONDS);
+      m = d.takeSegmentAnswer(ctx.setupTimeoutMs());
       if (m.kind() != MessageKind.WRITE_SHM_GRANT) {
         LOG.debug("hrdma datanode: forwarding {} to {} by value: {}", block, mirrorName, m.error().getMessage());
         return;
@@ -233,13 +233,7 @@ final class PipelineSetup {
       WriteSegment s = WriteSegment.open(m.writeShmGrant(), r, d.ep.transport().allocator(), g::forwardUnmapped);
       g.forwardMapped();
       d.segment(s);
-    } catch (TimeoutException | ExecutionException | IOException | RuntimeException e) {
-      if (!d.segmentAnswer.completeExceptionally(new IOException("given up"))) {
-        Message late = d.segmentAnswer.getNow(null);
-        if (late != null && late != m) {
-          late.release();
-        }
-      }
+    } catch (IOException | RuntimeException e) {
       LOG.warn("hrdma datanode: forwarding {} to {} by value: no write segment: {}", block, mirrorName,
           e.toString());
     } catch (InterruptedException e) {

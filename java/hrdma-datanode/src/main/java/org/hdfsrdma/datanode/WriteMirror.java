@@ -41,7 +41,9 @@ final class WriteMirror implements EndpointHandler {
 
   final CompletableFuture<BlockOpResponseProto> response = new CompletableFuture<>();
   /** The answer to WRITE_SHM_REQUEST: a WRITE_SHM_GRANT or an ERROR (the mirror forwards by value then). */
-  final CompletableFuture<Message> segmentAnswer = new CompletableFuture<>();
+  private final CompletableFuture<Message> segmentAnswer = new CompletableFuture<>();
+  /** The answer was taken by the set-up, or dropped: whoever flips it owns (releases) the message. */
+  private final java.util.concurrent.atomic.AtomicBoolean answerTaken = new java.util.concurrent.atomic.AtomicBoolean();
   private final String name;
   private final Endpoint up;
   private final Listener listener;
@@ -78,6 +80,36 @@ final class WriteMirror implements EndpointHandler {
 
   WriteSegment segment() {
     return segment;
+  }
+
+  /**
+   * The next DataNode's answer to WRITE_SHM_REQUEST (the caller releases it), waiting at most
+   * {@code timeoutMs}.
+   *
+   * @throws IOException no answer in time, or the connection closed
+   */
+  Message takeSegmentAnswer(long timeoutMs) throws IOException, InterruptedException {
+    Message m;
+    try {
+      m = segmentAnswer.get(timeoutMs, java.util.concurrent.TimeUnit.MILLISECONDS);
+    } catch (java.util.concurrent.TimeoutException e) {
+      dropSegmentAnswer();
+      throw new IOException("no answer from " + name + " to the write segment request within " + timeoutMs + " ms");
+    } catch (java.util.concurrent.ExecutionException e) {
+      throw new IOException(e.getCause().getMessage(), e.getCause());
+    }
+    if (!answerTaken.compareAndSet(false, true)) {
+      throw new IOException("the connection to " + name + " closed");
+    }
+    return m;
+  }
+
+  /** Nobody will take the answer: one that came (or comes) is released. */
+  private void dropSegmentAnswer() {
+    segmentAnswer.completeExceptionally(new IOException("connection to " + name + " closed"));
+    if (!segmentAnswer.isCompletedExceptionally() && answerTaken.compareAndSet(false, true)) {
+      segmentAnswer.join().release();
+    }
   }
 
   private void closeSegment() {
@@ -178,6 +210,7 @@ final class WriteMirror implements EndpointHandler {
       e.close();
     }
     closeSegment();
+    dropSegmentAnswer();
   }
 
   @Override
@@ -237,7 +270,7 @@ final class WriteMirror implements EndpointHandler {
   @Override
   public void onClosed(Endpoint endpoint, Throwable cause) {
     closeSegment();
-    segmentAnswer.completeExceptionally(new IOException("connection to " + name + " closed"));
+    dropSegmentAnswer();
     String why = "connection to " + name + " closed" + (cause == null ? "" : ": " + cause.getMessage());
     response.completeExceptionally(new IOException(why));
     listener.onDownstreamClosed(why);
