@@ -145,6 +145,10 @@ int main(void)
         CHECK_EQ(hrdma_fd_close(sfd), HRDMA_OK); /* the mappings outlive it */
         memset((unsigned char *)mine + page, 0xa5, 100);
         CHECK(((unsigned char *)seg)[page + 99] == 0xa5);
+        /* the creator frees the memory before it unmaps: the peer's mapping reads zeros */
+        CHECK_EQ(hrdma_shm_discard(seg, 4 * (size_t)page), HRDMA_OK);
+        CHECK(((unsigned char *)mine)[page + 99] == 0);
+        CHECK_EQ(hrdma_shm_discard(NULL, 1), HRDMA_ERR_INVALID);
         CHECK_EQ(hrdma_fd_unmap(mine, 4 * (size_t)page), HRDMA_OK);
         CHECK_EQ(hrdma_shm_unmap(seg, 4 * (size_t)page), HRDMA_OK);
         CHECK_EQ(hrdma_fd_mapped_bytes(), 0);

@@ -377,6 +377,12 @@ uint64_t hrdma_shm_mapped_bytes(void);
  * create's). *fd_p is the descriptor (O_CLOEXEC), the caller's to close (after
  * passing it); the mapping outlives it. */
 int hrdma_shm_create_sealed(size_t len, void **addr_p, int *fd_p);
+/* Frees the memory behind [addr, addr + len) of a read-write shared mapping
+ * (MADV_REMOVE: a hole punched in the file), so that a peer still holding the
+ * segment's descriptor or a mapping of it after its connection ended keeps
+ * none of this process's memory; it reads zeros, and what it writes again is
+ * charged to it. Called before the creator unmaps a sealed segment. */
+int hrdma_shm_discard(void *addr, size_t len);
 
 /* ----------------------------------------------------------------- fdmap --
  * Files received from another process (src/fdmap): the short-circuit reader

@@ -1057,6 +1057,16 @@ JNIEXPORT jlong JNICALL JNI_CLASS(shmCreateSealed0)(JNIEnv *env, jclass cls,
     return (jlong)(uintptr_t)addr;
 }
 
+JNIEXPORT jint JNICALL JNI_CLASS(shmDiscard0)(JNIEnv *env, jclass cls,
+                                              jlong addr, jlong len)
+{
+    (void)env; (void)cls;
+    if (len <= 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    return hrdma_shm_discard(PTR(addr), (size_t)len);
+}
+
 /* Closes a descriptor of hrdma_shm_create_sealed not passed on. */
 JNIEXPORT jint JNICALL JNI_CLASS(shmCloseFd0)(JNIEnv *env, jclass cls, jint fd)
 {

@@ -149,6 +149,17 @@ int hrdma_shm_create_sealed(size_t len, void **addr_p, int *fd_p)
     return HRDMA_OK;
 }
 
+int hrdma_shm_discard(void *addr, size_t len)
+{
+    if (addr == NULL || len == 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    if (madvise(addr, len, MADV_REMOVE) != 0) {
+        return hrdma_shm_status(errno);
+    }
+    return HRDMA_OK;
+}
+
 int hrdma_shm_unmap(void *addr, size_t len)
 {
     if (addr == NULL || len == 0) {

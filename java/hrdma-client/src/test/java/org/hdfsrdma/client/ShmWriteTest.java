@@ -298,6 +298,7 @@ class ShmWriteTest {
     long timeouts0 = plugin.writeShm().mapTimeouts();
     long refused0 = plugin.writeShm().refused();
     org.apache.hadoop.hdfs.protocol.ExtendedBlock b = poolBlock();
+    NativeFiles.Mapping kept = null;
     try (RawPlugin raw = new RawPlugin(plugin0Address())) {
       org.hdfsrdma.protocol.Message m = ask(raw, b, null); // tokens are on here: none is refused
       assertEquals(org.hdfsrdma.protocol.MessageKind.ERROR, m.kind());
@@ -311,13 +312,17 @@ class ShmWriteTest {
       byte[] id = m.writeShmGrant().getGrant().toByteArray();
       try (NativeFiles.Fd fd = org.hdfsrdma.protocol.SegmentFetch.fetch(fetchRequest(b), id)) {
         assertEquals(m.writeShmGrant().getBytes(), fd.size());
+        kept = fd.mapShared(m.writeShmGrant().getBytes()); // a sender that keeps it past its connection
       }
+      kept.buffer().put(0, (byte) 7);
       IOException again = org.junit.jupiter.api.Assertions.assertThrows(IOException.class,
           () -> org.hdfsrdma.protocol.SegmentFetch.fetch(fetchRequest(b), id));
       assertTrue(again.getMessage().contains("ERROR_ACCESS_TOKEN"), again.getMessage());
       assertEquals(fds0, NativeFiles.fdsHeld());
     }
     await(() -> plugin.writeShm().segments(), 0, "the segment goes with its connection");
+    assertEquals(0, kept.buffer().get(0), "its memory freed by the DataNode: the kept mapping reads zeros");
+    kept.close();
     try (RawPlugin raw = new RawPlugin(plugin0Address())) {
       assertEquals(org.hdfsrdma.protocol.MessageKind.WRITE_SHM_GRANT, ask(raw, b, writeToken(b)).kind());
       assertEquals(1, plugin.writeShm().pending());

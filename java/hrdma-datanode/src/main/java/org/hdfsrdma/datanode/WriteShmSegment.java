@@ -118,6 +118,13 @@ final class WriteShmSegment {
         return;
       }
       closed = true;
+      try {
+        // the sender may keep the descriptor or its mapping past the connection: it keeps none of our memory
+        mem.discard();
+      } catch (org.hdfsrdma.nativelib.NativeException | RuntimeException e) {
+        org.slf4j.LoggerFactory.getLogger(WriteShmSegment.class).warn(
+            "hrdma datanode: cannot free the memory of the write segment of {}: {}", client, e.toString());
+      }
       mem.close(); // under the lock: never under a copy; closes the descriptor if never fetched
     }
     unmapped.run();

@@ -178,6 +178,9 @@ public final class Jni {
   /** A sealed anonymous segment of len bytes, read-write: its address; its descriptor in fdOut[0]. */
   public static native long shmCreateSealed0(long len, int[] fdOut) throws NativeException;
 
+  /** madvise(MADV_REMOVE) over a read-write shared mapping: its memory freed (holes punched); 0 or a negative status. */
+  public static native int shmDiscard0(long addr, long len);
+
   /** Closes a descriptor of shmCreateSealed0 that was not passed on. */
   public static native int shmCloseFd0(int fd);
 

@@ -192,6 +192,22 @@ public final class NativeShm {
       return fd.getAndSet(-1);
     }
 
+    /**
+     * Frees the memory of a {@link NativeShm#createSealed} segment (holes punched over all of
+     * it) before it is closed: a peer that still holds its descriptor or a mapping keeps none
+     * of this process's memory (it reads zeros). The mapping stays valid.
+     */
+    public void discard() throws NativeException {
+      checkOpen();
+      if (buffer.isReadOnly()) {
+        throw new NativeException("discard a read-only segment " + this, NativeException.ERR_INVALID);
+      }
+      int st = Jni.shmDiscard0(address, bytes);
+      if (st < 0) {
+        throw new NativeException("discard shared memory segment " + this + ": " + HrdmaNative.statusString(st), st);
+      }
+    }
+
     /** Closes a descriptor {@link #takeDescriptor()} handed out and that could not be passed on. */
     public static void closeDescriptor(int descriptor) {
       if (descriptor >= 0) {
