@@ -120,5 +120,50 @@ int main(void)
     close(pipefd[1]);
     CHECK_EQ(hrdma_fd_adopt(-1, &size), HRDMA_ERR_INVALID);
     OK("a pipe is refused and closed");
+
+    /* a sealed segment (the receiving DataNode's) mapped read-write through its
+     * descriptor (the sender's): stores on one side are read on the other */
+    {
+        void *seg, *mine;
+        int sfd;
+        long page = sysconf(_SC_PAGESIZE);
+
+        CHECK_EQ(hrdma_shm_create_sealed(0, &seg, &sfd), HRDMA_ERR_INVALID);
+        CHECK_EQ(hrdma_shm_create_sealed((size_t)page + 1, &seg, &sfd), HRDMA_ERR_INVALID);
+        CHECK_EQ(hrdma_shm_create_sealed(4 * (size_t)page, &seg, &sfd), HRDMA_OK);
+        CHECK_EQ(hrdma_shm_mapped_bytes(), 4 * (uint64_t)page);
+        CHECK(fcntl(sfd, F_GETFD) & FD_CLOEXEC);
+        /* the peer cannot shrink or grow it, nor lift the seals */
+        CHECK(ftruncate(sfd, 0) != 0 && errno == EPERM);
+        CHECK(ftruncate(sfd, 8 * page) != 0 && errno == EPERM);
+        CHECK(fcntl(sfd, F_ADD_SEALS, F_SEAL_WRITE) != 0 && errno == EPERM);
+        CHECK_EQ(hrdma_fd_adopt(sfd, &size), HRDMA_OK);
+        CHECK_EQ(size, 4 * (uint64_t)page);
+        CHECK_EQ(hrdma_fd_map_shared(sfd, 8 * (size_t)page, &mine), HRDMA_ERR_INVALID); /* past its end */
+        CHECK_EQ(hrdma_fd_map_shared(sfd, 4 * (size_t)page, &mine), HRDMA_OK);
+        CHECK_EQ(hrdma_fd_mapped_bytes(), 4 * (uint64_t)page);
+        CHECK_EQ(hrdma_fd_close(sfd), HRDMA_OK); /* the mappings outlive it */
+        memset((unsigned char *)mine + page, 0xa5, 100);
+        CHECK(((unsigned char *)seg)[page + 99] == 0xa5);
+        /* the creator frees the memory before it unmaps: the peer's mapping reads zeros */
+        CHECK_EQ(hrdma_shm_discard(seg, 4 * (size_t)page), HRDMA_OK);
+        CHECK(((unsigned char *)mine)[page + 99] == 0);
+        CHECK_EQ(hrdma_shm_discard(NULL, 1), HRDMA_ERR_INVALID);
+        CHECK_EQ(hrdma_fd_unmap(mine, 4 * (size_t)page), HRDMA_OK);
+        CHECK_EQ(hrdma_shm_unmap(seg, 4 * (size_t)page), HRDMA_OK);
+        CHECK_EQ(hrdma_fd_mapped_bytes(), 0);
+        CHECK_EQ(hrdma_shm_mapped_bytes(), 0);
+        CHECK_EQ(hrdma_fds_held(), 0);
+        OK("a sealed segment: mapped read-write by its descriptor, not resizable, counts back to 0");
+
+        /* a file without the shrink seal is refused: its creator could truncate it under us */
+        fd = open(path, O_RDWR);
+        CHECK(fd >= 0);
+        CHECK_EQ(hrdma_fd_adopt(fd, &size), HRDMA_OK);
+        CHECK_EQ(hrdma_fd_map_shared(fd, (size_t)page, &mine), HRDMA_ERR_INVALID);
+        CHECK_EQ(hrdma_fd_mapped_bytes(), 0);
+        CHECK_EQ(hrdma_fd_close(fd), HRDMA_OK);
+        OK("an unsealed file is refused for a read-write mapping");
+    }
     return 0;
 }

@@ -368,6 +368,21 @@ int hrdma_shm_open(const char *path, size_t len, void **addr_p);
 int hrdma_shm_unmap(void *addr, size_t len);
 /* Bytes mapped by create and open and not unmapped yet, process-wide. */
 uint64_t hrdma_shm_mapped_bytes(void);
+/* An anonymous segment to pass by descriptor (same-host writes by
+ * reference: the receiving DataNode makes it, the sender maps it): a memfd
+ * (no name in any file system), all len bytes reserved (fallocate), sealed
+ * against shrinking and growing (F_SEAL_SHRINK, F_SEAL_GROW, F_SEAL_SEAL: the
+ * peer that gets the descriptor cannot truncate it under our mapping, which
+ * would fault with SIGBUS here), mapped read-write (MAP_SHARED; counted as
+ * create's). *fd_p is the descriptor (O_CLOEXEC), the caller's to close (after
+ * passing it); the mapping outlives it. */
+int hrdma_shm_create_sealed(size_t len, void **addr_p, int *fd_p);
+/* Frees the memory behind [addr, addr + len) of a read-write shared mapping
+ * (MADV_REMOVE: a hole punched in the file), so that a peer still holding the
+ * segment's descriptor or a mapping of it after its connection ended keeps
+ * none of this process's memory; it reads zeros, and what it writes again is
+ * charged to it. Called before the creator unmaps a sealed segment. */
+int hrdma_shm_discard(void *addr, size_t len);
 
 /* ----------------------------------------------------------------- fdmap --
  * Files received from another process (src/fdmap): the short-circuit reader
@@ -393,6 +408,12 @@ int hrdma_fd_close(int fd);
 int hrdma_fd_map(int fd, uint64_t offset, size_t len, const void **addr_p);
 /* Unmaps what hrdma_fd_map mapped (its addr and len). */
 int hrdma_fd_unmap(const void *addr, size_t len);
+/* Maps the first len bytes of the file at fd read-write (MAP_SHARED), for a
+ * segment received from hrdma_shm_create_sealed of another process: the file
+ * must be at least len bytes and sealed against shrinking (F_SEAL_SHRINK),
+ * else HRDMA_ERR_INVALID (a creator that could truncate it would make our
+ * stores fault with SIGBUS). Counted and unmapped as hrdma_fd_map's. */
+int hrdma_fd_map_shared(int fd, size_t len, void **addr_p);
 /* Advises the kernel that a mapping made by hrdma_fd_map (its addr and len)
  * is read at random (MADV_RANDOM): a fault reads its own page only, not a
  * read-around window of the device's read-ahead size. */

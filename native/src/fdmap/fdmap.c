@@ -136,6 +136,37 @@ int hrdma_fd_map(int fd, uint64_t offset, size_t len, const void **addr_p)
     return HRDMA_OK;
 }
 
+int hrdma_fd_map_shared(int fd, size_t len, void **addr_p)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    uint64_t size;
+    void *base;
+    int st, seals;
+
+    if (fd < 0 || addr_p == NULL || len == 0 || page <= 0 ||
+        len > INT64_MAX || len % (size_t)page != 0) {
+        errno = EINVAL;
+        return HRDMA_ERR_INVALID;
+    }
+    st = hrdma_fd_regular_size(fd, &size);
+    if (st < 0) {
+        return st;
+    }
+    seals = fcntl(fd, F_GET_SEALS);
+    if (size < len || seals < 0 || (seals & F_SEAL_SHRINK) == 0) {
+        /* a file its creator may still truncate would fault our stores */
+        errno = EINVAL;
+        return HRDMA_ERR_INVALID;
+    }
+    base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) {
+        return hrdma_fd_status(errno);
+    }
+    atomic_fetch_add(&hrdma_fd_bytes, (uint_fast64_t)len);
+    *addr_p = base;
+    return HRDMA_OK;
+}
+
 int hrdma_fd_unmap(const void *addr, size_t len)
 {
     long page = sysconf(_SC_PAGESIZE);

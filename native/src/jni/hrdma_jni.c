@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hrdma/hrdma.h"
 
@@ -1028,6 +1029,54 @@ JNIEXPORT jlong JNICALL JNI_CLASS(shmMappedBytes0)(JNIEnv *env, jclass cls)
     return (jlong)hrdma_shm_mapped_bytes();
 }
 
+/* A sealed anonymous segment (hrdma_shm_create_sealed): its address, its
+ * descriptor in fd_out[0]; 0 with a NativeException. */
+JNIEXPORT jlong JNICALL JNI_CLASS(shmCreateSealed0)(JNIEnv *env, jclass cls,
+                                                    jlong len, jintArray fd_out)
+{
+    char what[128];
+    void *addr = NULL;
+    int fd = -1, st, err;
+    jint out;
+
+    (void)cls;
+    if (fd_out == NULL || (*env)->GetArrayLength(env, fd_out) < 1 || len <= 0) {
+        hrdma_jni_throw(env, HRDMA_ERR_INVALID, "create a sealed shared memory segment");
+        return 0;
+    }
+    st = hrdma_shm_create_sealed((size_t)len, &addr, &fd);
+    err = errno;
+    if (st < 0) {
+        snprintf(what, sizeof(what), "create a sealed shared memory segment (%lld bytes)",
+                 (long long)len);
+        hrdma_jni_throw_errno(env, st, what, err);
+        return 0;
+    }
+    out = (jint)fd;
+    (*env)->SetIntArrayRegion(env, fd_out, 0, 1, &out);
+    return (jlong)(uintptr_t)addr;
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(shmDiscard0)(JNIEnv *env, jclass cls,
+                                              jlong addr, jlong len)
+{
+    (void)env; (void)cls;
+    if (len <= 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    return hrdma_shm_discard(PTR(addr), (size_t)len);
+}
+
+/* Closes a descriptor of hrdma_shm_create_sealed not passed on. */
+JNIEXPORT jint JNICALL JNI_CLASS(shmCloseFd0)(JNIEnv *env, jclass cls, jint fd)
+{
+    (void)env; (void)cls;
+    if (fd < 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    return close((int)fd) == 0 || errno == EINTR ? HRDMA_OK : HRDMA_ERR_IO;
+}
+
 /* A direct buffer over [addr, addr + len) (Java keeps len within an int);
  * nothing frees the memory when the buffer is collected. */
 JNIEXPORT jobject JNICALL JNI_CLASS(directBuffer0)(JNIEnv *env, jclass cls,
@@ -1114,6 +1163,31 @@ JNIEXPORT jlong JNICALL JNI_CLASS(fdMap0)(JNIEnv *env, jclass cls, jint fd,
     if (st < 0) {
         snprintf(what, sizeof(what), "map [%lld, %lld) of descriptor %d",
                  (long long)offset, (long long)offset + (long long)len, (int)fd);
+        hrdma_jni_throw_errno(env, st, what, err);
+        return 0;
+    }
+    return (jlong)(uintptr_t)addr;
+}
+
+/* The address of a new read-write mapping of the first len bytes of a
+ * received sealed segment, or 0 with a NativeException. */
+JNIEXPORT jlong JNICALL JNI_CLASS(fdMapShared0)(JNIEnv *env, jclass cls, jint fd,
+                                                jlong len)
+{
+    char what[128];
+    void *addr = NULL;
+    int st, err;
+
+    (void)cls;
+    if (len <= 0) {
+        hrdma_jni_throw(env, HRDMA_ERR_INVALID, "map a received segment: bad length");
+        return 0;
+    }
+    st = hrdma_fd_map_shared((int)fd, (size_t)len, &addr);
+    err = errno;
+    if (st < 0) {
+        snprintf(what, sizeof(what), "map %lld bytes of received segment %d read-write",
+                 (long long)len, (int)fd);
         hrdma_jni_throw_errno(env, st, what, err);
         return 0;
     }

@@ -112,6 +112,54 @@ int hrdma_shm_open(const char *path, size_t len, void **addr_p)
     return HRDMA_OK;
 }
 
+int hrdma_shm_create_sealed(size_t len, void **addr_p, int *fd_p)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    void *addr = NULL;
+    int fd, err;
+
+    if (addr_p == NULL || fd_p == NULL || len == 0 || len > INT64_MAX ||
+        page <= 0 || len % (size_t)page != 0) {
+        errno = EINVAL;
+        return HRDMA_ERR_INVALID;
+    }
+    fd = memfd_create("hrdma-write", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) {
+        return hrdma_shm_status(errno);
+    }
+    do { /* as in create: a full memory is a refusal now, EINTR is retried */
+        err = fallocate(fd, 0, 0, (off_t)len) == 0 ? 0 : errno;
+    } while (err == EINTR);
+    if (err == 0 && fcntl(fd, F_ADD_SEALS,
+                          F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+        err = errno;
+    }
+    if (err == 0) {
+        addr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        err = addr == MAP_FAILED ? errno : 0;
+    }
+    if (err != 0) {
+        close(fd);
+        errno = err;
+        return hrdma_shm_status(err);
+    }
+    atomic_fetch_add(&hrdma_shm_bytes, (uint_fast64_t)len);
+    *addr_p = addr;
+    *fd_p = fd;
+    return HRDMA_OK;
+}
+
+int hrdma_shm_discard(void *addr, size_t len)
+{
+    if (addr == NULL || len == 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    if (madvise(addr, len, MADV_REMOVE) != 0) {
+        return hrdma_shm_status(errno);
+    }
+    return HRDMA_OK;
+}
+
 int hrdma_shm_unmap(void *addr, size_t len)
 {
     if (addr == NULL || len == 0) {

@@ -42,6 +42,8 @@ final class DataNodeConnection implements EndpointHandler {
   private volatile IOException closedCause;
   private volatile long lastUsed = System.nanoTime();
   private volatile ClientSegment segment; // same-host reads by reference, once mapped
+  private volatile org.hdfsrdma.protocol.WriteSegment writeSegment; // same-host writes by reference, once mapped
+  private final java.util.concurrent.atomic.AtomicBoolean writeSegmentAsked = new java.util.concurrent.atomic.AtomicBoolean();
   private volatile org.hdfsrdma.protocol.wire.ClientGate gate;
 
   DataNodeConnection(String name, InetSocketAddress address, RdmaBlockClient client) {
@@ -71,6 +73,10 @@ final class DataNodeConnection implements EndpointHandler {
 
   Endpoint endpoint() {
     return endpoint;
+  }
+
+  InetSocketAddress address() {
+    return address;
   }
 
   String transportName() {
@@ -162,6 +168,91 @@ final class DataNodeConnection implements EndpointHandler {
       LOG.warn("hrdma client: {} reads by value: no shared-memory segment: {}", this, e.toString());
     } finally {
       p.close();
+    }
+  }
+
+  /** Whether no write segment was asked for on this connection yet. */
+  boolean wantsWriteSegment() {
+    return !writeSegmentAsked.get() && HrdmaNative.isAvailable() && !SameHost.name().isEmpty();
+  }
+
+  /**
+   * Asks the DataNode for a write segment (WRITE_SHM_REQUEST, once per connection; later callers
+   * return at once), fetches its descriptor from the DataNode's domain socket with the grant's
+   * one-time id and maps it read-write; waits at most {@code timeoutMs} for the grant. Any
+   * refusal or failure leaves the connection's packets going by value.
+   */
+  void mapWriteSegment(long timeoutMs, org.apache.hadoop.hdfs.protocol.ExtendedBlock block,
+      org.apache.hadoop.security.token.Token<org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier> token,
+      org.hdfsrdma.protocol.SegmentFetch.Request fetch) {
+    if (!writeSegmentAsked.compareAndSet(false, true)) {
+      return;
+    }
+    PendingRead p;
+    try {
+      p = register();
+    } catch (IOException e) {
+      return;
+    }
+    try {
+      send(MessageCodec.encode(endpoint.transport().allocator(), MessageKind.WRITE_SHM_REQUEST, p.id(),
+          shmRequest(block, token)), p);
+      Message m = p.take(timeoutMs);
+      try {
+        if (m.kind() == MessageKind.ERROR) {
+          LOG.debug("hrdma client: {} writes by value: {}", this, m.error().getMessage());
+          return;
+        }
+        // the DataNode frees a grant whose descriptor is not fetched in time
+        writeSegment = org.hdfsrdma.protocol.WriteSegment.open(m.writeShmGrant(), fetch,
+            endpoint.transport().allocator());
+      } finally {
+        m.release();
+      }
+      if (closedCause != null) { // closed meanwhile: onClosed may have missed the segment
+        writeSegment.close();
+      }
+    } catch (IOException | RuntimeException e) {
+      LOG.warn("hrdma client: {} writes by value: no write segment: {}", this, e.toString());
+    } finally {
+      p.close();
+    }
+  }
+
+  /** The connection's write segment, or null (tests). */
+  org.hdfsrdma.protocol.WriteSegment writeSegment() {
+    return writeSegment;
+  }
+
+  /** Where a write's packet messages are built: a slot of the write segment when one is free, else the transport's memory. */
+  org.hdfsrdma.transport.BufferAllocator packetAllocator() {
+    org.hdfsrdma.protocol.WriteSegment w = writeSegment;
+    return w != null ? w : endpoint.transport().allocator();
+  }
+
+  /**
+   * Sends a write's packet message {@code m} of request {@code p}: by reference when it was built
+   * in this connection's write segment, else by value. A failed send fails {@code p}. Takes over
+   * the buffer's reference.
+   */
+  void sendPacket(RegisteredBuffer m, PendingRead p) {
+    org.hdfsrdma.protocol.WriteSegment.send(endpoint, writeSegment, p.id(), m).whenComplete((v, t) -> {
+      if (t != null) {
+        p.fail(new IOException("sending to " + this + " failed: " + t.getMessage(), t));
+      }
+    });
+  }
+
+  /** A WRITE_SHM_RELEASE: the DataNode has copied a packet out; its slot is ours again. */
+  private void writeReleased(Endpoint ep, Message m) throws ProtocolException {
+    try {
+      long offset = m.writeShmRelease().getOffset();
+      org.hdfsrdma.protocol.WriteSegment w = writeSegment;
+      if (w == null || !w.released(offset)) {
+        throw new ProtocolException("WRITE_SHM_RELEASE of offset " + offset + ", which the DataNode does not hold");
+      }
+    } finally {
+      m.release();
     }
   }
 
@@ -266,6 +357,14 @@ final class DataNodeConnection implements EndpointHandler {
       buffer.release();
       throw e;
     }
+    if (m.kind() == MessageKind.WRITE_SHM_RELEASE) {
+      try {
+        writeReleased(ep, m);
+      } catch (ProtocolException e) {
+        badMessage(ep, e);
+      }
+      return;
+    }
     if (m.kind() == MessageKind.DATA_REF) {
       try {
         m = byReference(m);
@@ -298,6 +397,10 @@ final class DataNodeConnection implements EndpointHandler {
         + (cause == null ? "" : ": " + cause.getMessage()), cause);
     closedCause = why;
     closeSegment(); // views readers still hold keep the mapping until they are released
+    org.hdfsrdma.protocol.WriteSegment w = writeSegment;
+    if (w != null) {
+      w.close(); // packets being built keep the mapping until they are sent or dropped
+    }
     List<PendingRead> all = new ArrayList<>(pending.values());
     for (PendingRead p : all) {
       p.fail(why);

@@ -85,6 +85,13 @@ public final class HrdmaClientKeys {
    */
   public static final String READ_SHM_KEY = "hrdma.client.read.shm";
   public static final boolean READ_SHM_DEFAULT = true;
+  /**
+   * Same-host writes by reference: the client builds its write packets in a shared-memory segment
+   * the DataNode grants (its descriptor passed over the DataNode's domain socket, so any user can
+   * map it) and sends only their place; else they go by value.
+   */
+  public static final String WRITE_SHM_KEY = "hrdma.client.write.shm";
+  public static final boolean WRITE_SHM_DEFAULT = true;
   /** Bytes a short-circuit reader verifies (and at most hands out) at a time. */
   public static final String READ_LOCAL_WINDOW_BYTES_KEY = "hrdma.client.read.local.window-bytes";
   public static final int READ_LOCAL_WINDOW_BYTES_DEFAULT = 512 * 1024;

@@ -14,6 +14,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
 import org.apache.hadoop.hdfs.security.token.block.DataEncryptionKey;
 import org.apache.hadoop.hdfs.security.token.block.InvalidBlockTokenException;
@@ -94,6 +95,9 @@ public final class RdmaBlockClient implements Closeable {
    */
   public static final String SHM_READS_KEY = HrdmaClientKeys.READ_SHM_KEY;
   public static final boolean SHM_READS_DEFAULT = HrdmaClientKeys.READ_SHM_DEFAULT;
+  /** Same-host writes by reference (see {@link HrdmaClientKeys#WRITE_SHM_KEY}). */
+  public static final String SHM_WRITES_KEY = HrdmaClientKeys.WRITE_SHM_KEY;
+  public static final boolean SHM_WRITES_DEFAULT = HrdmaClientKeys.WRITE_SHM_DEFAULT;
   /** Bytes a short-circuit reader verifies (and at most hands out) at a time. */
   public static final String LOCAL_WINDOW_BYTES_KEY = HrdmaClientKeys.READ_LOCAL_WINDOW_BYTES_KEY;
   public static final int LOCAL_WINDOW_BYTES_DEFAULT = HrdmaClientKeys.READ_LOCAL_WINDOW_BYTES_DEFAULT;
@@ -136,6 +140,8 @@ public final class RdmaBlockClient implements Closeable {
   private final int maxConnections;
   private final boolean localReads;
   private final boolean shmReads;
+  private final boolean shmWrites;
+  private final boolean allowSticky;
   private final boolean preferCached;
   private final int localWindowBytes;
   private final int localVerifyAhead;
@@ -178,6 +184,8 @@ public final class RdmaBlockClient implements Closeable {
     this.maxConnections = conf.getInt(MAX_CONNECTIONS_KEY, MAX_CONNECTIONS_DEFAULT);
     this.localReads = conf.getBoolean(LOCAL_READS_KEY, LOCAL_READS_DEFAULT);
     this.shmReads = conf.getBoolean(SHM_READS_KEY, SHM_READS_DEFAULT);
+    this.shmWrites = conf.getBoolean(SHM_WRITES_KEY, SHM_WRITES_DEFAULT);
+    this.allowSticky = conf.getBoolean(SocketPaths.ALLOW_STICKY_KEY, SocketPaths.ALLOW_STICKY_DEFAULT);
     this.preferCached = conf.getBoolean(LOCAL_PREFER_CACHED_KEY, LOCAL_PREFER_CACHED_DEFAULT);
     // a client configured for an encrypted cluster warms the cipher now, before its first stream
     if (conf.getBoolean("dfs.encrypt.data.transfer", false)) {
@@ -522,6 +530,25 @@ public final class RdmaBlockClient implements Closeable {
       evictIdle(c);
       return c;
     }
+  }
+
+  /**
+   * Before a write's first packets on connection {@code c} to {@code dn}: a DataNode on this host
+   * is asked for a write segment (once per connection), with the write's block and token, so
+   * that the packets go by reference; any refusal leaves them going by value.
+   */
+  void mapWriteSegment(DataNodeConnection c, DatanodeInfo dn, ExtendedBlock block,
+      Token<BlockTokenIdentifier> token) {
+    if (!shmWrites || !c.wantsWriteSegment() || !org.hdfsrdma.protocol.SameHost.isLocal(c.address())) {
+      return;
+    }
+    c.mapWriteSegment(timeoutMs, block, token, new org.hdfsrdma.protocol.SegmentFetch.Request(
+        org.hdfsrdma.protocol.ShortCircuitSocket.path(conf, dn.getXferPort()), allowSticky, block, token, timeoutMs));
+  }
+
+  /** The cached connections (tests). */
+  java.util.Collection<DataNodeConnection> connections() {
+    return java.util.List.copyOf(cache.values());
   }
 
   /** Whether the cached connection to {@code dn} reads by reference, in shared memory (tests). */

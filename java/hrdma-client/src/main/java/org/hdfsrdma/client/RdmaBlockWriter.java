@@ -348,6 +348,8 @@ public final class RdmaBlockWriter implements Closeable {
       throw new PipelineSetupException("cannot connect to " + nodes[0] + " for " + block + ": " + e.getMessage(),
           nodes[0].getXferAddr(), e);
     }
+    // a DataNode on this host: the packets go by reference in a segment it grants, once per connection
+    client.mapWriteSegment(c, nodes[0], BlockOps.block(op), BlockOps.token(op));
     PendingRead p;
     try {
       p = c.register();
@@ -715,7 +717,7 @@ public final class RdmaBlockWriter implements Closeable {
     int sumLen = chunks * 4;
     RegisteredBuffer m = null;
     try {
-      m = MessageCodec.begin(conn.endpoint().transport().allocator(), MessageKind.DATA_PACKET, pending.id(),
+      m = MessageCodec.begin(conn.packetAllocator(), MessageKind.DATA_PACKET, pending.id(),
           BlockOps.packetHeader(p.seqno(), p.start(), p.last(), p.len(), p.sync()), sumLen + p.len());
       ByteBuffer out = m.nio();
       for (int i = 0; i < p.len(); i += bytesPerChecksum) {
@@ -752,7 +754,7 @@ public final class RdmaBlockWriter implements Closeable {
           + ": " + e, e), -1);
       return;
     }
-    conn.send(m, pending); // a failed send fails the pending request, which the responder reports
+    conn.sendPacket(m, pending); // a failed send fails the pending request, which the responder reports
     lastSendNanos = System.nanoTime();
   }
 

@@ -22,6 +22,7 @@ final class Connection {
   private final ReadQueue reads;
   private boolean closed;              // guarded by this
   private volatile ShmSegment segment; // set under this, read without (I/O workers allocate packets)
+  private volatile WriteShmSegment writeSegment; // set under this, read without (the I/O thread copies out)
   private final ConcurrentHashMap<Long, BlockWriteTask> writes = new ConcurrentHashMap<>();
   private volatile long lastActive = System.nanoTime();
 
@@ -170,10 +171,25 @@ final class Connection {
     }
   }
 
-  /** The connection closed: every write aborts, every read stops, the segment goes. */
+  WriteShmSegment writeSegment() {
+    return writeSegment;
+  }
+
+  /** Gives the connection its write segment; false when it has closed or has one. */
+  synchronized boolean writeSegment(WriteShmSegment s) {
+    if (closed || writeSegment != null) {
+      return false;
+    }
+    writeSegment = s;
+    return true;
+  }
+
+  /** The connection closed: every write aborts, every read stops, the segments go. */
   void close() {
     ShmSegment s;
+    WriteShmSegment ws;
     synchronized (this) {
+      ws = writeSegment;
       closed = true;
       for (BlockWriteTask w : writes.values()) {
         w.abort();
@@ -183,6 +199,9 @@ final class Connection {
     }
     if (s != null) { // outside the lock: failing its references runs reads' completions
       s.close();
+    }
+    if (ws != null) {
+      ws.close();
     }
   }
 }

@@ -209,4 +209,30 @@ public final class HrdmaDataNodeKeys {
   /** Short-circuit connections open at once. */
   public static final String SHORT_CIRCUIT_MAX_CONNECTIONS_KEY = "hrdma.datanode.short-circuit.max-connections";
   public static final int SHORT_CIRCUIT_MAX_CONNECTIONS_DEFAULT = 256;
+  /**
+   * Same-host writes by reference: this DataNode grants a same-host sender of write packets a
+   * shared-memory segment (its descriptor passed over the domain socket), and forwards packets
+   * downstream by reference to a DataNode on this host that grants one.
+   */
+  public static final String WRITE_SHM_KEY = "hrdma.datanode.write.shm";
+  public static final boolean WRITE_SHM_DEFAULT = true;
+  /** Bytes of one slot of a write segment: a packet message larger than this goes by value. */
+  public static final String WRITE_SHM_SLOT_BYTES_KEY = "hrdma.datanode.write.shm.slot-bytes";
+  public static final int WRITE_SHM_SLOT_BYTES_DEFAULT = (1 << 20) + (64 << 10);
+  /**
+   * Slots of one connection's write segment: packets in transit by reference at once (a slot comes
+   * back as soon as the DataNode has copied its packet out, so a few suffice; a DataNode's forward
+   * makes a segment per block, and new memory is not free to touch).
+   */
+  public static final String WRITE_SHM_SLOTS_KEY = "hrdma.datanode.write.shm.slots";
+  public static final int WRITE_SHM_SLOTS_DEFAULT = 4;
+  /** Write segments of this DataNode together; beyond, senders write by value. */
+  public static final String WRITE_SHM_MAX_BYTES_KEY = "hrdma.datanode.write.shm.max-bytes";
+  public static final long WRITE_SHM_MAX_BYTES_DEFAULT = 512L << 20;
+  /** Write segments of one sender together (the block token's user, else its address). */
+  public static final String WRITE_SHM_MAX_BYTES_PER_CLIENT_KEY = "hrdma.datanode.write.shm.max-bytes-per-client";
+  public static final long WRITE_SHM_MAX_BYTES_PER_CLIENT_DEFAULT = 128L << 20;
+  /** A granted write segment whose descriptor the sender has not fetched within this long is freed (ms). */
+  public static final String WRITE_SHM_MAP_TIMEOUT_MS_KEY = "hrdma.datanode.write.shm.map-timeout-ms";
+  public static final long WRITE_SHM_MAP_TIMEOUT_MS_DEFAULT = 10_000;
 }

@@ -25,11 +25,13 @@ final class OpContext {
   private final long setupTimeoutMs;
   private final DiskIo disk;
   private final ShmGrants shm;
+  private final WriteShmGrants writeShm;
   private final WriterRegistry writers;
   private final AtomicLong preparedAhead = new AtomicLong();
 
   OpContext(DataNodeAccess dn, ReadSettings settings, DataNodeLimits limits, ExecutorService readExecutor,
-      VolumeExecutors volumeExecutors, ExecutorService writeExecutor, Supplier<HrdmaConnector> connector, long setupTimeoutMs, DiskIo disk) {
+      VolumeExecutors volumeExecutors, ExecutorService writeExecutor, Supplier<HrdmaConnector> connector, long setupTimeoutMs, DiskIo disk,
+      WriteShmGrants writeShm) {
     this.dn = dn;
     this.settings = settings;
     this.limits = limits;
@@ -40,6 +42,7 @@ final class OpContext {
     this.setupTimeoutMs = setupTimeoutMs;
     this.disk = disk;
     this.shm = new ShmGrants(settings);
+    this.writeShm = writeShm;
     this.writers = new WriterRegistry(setupTimeoutMs);
   }
 
@@ -94,6 +97,11 @@ final class OpContext {
 
   ShmGrants shm() {
     return shm;
+  }
+
+  /** Same-host writes by reference: the segments this DataNode grants, and whether it forwards by reference. */
+  WriteShmGrants writeShm() {
+    return writeShm;
   }
 
   WriterRegistry writers() {

@@ -24,6 +24,11 @@ import org.hdfsrdma.protocol.Message;
 import org.hdfsrdma.protocol.MessageCodec;
 import org.hdfsrdma.protocol.MessageKind;
 import org.hdfsrdma.protocol.RdmaPorts;
+import org.hdfsrdma.protocol.SameHost;
+import org.hdfsrdma.protocol.SegmentFetch;
+import org.hdfsrdma.protocol.ShortCircuitSocket;
+import org.hdfsrdma.protocol.SocketPaths;
+import org.hdfsrdma.protocol.WriteSegment;
 import org.hdfsrdma.protocol.wire.ClientGate;
 import org.hdfsrdma.protocol.wire.WireProtection;
 import org.hdfsrdma.transport.Endpoint;
@@ -152,12 +157,17 @@ final class PipelineSetup {
     if (targets.length > 0) {
       DatanodeInfo next = targets[0];
       mirrorName = next.getXferAddr();
-      WriteMirror d = new WriteMirror(mirrorName, up, listener);
+      WriteMirror d = new WriteMirror(mirrorName, up, listener, ctx.writeShm().forwardedByReferenceCounter());
+      InetSocketAddress nextAddress = new InetSocketAddress(next.getIpAddr(), RdmaPorts.pluginPort(next, dn.conf()));
+      // same-host writes by reference downstream: asked with the write's block and token, as a client would
+      // (not when upstream chose the segment request's own id for its write: the answers would mix)
+      boolean askSegment = ctx.writeShm().enabled() && SameHost.isLocal(nextAddress) && !SameHost.name().isEmpty()
+          && org.hdfsrdma.nativelib.HrdmaNative.isAvailable() && id != WriteMirror.SEGMENT_REQUEST_ID;
       BlockOpResponseProto resp;
       try {
         FaultHooks.failMirrorConnection(); // stock's hook: a throw is an unreachable mirror
         HrdmaConnector connector = ctx.connector();
-        InetSocketAddress a = new InetSocketAddress(next.getIpAddr(), RdmaPorts.pluginPort(next, dn.conf()));
+        InetSocketAddress a = nextAddress;
         ClientGate gate = new ClientGate(d);
         HrdmaConnector.Connection c = connector.connect(a, gate);
         // downstream, this DataNode proves itself as stock's does: its own encryption key, the write's token
@@ -167,7 +177,12 @@ final class PipelineSetup {
             wire.mode() == WireProtection.Mode.ENCRYPT ? dn.dataEncryptionKey(block) : null, BlockOps.token(op)),
             ctx.setupTimeoutMs());
         d.ep = e;
+        d.requestId = id;
         mirror = d;
+        if (askSegment) { // answered apart from the write (its own request id), read after the WRITE_RESPONSE
+          e.send(MessageCodec.encode(e.transport().allocator(), MessageKind.WRITE_SHM_REQUEST,
+              WriteMirror.SEGMENT_REQUEST_ID, WriteSegment.request(block, BlockOps.token(op))));
+        }
         e.send(MessageCodec.encode(e.transport().allocator(), MessageKind.WRITE_REQUEST,
             id, BlockOps.forwardWriteBlock(op), null));
         resp = d.response.get(ctx.setupTimeoutMs(), TimeUnit.MILLISECONDS);
@@ -188,10 +203,46 @@ final class PipelineSetup {
             resp.getMessage()));
         return false;
       }
+      if (askSegment) {
+        mapSegment(d, next, BlockOps.token(op));
+      }
     }
     LOG.info("hrdma datanode: receiving {} from {}{}", block, up.remoteAddress(),
         mirrorName == null ? "" : ", mirror " + mirrorName);
     return true;
+  }
+
+  /**
+   * The next DataNode's answer to WRITE_SHM_REQUEST: with a grant, its descriptor is fetched from
+   * that DataNode's domain socket and mapped, and the mirror forwards by reference from now on;
+   * any refusal or failure leaves it forwarding by value.
+   */
+  private void mapSegment(WriteMirror d, DatanodeInfo next,
+      org.apache.hadoop.security.token.Token<org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier> token) {
+    Message m = null;
+    try {
+      m = d.takeSegmentAnswer(ctx.setupTimeoutMs());
+      if (m.kind() != MessageKind.WRITE_SHM_GRANT) {
+        LOG.debug("hrdma datanode: forwarding {} to {} by value: {}", block, mirrorName, m.error().getMessage());
+        return;
+      }
+      WriteShmGrants g = ctx.writeShm();
+      SegmentFetch.Request r = new SegmentFetch.Request(ShortCircuitSocket.path(dn.conf(), next.getXferPort()),
+          dn.conf().getBoolean(SocketPaths.ALLOW_STICKY_KEY, SocketPaths.ALLOW_STICKY_DEFAULT), block, token,
+          ctx.setupTimeoutMs());
+      WriteSegment s = WriteSegment.open(m.writeShmGrant(), r, d.ep.transport().allocator(), g::forwardUnmapped);
+      g.forwardMapped();
+      d.segment(s);
+    } catch (IOException | RuntimeException e) {
+      LOG.warn("hrdma datanode: forwarding {} to {} by value: no write segment: {}", block, mirrorName,
+          e.toString());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } finally {
+      if (m != null) {
+        m.release();
+      }
+    }
   }
 
   /**

@@ -39,6 +39,7 @@ final class PluginMetrics extends HrdmaMetricsSource {
 
   @Override
   public void getMetrics(MetricsCollector collector, boolean all) {
+    RdmaDataNodePlugin.WriteShmStats w = plugin.writeShm();
     collector.addRecord("HrdmaDataNode").setContext("dfs")
         .addGauge(info("OpenConnections", "client and upstream DataNode connections open"), plugin.openConnections())
         .addGauge(info("OpenWrites", "block writes open"), plugin.openWrites())
@@ -51,7 +52,16 @@ final class PluginMetrics extends HrdmaMetricsSource {
         .addCounter(info("SharedSegmentsGranted", "shared-memory segments granted"), plugin.sharedSegmentsGranted())
         .addCounter(info("SharedSegmentsRefused", "shared-memory segment requests refused"),
             plugin.sharedSegmentsRefused())
-        .addGauge(info("SharedSegmentBytes", "bytes of shared-memory segments mapped"), plugin.sharedSegmentBytes());
+        .addGauge(info("SharedSegmentBytes", "bytes of shared-memory segments mapped"), plugin.sharedSegmentBytes())
+        .addCounter(info("WritePacketsByReference", "write packets received in shared memory from same-host senders"),
+            w == null ? 0 : w.byReference())
+        .addCounter(info("WritePacketsForwardedByReference", "write packets forwarded in shared memory downstream"),
+            w == null ? 0 : w.forwardedByReference())
+        .addCounter(info("WriteSegmentsGranted", "write segments granted"), w == null ? 0 : w.granted())
+        .addCounter(info("WriteSegmentsRefused", "write segment requests refused"), w == null ? 0 : w.refused())
+        .addCounter(info("WriteReferencesRefused", "malformed write references (each closed its connection)"),
+            w == null ? 0 : w.badReferences())
+        .addGauge(info("WriteSegmentBytes", "bytes of write segments mapped"), w == null ? 0 : w.bytes());
     Map<String, Integer> conns = plugin.connectionsByTransport();
     Map<String, Long> buffers = new TreeMap<>();
     HrdmaServer s = plugin.server();

@@ -172,6 +172,7 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     DiskSettings diskSettings;
     DataNodeLimits limits;
     Sharing sharing;
+    WriteShmGrants writeShm;
     try {
       port = RdmaPorts.pluginPort(dn.xferPort(), conf);
       tconf = transportConf(conf);
@@ -179,6 +180,7 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
       diskSettings = DiskSettings.of(conf);
       limits = DataNodeLimits.from(conf);
       sharing = Sharing.parse(conf.get(SHARE_TRANSPORTS_KEY, SHARE_TRANSPORTS_DEFAULT));
+      writeShm = WriteShmGrants.of(conf);
     } catch (IllegalArgumentException e) {
       fail("hrdma datanode plugin: bad configuration, not serving: " + e.getMessage(), null);
       return;
@@ -215,7 +217,7 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     DiskIo diskIo = new DiskIo(diskSettings, dn.volumes());
     VolumeExecutors vexecutors = new VolumeExecutors(settings.threads(), writeThreads, dn.xferPort());
     RequestDispatcher d = new RequestDispatcher(new OpContext(dn, settings, limits, executor, vexecutors, wexecutor,
-        this::connector, setupTimeoutMs, diskIo));
+        this::connector, setupTimeoutMs, diskIo, writeShm));
     ScheduledThreadPoolExecutor timer = newTimer("hrdma-dn-timer-" + dn.xferPort());
     // a tenth of the shorter timeout: a write times out at most 10% late (stock's is on the socket read)
     long sweepMs = Math.max(50, Math.min(1000, Math.min(limits.idleTimeoutMs(), limits.packetTimeoutMs()) / 10));
@@ -243,7 +245,7 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
           + "; not serving, the stock data path is unaffected", null);
       return;
     }
-    ShortCircuitServer scr = startShortCircuit(conf, settings);
+    ShortCircuitServer scr = startShortCircuit(conf, settings, writeShm);
     synchronized (lock) {
       if (state != State.WAITING) { // stopped meanwhile
         s.close();
@@ -299,8 +301,8 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   }
 
   /** The short-circuit server, or null when off or it cannot start (logged: clients read over the transports). */
-  private ShortCircuitServer startShortCircuit(Configuration conf, ReadSettings settings) {
-    if (!settings.localReads()) {
+  private ShortCircuitServer startShortCircuit(Configuration conf, ReadSettings settings, WriteShmGrants writeShm) {
+    if (!settings.localReads() && !writeShm.enabled()) {
       return null;
     }
     String path = org.hdfsrdma.protocol.ShortCircuitSocket.path(conf, dn.xferPort());
@@ -308,7 +310,7 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
       ShortCircuitServer scr = ShortCircuitServer.start(dn, path,
           conf.getLong(ShortCircuitServer.TIMEOUT_KEY, ShortCircuitServer.TIMEOUT_DEFAULT),
           conf.getInt(ShortCircuitServer.MAX_CONNECTIONS_KEY, ShortCircuitServer.MAX_CONNECTIONS_DEFAULT),
-          org.hdfsrdma.protocol.SocketPaths.stickyAllowedForServer(conf));
+          org.hdfsrdma.protocol.SocketPaths.stickyAllowedForServer(conf), settings.localReads(), writeShm);
       LOG.info("hrdma datanode plugin: short-circuit reads on {}", scr.path());
       return scr;
     } catch (IOException | RuntimeException | LinkageError e) {
@@ -618,6 +620,31 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
       return dispatcher == null ? 0 : dispatcher.segmentMapTimeouts();
     }
   }
+
+  /** Same-host writes by reference: this DataNode's write segments (tests, status); null before it serves. */
+  public WriteShmStats writeShm() {
+    synchronized (lock) {
+      if (dispatcher == null) {
+        return null;
+      }
+      WriteShmGrants g = dispatcher.context().writeShm();
+      ShortCircuitServer scr = shortCircuit;
+      return new WriteShmStats(g.segments(), g.bytesMapped(), g.pendingGrants(), g.granted(), g.refused(),
+          scr == null ? 0 : scr.segmentsPassed(), g.mapTimeouts(), g.packetsByReference(), g.badReferences(),
+          dispatcher.forwardedByReference(), dispatcher.forwardSegments());
+    }
+  }
+
+  /**
+   * Counts of same-host writes by reference: {@code segments} mapped now and their {@code bytes},
+   * {@code pending} grants not fetched yet, {@code granted}, {@code refused}, descriptors
+   * {@code passed} on the domain socket, grants freed for the {@code mapTimeouts}, packets
+   * {@code byReference} received, {@code badReferences} refused; {@code forwardedByReference}
+   * packets this DataNode sent downstream by reference and the {@code forwardSegments} it maps now
+   * as a sender.
+   */
+  public record WriteShmStats(long segments, long bytes, long pending, long granted, long refused, long passed,
+      long mapTimeouts, long byReference, long badReferences, long forwardedByReference, long forwardSegments) {}
 
   /** Bytes of shared-memory segments mapped now (leak checks: 0 once no client is connected). */
   public long sharedSegmentBytes() {

@@ -54,12 +54,13 @@ final class RequestDispatcher implements EndpointHandler {
    */
   private static final java.util.Set<MessageKind> SMALL = java.util.EnumSet.of(MessageKind.INFO_REQUEST,
       MessageKind.READ_STATUS, MessageKind.SHM_REQUEST, MessageKind.SHM_MAPPED, MessageKind.SHM_DECLINED,
-      MessageKind.SHM_RELEASE);
+      MessageKind.SHM_RELEASE, MessageKind.WRITE_SHM_REQUEST, MessageKind.WRITE_REF);
   private static final int SMALL_BYTES = 4096;
 
   private final OpContext ctx;
   private final DataNodeLimits limits;
   private final Map<MessageKind, OpHandler> handlers = new EnumMap<>(MessageKind.class);
+  private final WriteShmHandler writeShm;
   private final ConcurrentHashMap<Endpoint, Connection> conns = new ConcurrentHashMap<>();
   /** Connections admitted at the hello and not closed yet. */
   private final AtomicInteger admitted = new AtomicInteger();
@@ -82,6 +83,8 @@ final class RequestDispatcher implements EndpointHandler {
     handlers.put(MessageKind.SHM_MAPPED, shm);
     handlers.put(MessageKind.SHM_DECLINED, shm);
     handlers.put(MessageKind.SHM_RELEASE, shm);
+    writeShm = new WriteShmHandler(ctx);
+    handlers.put(MessageKind.WRITE_SHM_REQUEST, writeShm);
     ctx.shm().removeStale();
   }
 
@@ -143,6 +146,16 @@ final class RequestDispatcher implements EndpointHandler {
       m.merge(ep.transport().name(), 1, Integer::sum);
     }
     return m;
+  }
+
+  /** Write packets this DataNode forwarded downstream by reference . */
+  long forwardedByReference() {
+    return ctx.writeShm().forwardedByReference();
+  }
+
+  /** Write segments this DataNode maps now as a sender downstream. */
+  long forwardSegments() {
+    return ctx.writeShm().forwardSegments();
   }
 
   /** Shared-memory segment requests refused so far (token, budgets, not this host). */
@@ -209,6 +222,12 @@ final class RequestDispatcher implements EndpointHandler {
       buffer.release();
       throw e;
     }
+    if (m.kind() == MessageKind.WRITE_REF) {
+      m = byReference(c, ep, m);
+      if (m == null) {
+        return; // refused: the connection is closing
+      }
+    }
     OpHandler h = handlers.get(m.kind());
     if (h == null) {
       m.release();
@@ -256,6 +275,45 @@ final class RequestDispatcher implements EndpointHandler {
     }
     LOG.info("hrdma datanode: evicted {} writes (evictWriters)", n);
     return n;
+  }
+
+  /**
+   * A WRITE_REF: the DATA_PACKET it names, copied out of the connection's write segment, checked
+   * as a DATA_PACKET that arrived by value would be (its size bound, its decoding), and of the
+   * reference's own request; null when refused (the connection is closed then).
+   */
+  private Message byReference(Connection c, Endpoint ep, Message ref) {
+    long id = ref.requestId();
+    RegisteredBuffer copy = writeShm.copyOut(c, ref);
+    if (copy == null) {
+      return null;
+    }
+    if (copy.readableBytes() > limits.maxPacketMessageBytes()) {
+      int n = copy.readableBytes();
+      copy.release();
+      writeShm.refuse(ep, "a WRITE_REF of " + n + " bytes, more than " + DataNodeLimits.MAX_PACKET_BYTES_KEY
+          + " allows");
+      return null;
+    }
+    Message m;
+    try {
+      m = MessageCodec.decode(copy);
+    } catch (ProtocolException e) {
+      copy.release();
+      writeShm.refuse(ep, "a WRITE_REF naming a bad message: " + e.getMessage());
+      return null;
+    } catch (RuntimeException e) {
+      copy.release();
+      throw e;
+    }
+    if (m.kind() != MessageKind.DATA_PACKET || m.requestId() != id) {
+      String why = "a WRITE_REF of request " + id + " naming a " + m.kind() + " of request " + m.requestId();
+      m.release();
+      writeShm.refuse(ep, why);
+      return null;
+    }
+    ctx.writeShm().countReference();
+    return m;
   }
 
   /** The request id of a message too broken to decode, when its fixed header is there; else 0. */

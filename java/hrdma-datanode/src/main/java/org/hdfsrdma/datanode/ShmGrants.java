@@ -102,6 +102,12 @@ final class ShmGrants {
 
   private static String identify(DataNodeAccess dn, HrdmaProtos.ShmRequest req, InetSocketAddress remote)
       throws Refused {
+    return identify(dn, req, remote, AccessMode.READ, "SHM_REQUEST");
+  }
+
+  /** As {@link #authorize}, for a token of {@code mode} (WRITE for a write segment); {@code op} names the request. */
+  static String identify(DataNodeAccess dn, HrdmaProtos.ShmRequest req, InetSocketAddress remote, AccessMode mode,
+      String op) throws Refused {
     String byAddress = "address " + (remote == null || remote.getAddress() == null ? String.valueOf(remote)
         : remote.getAddress().getHostAddress());
     try {
@@ -119,10 +125,10 @@ final class ShmGrants {
       }
       Token<BlockTokenIdentifier> token = req.getToken().isEmpty() ? null
           : PBHelperClient.convert(TokenProto.parseFrom(req.getToken().toByteArray()));
-      dn.checkBlockToken(token, block, AccessMode.READ);
+      dn.checkBlockToken(token, block, mode);
       return "user " + token.decodeIdentifier().getUserId();
     } catch (InvalidToken e) {
-      throw new Refused(Status.ERROR_ACCESS_TOKEN, "Block token verification failed: op=SHM_REQUEST, remoteAddress="
+      throw new Refused(Status.ERROR_ACCESS_TOKEN, "Block token verification failed: op=" + op + ", remoteAddress="
           + remote + ", message=" + e.getMessage());
     } catch (IOException | RuntimeException e) { // a malformed block or token, a pool not registered
       throw new Refused(Status.ERROR_INVALID, "bad shared-memory request: " + e);

@@ -80,10 +80,17 @@ final class ShortCircuitServer implements AutoCloseable {
   private final AtomicLong refused = new AtomicLong();
   private final AtomicLong grantedCached = new AtomicLong();
   private final AtomicLong probes = new AtomicLong();
+  private final AtomicLong segmentsPassed = new AtomicLong();
+  /** Whether replicas' files are handed out (short-circuit reads on); else only write segments. */
+  private final boolean replicas;
+  /** Write segments to hand out by grant id; null: none. */
+  private final WriteShmGrants writeShm;
 
-  private ShortCircuitServer(DataNodeAccess dn, Path path, long timeoutMs, int maxConnections)
-      throws IOException {
+  private ShortCircuitServer(DataNodeAccess dn, Path path, long timeoutMs, int maxConnections, boolean replicas,
+      WriteShmGrants writeShm) throws IOException {
     this.dn = dn;
+    this.replicas = replicas;
+    this.writeShm = writeShm;
     this.path = path;
     this.timeoutMs = timeoutMs;
     this.maxConnections = maxConnections;
@@ -121,6 +128,16 @@ final class ShortCircuitServer implements AutoCloseable {
    */
   static ShortCircuitServer start(DataNodeAccess dn, String path, long timeoutMs, int maxConnections,
       boolean allowSticky) throws IOException {
+    return start(dn, path, timeoutMs, maxConnections, allowSticky, true, null);
+  }
+
+  /**
+   * As {@link #start(DataNodeAccess, String, long, int, boolean)}; {@code replicas}: replicas'
+   * files are handed out (short-circuit reads); {@code writeShm}: the write segments whose
+   * descriptors are handed out by grant id (null: none).
+   */
+  static ShortCircuitServer start(DataNodeAccess dn, String path, long timeoutMs, int maxConnections,
+      boolean allowSticky, boolean replicas, WriteShmGrants writeShm) throws IOException {
     if (!Epoll.isAvailable()) {
       throw new IOException("no epoll transport here: " + Epoll.unavailabilityCause());
     }
@@ -143,7 +160,7 @@ final class ShortCircuitServer implements AutoCloseable {
       }
       Files.delete(p); // a socket of a DataNode that died: nothing listens there any more
     }
-    return new ShortCircuitServer(dn, p, timeoutMs, maxConnections);
+    return new ShortCircuitServer(dn, p, timeoutMs, maxConnections, replicas, writeShm);
   }
 
   Path path() {
@@ -158,6 +175,11 @@ final class ShortCircuitServer implements AutoCloseable {
   /** Grants whose reply said the replica is cached by this DataNode (the client skips checksums). */
   long grantedCached() {
     return grantedCached.get();
+  }
+
+  /** Write segment descriptors handed out so far. */
+  long segmentsPassed() {
+    return segmentsPassed.get();
   }
 
   /** Requests that asked how much of a range is in the page cache. */
@@ -214,13 +236,20 @@ final class ShortCircuitServer implements AutoCloseable {
         FileDescriptor[] out = fds;
         fds = null;
         // counted before they go: a client holding them must find them counted
-        granted.incrementAndGet();
+        if (out.length == 1) {
+          segmentsPassed.incrementAndGet();
+        } else {
+          granted.incrementAndGet();
+        }
         if (fdsOfCached) {
           grantedCached.incrementAndGet();
         }
-        ctx.write(out[0]).addListener(f -> closeQuietly(out[0]));
-        ctx.writeAndFlush(out[1]).addListener(f -> closeQuietly(out[1]))
-            .addListener(ChannelFutureListener.CLOSE);
+        for (int i = 0; i < out.length - 1; i++) {
+          FileDescriptor f0 = out[i];
+          ctx.write(f0).addListener(f -> closeQuietly(f0));
+        }
+        FileDescriptor last = out[out.length - 1];
+        ctx.writeAndFlush(last).addListener(f -> closeQuietly(last)).addListener(ChannelFutureListener.CLOSE);
         return;
       }
       OpRequestShortCircuitAccessProto op;
@@ -228,6 +257,23 @@ final class ShortCircuitServer implements AutoCloseable {
         op = OpRequestShortCircuitAccessProto.parseFrom(new ByteBufInputStream(frame));
       } catch (IOException e) {
         refuse(ctx, Status.ERROR_INVALID, "bad short-circuit request: " + e.getMessage());
+        return;
+      }
+      byte[] grant = ShortCircuitSocket.grant(op);
+      if (grant != null) { // a write segment: the one-time id granted on the transport connection is the capability
+        int fd = writeShm == null ? -1 : writeShm.take(grant);
+        if (fd < 0) {
+          refuse(ctx, Status.ERROR_ACCESS_TOKEN, "no write segment is granted under that id on DataNode "
+              + dn.datanodeUuid() + " (unknown, fetched already, or expired)");
+          return;
+        }
+        fds = new FileDescriptor[] {new FileDescriptor(fd)};
+        fdsOfCached = false;
+        send(ctx, ShortCircuitSocket.granted(false));
+        return;
+      }
+      if (!replicas) {
+        refuse(ctx, Status.ERROR_UNSUPPORTED, "short-circuit reads are off on DataNode " + dn.datanodeUuid());
         return;
       }
       ExtendedBlock block = ShortCircuitSocket.block(op);

@@ -4,10 +4,13 @@ import java.io.IOException;
 import java.net.ProtocolException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PipelineAckProto;
 import org.hdfsrdma.protocol.Message;
 import org.hdfsrdma.protocol.MessageCodec;
+import org.hdfsrdma.protocol.MessageKind;
+import org.hdfsrdma.protocol.WriteSegment;
 import org.hdfsrdma.protocol.wire.ProtectedEndpoint;
 import org.hdfsrdma.transport.Endpoint;
 import org.hdfsrdma.transport.EndpointHandler;
@@ -33,16 +36,91 @@ final class WriteMirror implements EndpointHandler {
     }
   }
 
+  /** The request id of the mirror's WRITE_SHM_REQUEST: apart from the write's own (ids upstream are positive). */
+  static final long SEGMENT_REQUEST_ID = -2;
+
   final CompletableFuture<BlockOpResponseProto> response = new CompletableFuture<>();
+  /** The answer to WRITE_SHM_REQUEST: a WRITE_SHM_GRANT or an ERROR (the mirror forwards by value then). */
+  private final CompletableFuture<Message> segmentAnswer = new CompletableFuture<>();
+  /** The answer was taken by the set-up, or dropped: whoever flips it owns (releases) the message. */
+  private final java.util.concurrent.atomic.AtomicBoolean answerTaken = new java.util.concurrent.atomic.AtomicBoolean();
   private final String name;
   private final Endpoint up;
   private final Listener listener;
   volatile Endpoint ep;
+  /** The write's request id downstream (a WRITE_REF carries it). */
+  volatile long requestId;
+  /** Same-host writes by reference downstream: the next DataNode's segment, once mapped; else null. */
+  private volatile WriteSegment segment;
+  private boolean closed; // guarded by this
+  private final AtomicLong forwardedByReference;
 
   WriteMirror(String name, Endpoint up, Listener listener) {
+    this(name, up, listener, new AtomicLong());
+  }
+
+  WriteMirror(String name, Endpoint up, Listener listener, AtomicLong forwardedByReference) {
     this.name = name;
     this.up = up;
     this.listener = listener;
+    this.forwardedByReference = forwardedByReference;
+  }
+
+  /** Gives the mirror the next DataNode's write segment; false (and it is closed) when the mirror closed meanwhile. */
+  boolean segment(WriteSegment s) {
+    synchronized (this) {
+      if (!closed) {
+        segment = s;
+        return true;
+      }
+    }
+    s.close();
+    return false;
+  }
+
+  WriteSegment segment() {
+    return segment;
+  }
+
+  /**
+   * The next DataNode's answer to WRITE_SHM_REQUEST (the caller releases it), waiting at most
+   * {@code timeoutMs}.
+   *
+   * @throws IOException no answer in time, or the connection closed
+   */
+  Message takeSegmentAnswer(long timeoutMs) throws IOException, InterruptedException {
+    Message m;
+    try {
+      m = segmentAnswer.get(timeoutMs, java.util.concurrent.TimeUnit.MILLISECONDS);
+    } catch (java.util.concurrent.TimeoutException e) {
+      dropSegmentAnswer();
+      throw new IOException("no answer from " + name + " to the write segment request within " + timeoutMs + " ms");
+    } catch (java.util.concurrent.ExecutionException e) {
+      throw new IOException(e.getCause().getMessage(), e.getCause());
+    }
+    if (!answerTaken.compareAndSet(false, true)) {
+      throw new IOException("the connection to " + name + " closed");
+    }
+    return m;
+  }
+
+  /** Nobody will take the answer: one that came (or comes) is released. */
+  private void dropSegmentAnswer() {
+    segmentAnswer.completeExceptionally(new IOException("connection to " + name + " closed"));
+    if (!segmentAnswer.isCompletedExceptionally() && answerTaken.compareAndSet(false, true)) {
+      segmentAnswer.join().release();
+    }
+  }
+
+  private void closeSegment() {
+    WriteSegment s;
+    synchronized (this) {
+      closed = true;
+      s = segment;
+    }
+    if (s != null) {
+      s.close();
+    }
   }
 
   String name() {
@@ -57,6 +135,10 @@ final class WriteMirror implements EndpointHandler {
    */
   void forward(RegisteredBuffer received, int dataOffset) {
     Endpoint e = ep;
+    WriteSegment seg = segment;
+    if (seg != null && forwardByReference(e, seg, received, dataOffset)) {
+      return;
+    }
     if (e instanceof ProtectedEndpoint p) {
       // sealed into the connector's own buffer in one pass: no plain copy first
       received.placeAligned(dataOffset);
@@ -94,6 +176,29 @@ final class WriteMirror implements EndpointHandler {
     });
   }
 
+  /**
+   * The next DataNode is on this host and granted a segment: the packet is copied into a free slot
+   * (one copy, where the loopback would copy it twice and seal it on an encrypted cluster) and
+   * only its place goes (WRITE_REF), in order with every other message of the write. False when
+   * no slot is free: it goes by value.
+   */
+  private boolean forwardByReference(Endpoint e, WriteSegment seg, RegisteredBuffer received, int dataOffset) {
+    RegisteredBuffer slot = seg.trySlot(received.readableBytes());
+    if (slot == null) {
+      return false;
+    }
+    slot.nio().clear();
+    slot.nio().put(received.nio().duplicate()).flip();
+    slot.placeAligned(dataOffset);
+    forwardedByReference.incrementAndGet();
+    WriteSegment.send(e, seg, requestId, slot).whenComplete((v, t) -> {
+      if (t != null) {
+        listener.onDownstreamFailed("forwarding to " + name + " failed: " + t.getMessage());
+      }
+    });
+    return true;
+  }
+
   /** Sending to the downstream failed here (an injected fault): the write goes on without it. */
   void failed(String why) {
     listener.onDownstreamFailed(why);
@@ -104,6 +209,8 @@ final class WriteMirror implements EndpointHandler {
     if (e != null) {
       e.close();
     }
+    closeSegment();
+    dropSegmentAnswer();
   }
 
   @Override
@@ -117,6 +224,29 @@ final class WriteMirror implements EndpointHandler {
       response.completeExceptionally(new IOException(why));
       listener.onDownstreamFailed(why);
       endpoint.close();
+      return;
+    }
+    if (m.requestId() == SEGMENT_REQUEST_ID && !segmentAnswer.isDone() && (m.kind() == MessageKind.WRITE_SHM_GRANT
+        || m.kind() == MessageKind.ERROR)) {
+      if (!segmentAnswer.complete(m)) {
+        m.release(); // came after the set-up stopped waiting: the DataNode frees the grant unfetched
+      }
+      return;
+    }
+    if (m.kind() == MessageKind.WRITE_SHM_RELEASE) {
+      try {
+        WriteSegment s = segment;
+        long offset = m.writeShmRelease().getOffset();
+        if (s == null || !s.released(offset)) {
+          throw new ProtocolException("WRITE_SHM_RELEASE of offset " + offset + ", which " + name + " does not hold");
+        }
+      } catch (ProtocolException e) {
+        String why = "bad message from " + name + ": " + e.getMessage();
+        listener.onDownstreamFailed(why);
+        endpoint.close();
+      } finally {
+        m.release();
+      }
       return;
     }
     try {
@@ -139,6 +269,8 @@ final class WriteMirror implements EndpointHandler {
 
   @Override
   public void onClosed(Endpoint endpoint, Throwable cause) {
+    closeSegment();
+    dropSegmentAnswer();
     String why = "connection to " + name + " closed" + (cause == null ? "" : ": " + cause.getMessage());
     response.completeExceptionally(new IOException(why));
     listener.onDownstreamClosed(why);

@@ -175,6 +175,15 @@ public final class Jni {
 
   public static native int shmUnmap0(long addr, long len);
 
+  /** A sealed anonymous segment of len bytes, read-write: its address; its descriptor in fdOut[0]. */
+  public static native long shmCreateSealed0(long len, int[] fdOut) throws NativeException;
+
+  /** madvise(MADV_REMOVE) over a read-write shared mapping: its memory freed (holes punched); 0 or a negative status. */
+  public static native int shmDiscard0(long addr, long len);
+
+  /** Closes a descriptor of shmCreateSealed0 that was not passed on. */
+  public static native int shmCloseFd0(int fd);
+
   /** Bytes mapped by shmCreate0 and shmOpen0 and not unmapped yet, process-wide. */
   public static native long shmMappedBytes0();
 
@@ -192,6 +201,9 @@ public final class Jni {
   public static native long fdMap0(int fd, long offset, long len) throws NativeException;
 
   public static native int fdUnmap0(long addr, long len);
+
+  /** A read-write mapping of the first len bytes of a received sealed segment (unmapped by fdUnmap0). */
+  public static native long fdMapShared0(int fd, long len) throws NativeException;
 
   /** madvise(MADV_RANDOM) on a mapping of fdMap0 (its addr and len); 0 or a negative status. */
   public static native int fdAdviseRandom0(long addr, long len);

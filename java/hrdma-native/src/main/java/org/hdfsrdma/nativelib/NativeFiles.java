@@ -96,6 +96,35 @@ public final class NativeFiles {
       return new Mapping(address, length, b.asReadOnlyBuffer());
     }
 
+    /**
+     * A read-write mapping of the first {@code length} bytes (a multiple of
+     * the page size) of a received segment made by another process's
+     * {@link NativeShm#createSealed}: refused ({@link NativeException#ERR_INVALID})
+     * when the file is shorter or not sealed against shrinking.
+     */
+    public Mapping mapShared(long length) throws NativeException {
+      if (closed.get()) {
+        throw new NativeException("descriptor " + fd + " is closed", NativeException.ERR_CLOSED);
+      }
+      if (length < 1 || length > Integer.MAX_VALUE) {
+        throw new NativeException("map " + length + " bytes of descriptor " + fd + ": bad length",
+            NativeException.ERR_INVALID);
+      }
+      long address = Jni.fdMapShared0(fd, length);
+      ByteBuffer b = null;
+      try {
+        b = Jni.directBuffer0(address, length);
+      } finally {
+        if (b == null) {
+          Jni.fdUnmap0(address, length);
+        }
+      }
+      if (b == null) {
+        throw new NativeException("no direct buffer over a mapped segment", NativeException.ERR_UNSUPPORTED);
+      }
+      return new Mapping(address, length, b);
+    }
+
     @Override
     public void close() {
       if (closed.compareAndSet(false, true)) {
@@ -109,7 +138,7 @@ public final class NativeFiles {
     }
   }
 
-  /** A read-only mapping. {@link #close()} is idempotent and thread-safe. */
+  /** A mapping (read-only but for {@link Fd#mapShared}). {@link #close()} is idempotent and thread-safe. */
   public static final class Mapping implements AutoCloseable {
     private final long address;
     private final long length;
@@ -122,7 +151,15 @@ public final class NativeFiles {
       this.buffer = buffer;
     }
 
-    /** A new read-only buffer over the range (position 0, big-endian); dead after {@link #close()}. */
+    /** Address of the range's first byte; dead memory after {@link #close()}. */
+    public long address() {
+      return address;
+    }
+
+    /**
+     * A new buffer over the range (position 0, big-endian; read-only but for
+     * {@link Fd#mapShared}); dead after {@link #close()}.
+     */
     public ByteBuffer buffer() {
       if (closed.get()) {
         throw new IllegalStateException("the mapping is closed");

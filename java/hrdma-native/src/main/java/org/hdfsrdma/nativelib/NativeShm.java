@@ -60,6 +60,31 @@ public final class NativeShm {
     return new Segment(path, address, bytes, false);
   }
 
+  /**
+   * An anonymous segment of {@code bytes} (a multiple of the page size) to
+   * hand to another process by its descriptor (same-host writes by
+   * reference): a memfd, all of it reserved, sealed so that no holder of the
+   * descriptor can shrink or grow it (a shrunk file would make this
+   * process's loads fault with SIGBUS), mapped read-write. It has no path;
+   * {@link Segment#takeDescriptor()} hands the descriptor over once, else
+   * {@link Segment#close()} closes it.
+   */
+  public static Segment createSealed(long bytes) throws NativeException {
+    HrdmaNative.ensureAvailable();
+    checkBytes("create", null, bytes);
+    int[] fd = {-1};
+    long address = Jni.shmCreateSealed0(bytes, fd);
+    Segment s;
+    try {
+      s = new Segment(null, address, bytes, true);
+    } catch (NativeException | RuntimeException e) {
+      Jni.shmCloseFd0(fd[0]);
+      throw e;
+    }
+    s.fd.set(fd[0]);
+    return s;
+  }
+
   /** The system says only "Invalid argument" for a file that is too short or not a file. */
   private static NativeException explainInvalid(NativeException e, Path path, long bytes) {
     String why = null;
@@ -110,6 +135,8 @@ public final class NativeShm {
     /** Over the whole mapping; only duplicated, never moved. */
     private final ByteBuffer buffer;
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** The descriptor of a {@link NativeShm#createSealed} segment until handed over; else -1. */
+    private final java.util.concurrent.atomic.AtomicInteger fd = new java.util.concurrent.atomic.AtomicInteger(-1);
 
     private Segment(Path path, long address, long bytes, boolean writable)
         throws NativeException {
@@ -151,8 +178,41 @@ public final class NativeShm {
       return bytes;
     }
 
+    /** The file; null for a {@link NativeShm#createSealed} segment. */
     public Path path() {
       return path;
+    }
+
+    /**
+     * The descriptor of a {@link NativeShm#createSealed} segment, once: from
+     * now on the caller closes it (after passing it); -1 when there is none
+     * (another segment, handed over already, or closed).
+     */
+    public int takeDescriptor() {
+      return fd.getAndSet(-1);
+    }
+
+    /**
+     * Frees the memory of a {@link NativeShm#createSealed} segment (holes punched over all of
+     * it) before it is closed: a peer that still holds its descriptor or a mapping keeps none
+     * of this process's memory (it reads zeros). The mapping stays valid.
+     */
+    public void discard() throws NativeException {
+      checkOpen();
+      if (buffer.isReadOnly()) {
+        throw new NativeException("discard a read-only segment " + this, NativeException.ERR_INVALID);
+      }
+      int st = Jni.shmDiscard0(address, bytes);
+      if (st < 0) {
+        throw new NativeException("discard shared memory segment " + this + ": " + HrdmaNative.statusString(st), st);
+      }
+    }
+
+    /** Closes a descriptor {@link #takeDescriptor()} handed out and that could not be passed on. */
+    public static void closeDescriptor(int descriptor) {
+      if (descriptor >= 0) {
+        Jni.shmCloseFd0(descriptor);
+      }
     }
 
     private void checkOpen() {
@@ -168,6 +228,7 @@ public final class NativeShm {
     @Override
     public void close() {
       if (closed.compareAndSet(false, true)) {
+        closeDescriptor(fd.getAndSet(-1));
         int st = Jni.shmUnmap0(address, bytes);
         if (st < 0) {
           throw new IllegalStateException("unmap shared memory segment " + path + ": "
@@ -178,7 +239,7 @@ public final class NativeShm {
 
     @Override
     public String toString() {
-      return path + " (" + bytes + " bytes" + (buffer.isReadOnly() ? ", read-only)" : ")");
+      return (path == null ? "sealed segment" : path.toString()) + " (" + bytes + " bytes" + (buffer.isReadOnly() ? ", read-only)" : ")");
     }
   }
 }

@@ -111,6 +111,22 @@ public final class Message {
     return header(MessageKind.SHM_RELEASE, HrdmaProtos.ShmRelease.class);
   }
 
+  public HrdmaProtos.ShmRequest writeShmRequest() throws ProtocolException {
+    return header(MessageKind.WRITE_SHM_REQUEST, HrdmaProtos.ShmRequest.class);
+  }
+
+  public HrdmaProtos.WriteShmGrant writeShmGrant() throws ProtocolException {
+    return header(MessageKind.WRITE_SHM_GRANT, HrdmaProtos.WriteShmGrant.class);
+  }
+
+  public HrdmaProtos.ShmRef writeRef() throws ProtocolException {
+    return header(MessageKind.WRITE_REF, HrdmaProtos.ShmRef.class);
+  }
+
+  public HrdmaProtos.ShmRelease writeShmRelease() throws ProtocolException {
+    return header(MessageKind.WRITE_SHM_RELEASE, HrdmaProtos.ShmRelease.class);
+  }
+
   public DataTransferEncryptorMessageProto saslHandshake() throws ProtocolException {
     return header(MessageKind.SASL_HANDSHAKE, DataTransferEncryptorMessageProto.class);
   }

@@ -353,7 +353,10 @@ public final class MessageCodec {
       case SHM_REQUEST -> parseOwn(kind, HrdmaProtos.ShmRequest.parser(), header);
       case SHM_GRANT -> parseOwn(kind, HrdmaProtos.ShmGrant.parser(), header);
       case DATA_REF -> parseOwn(kind, HrdmaProtos.ShmRef.parser(), header);
-      case SHM_RELEASE -> parseOwn(kind, HrdmaProtos.ShmRelease.parser(), header);
+      case SHM_RELEASE, WRITE_SHM_RELEASE -> parseOwn(kind, HrdmaProtos.ShmRelease.parser(), header);
+      case WRITE_SHM_REQUEST -> parseOwn(kind, HrdmaProtos.ShmRequest.parser(), header);
+      case WRITE_SHM_GRANT -> parseOwn(kind, HrdmaProtos.WriteShmGrant.parser(), header);
+      case WRITE_REF -> parseOwn(kind, HrdmaProtos.ShmRef.parser(), header);
       case INFO_REPLY -> InfoReply.parse(CodedInputStream.newInstance(header));
       case READ_REQUEST -> parse(kind, OpReadBlockProto.parser(), header);
       case READ_RESPONSE, WRITE_RESPONSE, ERROR -> parse(kind, BlockOpResponseProto.parser(), header);

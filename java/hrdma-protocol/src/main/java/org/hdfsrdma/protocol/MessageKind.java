@@ -51,6 +51,26 @@ public enum MessageKind {
    */
   SHM_DECLINED(0x1b, true),
   /**
+   * The sender of a write's packets (a client, or a DataNode forwarding downstream) on the
+   * receiving DataNode's host asks for a shared-memory segment to send packets by reference.
+   * Header: {@code hrdma.v1.ShmRequest} (the sender's host, a block and its token). Answered
+   * with WRITE_SHM_GRANT or an ERROR.
+   */
+  WRITE_SHM_REQUEST(0x1c, true),
+  /**
+   * Header: {@code hrdma.v1.WriteShmGrant}: a one-time id for the DataNode's Unix domain
+   * socket, which passes the segment's descriptor; the segment's and its slots' sizes.
+   */
+  WRITE_SHM_GRANT(0x1d, true),
+  /**
+   * A DATA_PACKET of the request, whole, at a slot of the connection's write segment. Header:
+   * {@code hrdma.v1.ShmRef}. The DataNode copies it out, answers WRITE_SHM_RELEASE, and takes
+   * the copy as the DATA_PACKET, in this message's place in the connection's order.
+   */
+  WRITE_REF(0x1e, true),
+  /** The DataNode has copied a WRITE_REF's packet: its slot is the sender's again. Header: {@code hrdma.v1.ShmRelease}. */
+  WRITE_SHM_RELEASE(0x1f, true),
+  /**
    * The data transfer protection handshake (docs/security.md), both ways, before any other
    * message on a connection whose DataNode asks for protection. Header:
    * {@code DataTransferEncryptorMessageProto} (the SASL bytes, or a status and message);

@@ -66,6 +66,13 @@ public final class ShortCircuitSocket {
    */
   public static final int PROBE_FIELD = 1001;
   public static final int RESIDENT_FIELD = 1001;
+  /**
+   * The request's field carrying a write segment's one-time grant id (bytes, from a
+   * WRITE_SHM_GRANT on the sender's transport connection): the DataNode then passes that
+   * segment's descriptor, one, instead of a replica's two. The id is the capability; the
+   * block and token were checked when it was granted.
+   */
+  public static final int GRANT_FIELD = 1002;
 
   private ShortCircuitSocket() {}
 
@@ -136,6 +143,22 @@ public final class ShortCircuitSocket {
     return request(block, token).toBuilder().setUnknownFields(UnknownFieldSet.newBuilder()
         .addField(PROBE_FIELD, UnknownFieldSet.Field.newBuilder().addVarint(offset).addVarint(length).build())
         .build()).build();
+  }
+
+  /** The request for the write segment granted as {@code grant} (see {@link #GRANT_FIELD}). */
+  public static OpRequestShortCircuitAccessProto segmentRequest(ExtendedBlock block,
+      Token<BlockTokenIdentifier> token, byte[] grant) {
+    return request(block, token).toBuilder().setUnknownFields(UnknownFieldSet.newBuilder()
+        .addField(GRANT_FIELD, UnknownFieldSet.Field.newBuilder()
+            .addLengthDelimited(org.apache.hadoop.thirdparty.protobuf.ByteString.copyFrom(grant)).build())
+        .build()).build();
+  }
+
+  /** The write segment's grant id a request presents, or null (a request for a replica's files). */
+  public static byte[] grant(OpRequestShortCircuitAccessProto op) {
+    UnknownFieldSet.Field f = op.getUnknownFields().getField(GRANT_FIELD);
+    return f == null || f.getLengthDelimitedList().size() != 1 ? null
+        : f.getLengthDelimitedList().get(0).toByteArray();
   }
 
   /** The range {offset, length} a request asks the residency of, or null (none asked, or malformed). */
