@@ -12,6 +12,7 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.hdfs.DFSConfigKeys;
 import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
@@ -47,6 +48,9 @@ class CacheFirstWriteTest {
   @BeforeAll
   void start() throws Exception {
     Configuration conf = PluginCluster.diskConf(BLOCK, null); // write mode left at "auto"
+    // no block scanner: stock's reads each new replica with drop-behind, evicting it from the
+    // page cache (and reading ahead into it) while the test looks at residency
+    conf.setLong(DFSConfigKeys.DFS_BLOCK_SCANNER_VOLUME_BYTES_PER_SECOND, 0);
     cluster = PluginCluster.start(conf, getClass(), 3);
     stock = cluster.getFileSystem();
     fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), PluginCluster.rdmaClientConf(cluster));
