@@ -1,10 +1,8 @@
 package org.hdfsrdma.datanode;
 
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -14,6 +12,7 @@ import org.hdfsrdma.nativelib.NativeShm;
 import org.hdfsrdma.proto.HrdmaProtos;
 import org.hdfsrdma.protocol.MessageCodec;
 import org.hdfsrdma.protocol.MessageKind;
+import org.hdfsrdma.protocol.SlottedSegment;
 import org.hdfsrdma.transport.BufferAllocator;
 import org.hdfsrdma.transport.Endpoint;
 import org.hdfsrdma.transport.RegisteredBuffer;
@@ -40,19 +39,13 @@ import org.slf4j.LoggerFactory;
  * (packets read ahead are given back by their reads), never under a packet
  * being written or read. Thread-safe.
  */
-final class ShmSegment implements BufferAllocator {
+final class ShmSegment extends SlottedSegment {
   private static final Logger LOG = LoggerFactory.getLogger(ShmSegment.class);
 
   private final NativeShm.Segment mem;
   private final BufferAllocator fallback;
-  private final int slotBytes;
-  private final Runnable unmapped;
-  private final ArrayDeque<Integer> free = new ArrayDeque<>(); // guarded by this
   private final HashMap<Long, Ref> refs = new HashMap<>();    // guarded by this: offset -> held by the client
-  private int held;          // guarded by this: slots handed out
   private boolean mapped;    // guarded by this: the client mapped it; packets go by reference
-  private boolean closed;    // guarded by this
-  private boolean unmappedYet; // guarded by this
   private final AtomicLong byReference;
 
   private record Ref(Slot slot, CompletableFuture<Void> done) {}
@@ -65,17 +58,17 @@ final class ShmSegment implements BufferAllocator {
    */
   ShmSegment(NativeShm.Segment mem, BufferAllocator fallback, int slotBytes, AtomicLong byReference,
       Runnable unmapped) {
-    if (slotBytes < 1 || mem.bytes() / slotBytes < 1) {
-      throw new IllegalArgumentException("segment of " + mem.bytes() + " bytes with slots of " + slotBytes);
-    }
+    super(mem.buffer(), mem.address(), mem.bytes(), checkedSlotBytes(mem.bytes(), slotBytes), mem::close, unmapped);
     this.mem = mem;
     this.fallback = fallback;
-    this.slotBytes = slotBytes;
-    this.unmapped = unmapped;
     this.byReference = byReference;
-    for (int i = 0; i < mem.bytes() / slotBytes; i++) {
-      free.add(i);
+  }
+
+  private static int checkedSlotBytes(long bytes, int slotBytes) {
+    if (slotBytes < 1 || bytes / slotBytes < 1) {
+      throw new IllegalArgumentException("segment of " + bytes + " bytes with slots of " + slotBytes);
     }
+    return slotBytes;
   }
 
   Path path() {
@@ -88,7 +81,7 @@ final class ShmSegment implements BufferAllocator {
 
   /** The client has mapped the segment: its file goes, and packets go by reference from now on. */
   synchronized void clientMapped() throws IOException {
-    if (closed) {
+    if (isClosed()) {
       return;
     }
     Files.deleteIfExists(mem.path());
@@ -98,7 +91,7 @@ final class ShmSegment implements BufferAllocator {
   /** Closes the segment if the client has not mapped it (the map timeout); true if it did. */
   boolean closeUnlessMapped() {
     synchronized (this) {
-      if (mapped || closed) {
+      if (mapped || isClosed()) {
         return false;
       }
     }
@@ -110,28 +103,15 @@ final class ShmSegment implements BufferAllocator {
     return mapped;
   }
 
-  /** Slots held now: by reads (filling or queued) and by the client. */
-  synchronized int slotsHeld() {
-    return held;
+  @Override
+  public RegisteredBuffer allocate(int size) throws TransportException {
+    RegisteredBuffer s = takeSlot(size);
+    return s != null ? s : fallback.allocate(size);
   }
 
   @Override
-  public RegisteredBuffer allocate(int size) throws TransportException {
-    int index;
-    synchronized (this) {
-      if (!mapped || closed || size > slotBytes || free.isEmpty()) {
-        index = -1;
-      } else {
-        index = free.poll();
-        held++;
-      }
-    }
-    if (index < 0) {
-      return fallback.allocate(size);
-    }
-    ByteBuffer b = mem.buffer().slice(index * slotBytes, slotBytes);
-    b.limit(size);
-    return new Slot(b, mem.address() + (long) index * slotBytes, index);
+  protected boolean usable() {
+    return mapped; // packets go by value until the client has mapped the segment
   }
 
   @Override
@@ -156,16 +136,16 @@ final class ShmSegment implements BufferAllocator {
    * has given its slot back.
    */
   static CompletableFuture<Void> send(Endpoint ep, long id, RegisteredBuffer p) {
-    return p instanceof Slot s ? s.owner().sendRef(ep, id, s) : ep.send(p);
+    return p instanceof Slot s && s.owner() instanceof ShmSegment seg ? seg.sendRef(ep, id, s) : ep.send(p);
   }
 
   private CompletableFuture<Void> sendRef(Endpoint ep, long id, Slot s) {
-    long offset = (long) s.index * slotBytes + s.nio().position();
+    long offset = s.offset() + s.nio().position();
     HrdmaProtos.ShmRef ref = HrdmaProtos.ShmRef.newBuilder().setOffset(offset).setLength(s.readableBytes())
         .build();
     Ref r = new Ref(s, new CompletableFuture<>());
     synchronized (this) {
-      if (closed) {
+      if (isClosed()) {
         s.release();
         return CompletableFuture.failedFuture(new TransportException("connection to " + ep.remoteAddress()
             + " closed"));
@@ -223,10 +203,9 @@ final class ShmSegment implements BufferAllocator {
   void close() {
     List<Ref> outstanding;
     synchronized (this) {
-      if (closed) {
+      if (!markClosed()) {
         return;
       }
-      closed = true;
       outstanding = new ArrayList<>(refs.values());
       refs.clear();
     }
@@ -241,44 +220,5 @@ final class ShmSegment implements BufferAllocator {
       r.done().completeExceptionally(closedWhy);
     }
     unmapIfIdle();
-  }
-
-  private void unmapIfIdle() {
-    synchronized (this) {
-      if (!closed || held > 0 || unmappedYet) {
-        return;
-      }
-      unmappedYet = true;
-    }
-    mem.close();
-    unmapped.run();
-  }
-
-  /** One slot handed out; its last release gives it back. */
-  private final class Slot extends RegisteredBuffer {
-    private final int index;
-
-    Slot(ByteBuffer nio, long address, int index) {
-      super(nio, address);
-      this.index = index;
-    }
-
-    ShmSegment owner() {
-      return ShmSegment.this;
-    }
-
-    @Override
-    public long memoryHandle() {
-      return 0;
-    }
-
-    @Override
-    protected void recycle() {
-      synchronized (ShmSegment.this) {
-        free.add(index);
-        held--;
-      }
-      unmapIfIdle();
-    }
   }
 }

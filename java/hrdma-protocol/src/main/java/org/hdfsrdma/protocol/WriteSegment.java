@@ -2,8 +2,6 @@ package org.hdfsrdma.protocol;
 
 import java.io.IOException;
 import java.net.ProtocolException;
-import java.nio.ByteBuffer;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -32,22 +30,16 @@ import org.slf4j.LoggerFactory;
  * <p>Closing (the connection ended) gives back the slots the receiver held and unmaps once
  * every slot is back (a packet being built holds its slot until it is sent). Thread-safe.
  */
-public final class WriteSegment implements BufferAllocator {
+public final class WriteSegment extends SlottedSegment {
   private static final Logger LOG = LoggerFactory.getLogger(WriteSegment.class);
   /** Write segments mapped and not unmapped yet in this process (a leak check for tests). */
   private static final AtomicLong LIVE = new AtomicLong();
 
   private final NativeFiles.Mapping mem;
   private final BufferAllocator fallback;
-  private final int slotBytes;
-  private final ArrayDeque<Integer> free = new ArrayDeque<>(); // guarded by this
   private final HashMap<Long, Slot> refs = new HashMap<>();    // guarded by this: offset -> sent, not released
-  private int held;            // guarded by this: slots handed out
-  private boolean closed;      // guarded by this
-  private boolean unmappedYet; // guarded by this
   private final AtomicLong byReference = new AtomicLong();
   private final AtomicLong byValue = new AtomicLong();
-  private final Runnable unmapped;
 
   /**
    * @param mem the read-write mapping of the granted segment (the segment unmaps it)
@@ -59,17 +51,20 @@ public final class WriteSegment implements BufferAllocator {
 
   /** As {@link #WriteSegment(NativeFiles.Mapping, int, BufferAllocator)}; {@code unmapped} runs once, after the unmap. */
   public WriteSegment(NativeFiles.Mapping mem, int slotBytes, BufferAllocator fallback, Runnable unmapped) {
-    if (slotBytes < MessageCodec.FIXED_BYTES || mem.length() / slotBytes < 1) {
-      throw new IllegalArgumentException("segment of " + mem.length() + " bytes with slots of " + slotBytes);
-    }
+    super(mem.buffer(), mem.address(), mem.length(), checkedSlotBytes(mem.length(), slotBytes), () -> {
+      mem.close();
+      LIVE.decrementAndGet();
+    }, unmapped);
     this.mem = mem;
-    this.slotBytes = slotBytes;
     this.fallback = fallback;
-    this.unmapped = unmapped;
-    for (int i = 0; i < mem.length() / slotBytes; i++) {
-      free.add(i);
-    }
     LIVE.incrementAndGet();
+  }
+
+  private static int checkedSlotBytes(long bytes, int slotBytes) {
+    if (slotBytes < MessageCodec.FIXED_BYTES || bytes / slotBytes < 1) {
+      throw new IllegalArgumentException("segment of " + bytes + " bytes with slots of " + slotBytes);
+    }
+    return slotBytes;
   }
 
   /** Write segments of this process not unmapped yet. */
@@ -137,15 +132,6 @@ public final class WriteSegment implements BufferAllocator {
     return byValue.get();
   }
 
-  /** Slots handed out now: being built, or held by the receiver. */
-  public synchronized int slotsHeld() {
-    return held;
-  }
-
-  public synchronized boolean isClosed() {
-    return closed;
-  }
-
   @Override
   public RegisteredBuffer allocate(int size) throws TransportException {
     RegisteredBuffer s = trySlot(size);
@@ -157,22 +143,11 @@ public final class WriteSegment implements BufferAllocator {
    * when none is free or it does not fit one (counted as a packet by value).
    */
   public RegisteredBuffer trySlot(int size) {
-    int index;
-    synchronized (this) {
-      if (closed || size > slotBytes || free.isEmpty()) {
-        index = -1;
-      } else {
-        index = free.poll();
-        held++;
-      }
-    }
-    if (index < 0) {
+    Slot s = takeSlot(size);
+    if (s == null) {
       byValue.incrementAndGet();
-      return null;
     }
-    ByteBuffer b = mem.buffer().slice(index * slotBytes, slotBytes);
-    b.limit(size);
-    return new Slot(b, mem.address() + (long) index * slotBytes, index);
+    return s;
   }
 
   @Override
@@ -219,7 +194,7 @@ public final class WriteSegment implements BufferAllocator {
   }
 
   private CompletableFuture<Void> sendRef(Endpoint ep, long id, Slot s) {
-    long offset = (long) s.index * slotBytes;
+    long offset = s.offset();
     if (s.nio().position() != 0) { // a reference names a message at its slot's start
       RegisteredBuffer copy;
       try {
@@ -238,7 +213,7 @@ public final class WriteSegment implements BufferAllocator {
     HrdmaProtos.ShmRef ref = HrdmaProtos.ShmRef.newBuilder().setOffset(offset).setLength(s.readableBytes())
         .setPlace(s.placeAligned() + 1).build();
     synchronized (this) {
-      if (closed) {
+      if (isClosed()) {
         s.release();
         return CompletableFuture.failedFuture(new TransportException("connection to " + ep.remoteAddress()
             + " closed"));
@@ -295,10 +270,9 @@ public final class WriteSegment implements BufferAllocator {
   public void close() {
     List<Slot> outstanding;
     synchronized (this) {
-      if (closed) {
+      if (!markClosed()) {
         return;
       }
-      closed = true;
       outstanding = new ArrayList<>(refs.values());
       refs.clear();
     }
@@ -306,46 +280,6 @@ public final class WriteSegment implements BufferAllocator {
       s.release();
     }
     unmapIfIdle();
-  }
-
-  private void unmapIfIdle() {
-    synchronized (this) {
-      if (!closed || held > 0 || unmappedYet) {
-        return;
-      }
-      unmappedYet = true;
-    }
-    mem.close();
-    LIVE.decrementAndGet();
-    unmapped.run();
-  }
-
-  /** One slot handed out; its last release gives it back. */
-  private final class Slot extends RegisteredBuffer {
-    private final int index;
-
-    Slot(ByteBuffer nio, long address, int index) {
-      super(nio, address);
-      this.index = index;
-    }
-
-    WriteSegment owner() {
-      return WriteSegment.this;
-    }
-
-    @Override
-    public long memoryHandle() {
-      return 0;
-    }
-
-    @Override
-    protected void recycle() {
-      synchronized (WriteSegment.this) {
-        free.add(index);
-        held--;
-      }
-      unmapIfIdle();
-    }
   }
 
   @Override
