@@ -97,6 +97,38 @@ int main(void)
     CHECK_EQ(hrdma_fd_mapped_bytes(), 0);
     OK("unmap an unaligned range by its addr and len: nothing left mapped");
 
+    /* pread: whole, short where the file ends, and only short once it is truncated under the
+     * reader (a mapping of the lost pages would fault) */
+    {
+        unsigned char got[FILE_BYTES];
+        size_t done = 0;
+        int wfd = open(path, O_RDWR);
+
+        CHECK(wfd >= 0);
+        fd = open(path, O_RDONLY);
+        CHECK(fd >= 0);
+        CHECK_EQ(hrdma_fd_adopt(fd, &size), HRDMA_OK);
+        CHECK_EQ(hrdma_fd_pread(fd, got, FILE_BYTES, 0, &done), HRDMA_OK);
+        CHECK_EQ(done, FILE_BYTES);
+        CHECK(memcmp(got, data, FILE_BYTES) == 0);
+        CHECK_EQ(hrdma_fd_pread(fd, got, 4096, FILE_BYTES - 100, &done), HRDMA_OK);
+        CHECK_EQ(done, 100);
+        CHECK(memcmp(got, data + FILE_BYTES - 100, 100) == 0);
+        CHECK_EQ(hrdma_fd_fadvise_willneed(fd, 0, FILE_BYTES), HRDMA_OK);
+        CHECK_EQ(ftruncate(wfd, 4096), 0);
+        CHECK_EQ(hrdma_fd_pread(fd, got, 8192, 0, &done), HRDMA_OK);
+        CHECK_EQ(done, 4096);
+        CHECK_EQ(hrdma_fd_pread(fd, got, 100, 8192, &done), HRDMA_OK);
+        CHECK_EQ(done, 0);
+        CHECK_EQ(hrdma_fd_pread(fd, NULL, 10, 0, &done), HRDMA_ERR_INVALID);
+        CHECK_EQ(hrdma_fd_pread(-1, got, 10, 0, &done), HRDMA_ERR_INVALID);
+        CHECK_EQ(hrdma_fd_close(fd), HRDMA_OK);
+        /* the file as it was, for the checks below */
+        CHECK_EQ(pwrite(wfd, data, sizeof(data), 0), (long long)sizeof(data));
+        close(wfd);
+    }
+    OK("pread: whole, short at the end, short after a truncate");
+
     /* the DataNode's side: read-only, close-on-exec, regular files only, not counted */
     CHECK_EQ(hrdma_fd_open_read(path, &fd), HRDMA_OK);
     CHECK_EQ(fcntl(fd, F_GETFL) & O_ACCMODE, O_RDONLY);

@@ -422,6 +422,13 @@ int hrdma_fd_advise_random(const void *addr, size_t len);
  * (MADV_WILLNEED: asynchronous read-ahead of the range in large requests),
  * so a large read of cold pages is not faulted in a page at a time. */
 int hrdma_fd_advise_willneed(const void *addr, size_t len);
+/* Reads up to len bytes at offset of fd into buf (retrying short reads and
+ * EINTR); *done_p < len only where the file ends. Unlike a mapping, a file
+ * truncated under the read only shortens the count (no SIGBUS). */
+int hrdma_fd_pread(int fd, void *buf, size_t len, uint64_t offset, size_t *done_p);
+/* Asks the kernel to read [offset, offset + len) of fd into the page cache
+ * (posix_fadvise WILLNEED; len 0: to the end). */
+int hrdma_fd_fadvise_willneed(int fd, uint64_t offset, uint64_t len);
 /* Bytes mapped by hrdma_fd_map and not unmapped yet (whole pages from the
  * range's page start). */
 uint64_t hrdma_fd_mapped_bytes(void);

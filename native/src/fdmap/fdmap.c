@@ -208,6 +208,44 @@ int hrdma_fd_advise_willneed(const void *addr, size_t len)
     return hrdma_fd_advise(addr, len, MADV_WILLNEED);
 }
 
+int hrdma_fd_pread(int fd, void *buf, size_t len, uint64_t offset, size_t *done_p)
+{
+    size_t done = 0;
+
+    if (fd < 0 || (buf == NULL && len > 0) || done_p == NULL ||
+        offset > INT64_MAX || len > INT64_MAX - offset) {
+        errno = EINVAL;
+        return HRDMA_ERR_INVALID;
+    }
+    while (done < len) {
+        ssize_t n = pread(fd, (unsigned char *)buf + done, len - done,
+                          (off_t)(offset + done));
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return hrdma_fd_status(errno);
+        }
+        if (n == 0) {
+            break; /* the file ends here: the caller sees a short count */
+        }
+        done += (size_t)n;
+    }
+    *done_p = done;
+    return HRDMA_OK;
+}
+
+int hrdma_fd_fadvise_willneed(int fd, uint64_t offset, uint64_t len)
+{
+    int err;
+
+    if (fd < 0 || offset > INT64_MAX || len > INT64_MAX) {
+        return HRDMA_ERR_INVALID;
+    }
+    err = posix_fadvise(fd, (off_t)offset, (off_t)len, POSIX_FADV_WILLNEED);
+    return err == 0 ? HRDMA_OK : hrdma_fd_status(err);
+}
+
 uint64_t hrdma_fd_mapped_bytes(void)
 {
     return (uint64_t)atomic_load(&hrdma_fd_bytes);

@@ -1224,6 +1224,41 @@ JNIEXPORT jint JNICALL JNI_CLASS(fdAdviseWillNeed0)(JNIEnv *env, jclass cls,
     return hrdma_fd_advise_willneed(PTR(addr), (size_t)len);
 }
 
+/* Bytes read into [addr, addr + len) from offset of fd (fewer only where the
+ * file ends), or -1 with a NativeException. */
+JNIEXPORT jlong JNICALL JNI_CLASS(fdPread0)(JNIEnv *env, jclass cls, jint fd,
+                                          jlong addr, jlong len, jlong offset)
+{
+    char what[96];
+    size_t done = 0;
+    int st, err;
+
+    (void)cls;
+    if (len < 0 || offset < 0) {
+        hrdma_jni_throw_errno(env, HRDMA_ERR_INVALID, "read a descriptor", EINVAL);
+        return -1;
+    }
+    st = hrdma_fd_pread((int)fd, PTR(addr), (size_t)len, (uint64_t)offset, &done);
+    err = errno;
+    if (st < 0) {
+        snprintf(what, sizeof(what), "read %lld bytes at %lld of descriptor %d",
+                 (long long)len, (long long)offset, (int)fd);
+        hrdma_jni_throw_errno(env, st, what, err);
+        return -1;
+    }
+    return (jlong)done;
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(fdFadviseWillNeed0)(JNIEnv *env, jclass cls,
+                                                    jint fd, jlong offset, jlong len)
+{
+    (void)env; (void)cls;
+    if (offset < 0 || len < 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    return hrdma_fd_fadvise_willneed((int)fd, (uint64_t)offset, (uint64_t)len);
+}
+
 JNIEXPORT jlong JNICALL JNI_CLASS(fdMappedBytes0)(JNIEnv *env, jclass cls)
 {
     (void)env; (void)cls;

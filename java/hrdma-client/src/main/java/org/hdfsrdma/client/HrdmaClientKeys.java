@@ -109,13 +109,13 @@ public final class HrdmaClientKeys {
   public static final int READ_LOCAL_VERIFY_AHEAD_DEFAULT = 8;
   /**
    * How far ahead of a short-circuit reader the kernel is asked to read the block file into the page
-   * cache (MADV_WILLNEED, in halves of this); 0: off, the reader's page faults read it.
+   * cache (posix_fadvise WILLNEED, in halves of this); 0: off, the reader's reads fetch it.
    */
   public static final String READ_LOCAL_READ_AHEAD_BYTES_KEY = "hrdma.client.read.local.read-ahead-bytes";
   public static final long READ_LOCAL_READ_AHEAD_BYTES_DEFAULT = 16L << 20;
   /**
-   * Replicas of this host kept mapped for positional reads (the first positional read of a replica asks its
-   * DataNode for the files, later ones read the mapping); 0: every positional read asks again.
+   * Replicas of this host kept open for positional reads (the first positional read of a replica asks its
+   * DataNode for the files, later ones read the block file kept open); 0: every positional read asks again.
    */
   public static final String READ_LOCAL_CACHED_REPLICAS_KEY = "hrdma.client.read.local.cached-replicas";
   public static final int READ_LOCAL_CACHED_REPLICAS_DEFAULT = 256;
@@ -126,7 +126,7 @@ public final class HrdmaClientKeys {
    */
   public static final String READ_LOCAL_PREFER_CACHED_KEY = "hrdma.client.read.local.prefer-cached";
   public static final boolean READ_LOCAL_PREFER_CACHED_DEFAULT = true;
-  /** A replica kept mapped for positional reads is dropped after this long unused. */
+  /** A replica kept open for positional reads is dropped after this long unused. */
   public static final String READ_LOCAL_CACHE_EXPIRY_MS_KEY = "hrdma.client.read.local.cache-expiry-ms";
   public static final long READ_LOCAL_CACHE_EXPIRY_MS_DEFAULT = 300_000;
 }

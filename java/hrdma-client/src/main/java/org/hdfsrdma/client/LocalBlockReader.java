@@ -25,13 +25,16 @@ import org.hdfsrdma.protocol.ChunkSums;
  * and passed as descriptors over its Unix domain socket after checking the
  * block token ({@link ShortCircuitClient}): the client needs no permission
  * on the data directories and never learns a path. No DataNode thread and no
- * transport touch the bytes: the range of the block file and the .meta file
- * are mapped read-only ({@link NativeFiles}: the page cache itself, as
- * stock's zero-copy reads), the descriptors are closed at once (the mappings
- * outlive them), the range's CRC32C chunks are verified in place against the
- * .meta file, a window at a time, and the bytes are copied once, into the
- * caller's buffer. A finalized replica does not shrink under a reader;
- * should it (an HDFS truncate racing the read), the fault is an IOException.
+ * transport touch the bytes: the range's checksums are read from the .meta
+ * file at once (its descriptor closed then), the block file is read a window
+ * at a time with pread(2) into a private buffer of the reader
+ * ({@link NativeFiles.Fd#read}, as stock's short-circuit reads read(2) into
+ * their own buffers), its CRC32C chunks are verified there and the verified
+ * bytes are copied into the caller's buffer. Not mapped: the DataNode may
+ * truncate a finalized replica in place (an HDFS truncate), and a mapping's
+ * pages past the new end fault with SIGBUS, which kills the JVM when the
+ * checksum code (ISA-L or the JDK's intrinsic) touches them; a pread of a
+ * truncated file only comes back short, which is an IOException here.
  *
  * <p>Verifying ahead: when the range spans more than one window and the
  * reader has a verifier (the client's small shared executor), up to
@@ -43,13 +46,14 @@ import org.hdfsrdma.protocol.ChunkSums;
  * while the verifier is on the window the caller needs, the caller verifies
  * the next one nobody has started, then waits for it: both cores verify when
  * the caller is the faster. No byte is handed out before its
- * window is verified: a window that fails is the caller's
+ * window is verified, and the bytes handed out are the ones verified (the
+ * private copy): a window that fails is the caller's
  * {@link ChecksumException} (at the bad chunk's position) when the caller
  * reaches it, not before, and again on every later read. {@link #close()}
  * withdraws the windows not started and waits for one being verified (a
- * window's work is bounded), then unmaps both files, so nothing of the reader
- * is in use afterwards and {@link NativeFiles#mappedBytes()} is back where it
- * was; a closed reader fails every read.
+ * window's work is bounded), then closes the block file's descriptor, so
+ * nothing of the reader is in use afterwards and {@link NativeFiles#fdsHeld()}
+ * is back where it was; a closed reader fails every read.
  *
  * <p>Reads whole chunks from the chunk holding the range's start, up to one
  * window per call. Not thread-safe (the verifier only reads what the
@@ -64,11 +68,9 @@ final class LocalBlockReader implements BlockReader {
   static final boolean NATIVE_CRC = HrdmaNative.isAvailable();
   private final ExtendedBlock block;
   private final String name;    // for messages: the replica, never a path (the client knows none)
-  private final NativeFiles.Mapping dataMap; // null for an empty range
-  private final ByteBuffer map; // the block file from mapStart to fileEnd; never moved, only sliced
-  private final long mapStart;
-  private final NativeFiles.Mapping metaMap;
-  private final ByteBuffer meta; // the whole .meta file; never moved, only sliced
+  private final NativeFiles.Fd data; // the block file, read with pread(2); closed by close()
+  private final long mapStart;       // block offset of the range's first chunk
+  private final ByteBuffer sums;     // the sums of the chunks of [mapStart, fileEnd), direct; never moved
   private final DataChecksum checksum;
   private final int bpc;
   private final int sumSize;
@@ -85,89 +87,121 @@ final class LocalBlockReader implements BlockReader {
   private final ArrayDeque<Window> queued = new ArrayDeque<>();
   private long nextWindow;      // block offset of the first window not made yet
   private ByteBuffer buf;       // the verified window being read, position = next to deliver
+  private ByteBuffer bufOwned;  // the pooled buffer behind buf, given back when the next window is read
   private long pos;             // block offset of the next byte to deliver
   private boolean closed;
 
   /**
-   * Maps what the range needs of {@code data} and {@code meta}; the caller
-   * still closes the descriptors (at once: the mappings outlive them).
+   * Takes {@code data} and {@code metaFd} over (closed here: the .meta file once the range's sums
+   * are read, the block file by {@link #close()}; both if this throws).
    *
    * @param visibleLength the replica's length (the DataNode checked the replica has it)
    * @param windowBytes bytes verified (and at most handed out) at a time, rounded down to whole chunks
-   * @param verifier where windows are verified ahead of the caller, or null
+   * @param verifier where windows are read and verified ahead of the caller, or null
    * @param ahead windows the verifier may be given beyond the one being read (0: none)
    * @param verify whether to verify checksums; false only for a replica the DataNode caches (it
    *     verified it when it cached it, and mlocked pages are not read from the disk again)
    * @param readAheadBytes how far beyond the windows made the kernel is asked to read the block file
-   *     into the page cache (MADV_WILLNEED), in steps of half of it: a cold file's pages are then on
-   *     their way before the reader or the verifier faults on them, several requests deep, where
-   *     faults alone read it a fault's read-around at a time; 0: not asked
-   * @throws IOException the files are not what they should be (too short, no checksums), or cannot be mapped
+   *     into the page cache (posix_fadvise WILLNEED), in steps of half of it: a cold file's pages are
+   *     then on their way before the reader or the verifier reads them, several requests deep; 0: not asked
+   * @throws IOException the files are not what they should be (too short, no checksums), or cannot be read
    */
   LocalBlockReader(ExtendedBlock block, NativeFiles.Fd data, NativeFiles.Fd metaFd, long visibleLength,
       long offsetInBlock, long length, int windowBytes, Executor verifier, int ahead, boolean verify,
       long readAheadBytes)
       throws IOException {
-    if (offsetInBlock < 0 || length < 0 || offsetInBlock + length > visibleLength) {
-      throw new IOException("range [" + offsetInBlock + ", " + (offsetInBlock + length) + ") is not in "
-          + block + " of " + visibleLength + " bytes");
-    }
-    this.block = block;
-    this.name = "replica " + block;
-    this.headerBytes = BlockMetadataHeader.getHeaderSize();
-    if (data.size() < visibleLength) {
-      throw new IOException("the block file of " + block + " has " + data.size() + " bytes, " + visibleLength
-          + " expected");
-    }
-    if (metaFd.size() < headerBytes || metaFd.size() > Integer.MAX_VALUE) {
-      throw new IOException("the .meta file of " + block + " has " + metaFd.size() + " bytes");
-    }
-    NativeFiles.Mapping mm = mapOf(metaFd, 0, metaFd.size(), block);
-    NativeFiles.Mapping dm = null;
-    try {
-      this.meta = mm.buffer();
-      checksum = checksumOf(meta, block);
+    try (metaFd) {
+      if (offsetInBlock < 0 || length < 0 || offsetInBlock + length > visibleLength) {
+        throw new IOException("range [" + offsetInBlock + ", " + (offsetInBlock + length) + ") is not in "
+            + block + " of " + visibleLength + " bytes");
+      }
+      this.block = block;
+      this.name = "replica " + block;
+      this.headerBytes = BlockMetadataHeader.getHeaderSize();
+      if (data.size() < visibleLength) {
+        throw new IOException("the block file of " + block + " has " + data.size() + " bytes, " + visibleLength
+            + " expected");
+      }
+      if (metaFd.size() < headerBytes || metaFd.size() > Integer.MAX_VALUE) {
+        throw new IOException("the .meta file of " + block + " has " + metaFd.size() + " bytes");
+      }
+      checksum = checksumOf(metaFd, block);
       this.bpc = checksum.getBytesPerChecksum();
       this.sumSize = checksum.getChecksumSize();
       this.end = offsetInBlock + length;
       this.fileEnd = Math.min(visibleLength, (end + bpc - 1) / bpc * bpc);
       this.window = Math.max(1, windowBytes / bpc) * bpc;
       this.mapStart = offsetInBlock / bpc * bpc;
-      if (fileEnd - mapStart > Integer.MAX_VALUE) {
-        throw new IOException("[" + mapStart + ", " + fileEnd + ") of " + block + " is too large to map");
-      }
-      if (fileEnd > mapStart) {
-        dm = mapOf(data, mapStart, fileEnd - mapStart, block);
-        this.map = dm.buffer();
-      } else {
-        this.map = ByteBuffer.allocate(0);
-      }
+      this.sums = fileEnd > mapStart ? sumsOf(metaFd, checksum, mapStart, fileEnd, block) : ByteBuffer.allocate(0);
     } catch (IOException | RuntimeException e) {
-      mm.close();
-      if (dm != null) {
-        dm.close();
-      }
+      data.close();
       throw e;
     }
-    this.metaMap = mm;
-    this.dataMap = dm;
+    this.data = data;
     this.nextWindow = mapStart;
     this.advised = mapStart;
     this.readAhead = readAheadBytes;
     this.pos = offsetInBlock;
     // a range of one window is verified by the caller: handing it over would only add a wait
     this.verify = verify;
-    boolean overlap = verify && verifier != null && ahead > 0 && end - mapStart > window;
+    // the verifier reads ahead even for a cached replica (no checksums): the copy is the work then
+    boolean overlap = verifier != null && ahead > 0 && end - mapStart > window;
     this.verifier = overlap ? verifier : null;
     this.ahead = overlap ? ahead : 0;
-    this.buf = map.slice(0, 0);
+    this.buf = ByteBuffer.allocate(0);
     queueWindows();
   }
 
-  /** The checksum a replica's mapped .meta file declares (its header). */
+  /** The checksum a replica's .meta file declares (its header, read with pread). */
+  static DataChecksum checksumOf(NativeFiles.Fd meta, ExtendedBlock block) throws IOException {
+    ByteBuffer h = ByteBuffer.allocateDirect(BlockMetadataHeader.getHeaderSize());
+    readFully(meta, 0, h, "the .meta file", block);
+    return checksumOf(h.flip(), block);
+  }
+
+  /**
+   * The sums of the chunks of {@code [from, to)} (from on a chunk boundary) in {@code meta},
+   * read into a direct buffer of their own.
+   */
+  static ByteBuffer sumsOf(NativeFiles.Fd meta, DataChecksum c, long from, long to, ExtendedBlock block)
+      throws IOException {
+    int bpc = c.getBytesPerChecksum();
+    long chunks = (to - from + bpc - 1) / bpc;
+    long at = BlockMetadataHeader.getHeaderSize() + from / bpc * c.getChecksumSize();
+    long n = chunks * c.getChecksumSize();
+    if (at + n > meta.size()) {
+      throw new EOFException("the .meta file of " + block + " ends at " + meta.size() + ", before the sums of ["
+          + from + ", " + to + ")");
+    }
+    ByteBuffer b = ByteBuffer.allocateDirect((int) n);
+    readFully(meta, at, b, "the .meta file", block);
+    return b.flip();
+  }
+
+  /**
+   * Fills {@code dst} from {@code offset} of {@code fd} with pread: a short read means the file
+   * was truncated under the reader (an IOException, never a fault).
+   */
+  static void readFully(NativeFiles.Fd fd, long offset, ByteBuffer dst, String what, ExtendedBlock block)
+      throws IOException {
+    int want = dst.remaining();
+    int got;
+    try {
+      got = fd.read(offset, dst);
+    } catch (NativeException e) {
+      throw new IOException("cannot read [" + offset + ", " + (offset + want) + ") of " + what + " of " + block
+          + ": " + e.getMessage(), e);
+    }
+    if (got < want) {
+      throw new EOFException(what + " of " + block + " ends at " + (offset + got) + ", before " + (offset + want)
+          + ": it was truncated while it was read");
+    }
+  }
+
+  /** The checksum a .meta file's header (from its position) declares. */
   static DataChecksum checksumOf(ByteBuffer meta, ExtendedBlock block) throws IOException {
     byte[] h = new byte[BlockMetadataHeader.getHeaderSize()];
-    meta.get(0, h);
+    meta.get(meta.position(), h);
     DataChecksum c = BlockMetadataHeader.readHeader(new DataInputStream(new ByteArrayInputStream(h))).getChecksum();
     if (c.getChecksumSize() == 0 || c.getBytesPerChecksum() <= 0) {
       throw new IOException("the .meta file of " + block + " holds no checksums (" + c + ")");
@@ -208,7 +242,7 @@ final class LocalBlockReader implements BlockReader {
     long[] advice = adviseAhead();
     while (queued.size() <= ahead && nextWindow < end) {
       int n = (int) Math.min(window, fileEnd - nextWindow);
-      Window w = new Window(nextWindow, map.slice((int) (nextWindow - mapStart), n), advice);
+      Window w = new Window(nextWindow, n, advice);
       advice = null; // the first window made asks for it: the verifier when it takes the window
       queued.addLast(w);
       nextWindow += n;
@@ -230,7 +264,7 @@ final class LocalBlockReader implements BlockReader {
    * the call only walks the page cache, better not on the caller's time). Null: nothing to ask.
    */
   private long[] adviseAhead() {
-    if (readAhead <= 0 || dataMap == null || advised >= fileEnd) {
+    if (readAhead <= 0 || advised >= fileEnd) {
       return null;
     }
     long to = Math.min(fileEnd, nextWindow + readAhead);
@@ -238,10 +272,10 @@ final class LocalBlockReader implements BlockReader {
       long from = advised;
       advised = to;
       if (verifier != null && nextWindow > mapStart) {
-        return new long[] {from - mapStart, to - from};
+        return new long[] {from, to - from};
       }
       try {
-        dataMap.willNeed(from - mapStart, to - from);
+        data.willNeed(from, to - from);
       } catch (NativeException e) { // advisory: the reader's faults read the file as before
         advised = fileEnd;
       }
@@ -266,7 +300,9 @@ final class LocalBlockReader implements BlockReader {
     w.await();
     w.rethrow(); // it stays at the head: every later read fails the same way
     queued.removeFirst();
-    buf = w.data;
+    WindowBuffers.give(bufOwned); // the caller has copied all it wanted of the last window
+    bufOwned = w.data;
+    buf = w.data.duplicate();
     // deliver from the range's start (the first window starts at its chunk) and no further than its end
     buf.limit((int) Math.min(buf.limit(), end - w.start));
     buf.position((int) (pos - w.start));
@@ -280,15 +316,17 @@ final class LocalBlockReader implements BlockReader {
     }
   }
 
-  /** A window of the range: its chunks verified by whichever thread runs it first. */
+  /** A window of the range: read and its chunks verified by whichever thread runs it first. */
   final class Window extends VerifyOnce {
     final long start;
-    final ByteBuffer data; // a slice of the map, never moved by the verifying thread
-    private final long[] advice; // {offset in the map, length} to ask the kernel to read first, or null
+    final int length;
+    final ByteBuffer data; // private (pooled) and direct: the bytes read and verified, never moved
+    private final long[] advice; // {file offset, length} to ask the kernel to read first, or null
 
-    Window(long start, ByteBuffer data, long[] advice) {
+    Window(long start, int length, long[] advice) {
       this.start = start;
-      this.data = data;
+      this.length = length;
+      this.data = WindowBuffers.take(window).limit(length);
       this.advice = advice;
     }
 
@@ -296,52 +334,38 @@ final class LocalBlockReader implements BlockReader {
     protected void check() throws IOException {
       if (advice != null) {
         try {
-          dataMap.willNeed(advice[0], advice[1]);
+          LocalBlockReader.this.data.willNeed(advice[0], advice[1]);
         } catch (NativeException e) {
-          // advisory: faults read the file as before
+          // advisory: reads fetch the file as before
         }
       }
-      if (!verify) {
-        return;
-      }
-      try {
-        verifyWindow(data.duplicate(), start);
-      } catch (InternalError e) { // a fault reading the mapping: the file shrank under us
-        throw new IOException("the block file of " + block + " changed while it was read: " + e.getMessage(), e);
+      readFully(LocalBlockReader.this.data, start, data.duplicate(), "the block file", block);
+      if (verify) {
+        int s = (int) ((start - mapStart) / bpc * sumSize);
+        verifyChunks(checksum, sums.slice(s, (length + bpc - 1) / bpc * sumSize), data.duplicate(), start, name,
+            block);
       }
     }
-  }
-
-  /**
-   * Verifies the chunks of {@code w} (block offset {@code at}) against their
-   * sums in the .meta file. CRC32C (what HDFS writes) runs straight on the
-   * mapping (libhrdma's ISA-L where it is loaded, else the JDK's intrinsic;
-   * Hadoop's own verifier copies each chunk of a direct buffer into an array
-   * first); other checksum types go to Hadoop's. Runs on any thread: touches
-   * only what the constructor set up.
-   */
-  private void verifyWindow(ByteBuffer w, long at) throws IOException {
-    verifyChunks(checksum, meta, w, at, name, block);
   }
 
   /**
    * Verifies {@code w} (whole chunks from block offset {@code at}, the
-   * replica's last chunk may be short) against the sums in the mapped .meta
-   * file {@code meta} of {@code checksum}'s type.
+   * replica's last chunk may be short; private memory, never a mapping of the
+   * file: the checksum code is not protected against faults) against
+   * {@code sums} (exactly its chunks' sums, private too) of
+   * {@code checksum}'s type. CRC32C (what HDFS writes) runs on libhrdma's
+   * ISA-L where it is loaded, else the JDK's intrinsic; other checksum types
+   * go to Hadoop's. Runs on any thread.
    */
-  static void verifyChunks(DataChecksum checksum, ByteBuffer meta, ByteBuffer w, long at, String name,
+  static void verifyChunks(DataChecksum checksum, ByteBuffer sums, ByteBuffer w, long at, String name,
       ExtendedBlock block) throws IOException {
-    long headerBytes = BlockMetadataHeader.getHeaderSize();
     int bpc = checksum.getBytesPerChecksum();
     int sumSize = checksum.getChecksumSize();
     int n = w.remaining();
     int chunks = (n + bpc - 1) / bpc;
-    long from = headerBytes + at / bpc * sumSize;
-    if (from + (long) chunks * sumSize > meta.capacity()) {
-      throw new EOFException("the .meta file of " + block + " ends at " + meta.capacity() + ", before the sums of ["
-          + at + ", " + (at + n) + ")");
+    if (sums.remaining() != chunks * sumSize) {
+      throw new IllegalArgumentException(sums.remaining() + " bytes of sums for " + chunks + " chunks");
     }
-    ByteBuffer sums = meta.slice((int) from, chunks * sumSize);
     boolean crc32c = checksum.getChecksumType() == DataChecksum.Type.CRC32C;
     if (crc32c && w.isDirect() && sums.isDirect() && NATIVE_CRC) {
       long bad;
@@ -385,11 +409,7 @@ final class LocalBlockReader implements BlockReader {
       return -1;
     }
     int n = Math.min(dst.remaining(), buf.remaining());
-    try {
-      dst.put(dst.position(), buf, buf.position(), n);
-    } catch (InternalError e) {
-      throw new IOException("the block file of " + block + " changed while it was read: " + e.getMessage(), e);
-    }
+    dst.put(dst.position(), buf, buf.position(), n);
     dst.position(dst.position() + n);
     buf.position(buf.position() + n);
     pos += n;
@@ -406,11 +426,7 @@ final class LocalBlockReader implements BlockReader {
       return -1;
     }
     int n = Math.min(len, buf.remaining());
-    try {
-      buf.get(b, off, n);
-    } catch (InternalError e) {
-      throw new IOException("the block file of " + block + " changed while it was read: " + e.getMessage(), e);
-    }
+    buf.get(b, off, n);
     pos += n;
     return n;
   }
@@ -434,7 +450,7 @@ final class LocalBlockReader implements BlockReader {
 
   /**
    * Withdraws the windows the verifier has not started, waits for those it is
-   * verifying, then unmaps both files. Idempotent.
+   * verifying, gives their buffers back and closes the block file. Idempotent.
    */
   @Override
   public void close() {
@@ -449,14 +465,14 @@ final class LocalBlockReader implements BlockReader {
     }
     for (Window w : queued) {
       w.await();
+      WindowBuffers.give(w.data);
     }
     queued.clear();
     buf = ByteBuffer.allocate(0);
-    // no thread touches the mappings any more: windows withdrawn or done, bytes copied out
-    metaMap.close();
-    if (dataMap != null) {
-      dataMap.close();
-    }
+    WindowBuffers.give(bufOwned);
+    bufOwned = null;
+    // no thread uses the descriptor or the buffers any more: windows withdrawn or done
+    data.close();
   }
 
   @Override

@@ -16,7 +16,6 @@ import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.zip.CRC32C;
 import org.apache.hadoop.fs.ChecksumException;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.server.datanode.BlockMetadataHeader;
@@ -26,20 +25,24 @@ import org.hdfsrdma.nativelib.NativeFiles;
 import org.hdfsrdma.protocol.ChunkSums;
 
 /**
- * Finalized replicas of this host kept mapped for positional reads, as stock's
+ * Finalized replicas of this host kept open for positional reads, as stock's
  * short-circuit cache keeps replicas' streams: the first positional read of a
  * replica asks its DataNode for the files (token checked, descriptors passed),
- * maps the whole block and .meta file and closes the descriptors; later
- * positional reads of it, from any thread, verify the chunks they touch and
- * copy, with no exchange, no descriptor and no mapping of their own.
+ * reads the whole .meta file's sums and closes its descriptor, and keeps the
+ * block file's; later positional reads of it, from any thread, read the chunks
+ * they touch with pread(2) into a private buffer, verify them there and copy
+ * them out, with no exchange and no descriptor of their own. Not mapped: a
+ * replica truncated in place (an HDFS truncate) faults on a mapping's pages
+ * past its new end (SIGBUS), which the checksum code would not survive; a
+ * pread only comes back short, an IOException.
  *
  * <p>Keyed by DataNode, block and generation stamp, so a replica appended to
  * or truncated since (a new generation stamp) is asked for again. At most
  * {@code capacity} replicas; the least recently used beyond that, and those
- * unused for {@code expiryMs}, are dropped. A replica is unmapped once dropped
- * and no read holds it (reference counted), so a read never sees its mapping
- * go. A replica whose read failed (checksum, a fault because the file shrank)
- * is dropped at once: the next read asks the DataNode again.
+ * unused for {@code expiryMs}, are dropped. A replica's descriptor is closed once
+ * dropped and no read holds it (reference counted), so a read never sees it
+ * go. A replica whose read failed (checksum, a short read because the file
+ * shrank) is dropped at once: the next read asks the DataNode again.
  *
  * <p>A replica does not outlive the run of the DataNode that gave it: stock's
  * short-circuit cache learns of a DataNode's exit when it closes the shared
@@ -87,7 +90,8 @@ final class LocalReplicas implements AutoCloseable {
   private final long expiryNanos;
   /** Access order: the eldest is the least recently used. Guarded by this. */
   private final LinkedHashMap<Key, Replica> map = new LinkedHashMap<>(16, 0.75f, true);
-  private final AtomicLong mappedBytes = new AtomicLong();
+  private final AtomicLong sumBytes = new AtomicLong();
+  private final AtomicLong filesOpen = new AtomicLong();
   private final AtomicLong opened = new AtomicLong();
   private final AtomicLong hits = new AtomicLong();
   private final AtomicLong stale = new AtomicLong();
@@ -149,8 +153,9 @@ final class LocalReplicas implements AutoCloseable {
     // the file looked at before the exchange: should the plugin restart meanwhile, the next hit asks again
     SocketFile before = serverAt(socketPath, System.nanoTime(), true);
     Replica fresh;
-    try (ShortCircuitClient.Fds f = opener.open()) {
-      fresh = new Replica(key, block, f.data(), f.meta(), socketPath, before);
+    ShortCircuitClient.Fds f = opener.open();
+    try (NativeFiles.Fd meta = f.meta()) {
+      fresh = new Replica(key, block, f.data(), meta, socketPath, before); // keeps the block file open
     }
     opened.incrementAndGet();
     fresh.retain(); // the caller's reference; the cache holds the first
@@ -223,7 +228,7 @@ final class LocalReplicas implements AutoCloseable {
     }
   }
 
-  /** Drops {@code r} from the cache (its read failed); unmapped once no read holds it. */
+  /** Drops {@code r} from the cache (its read failed); closed once no read holds it. */
   void invalidate(Replica r) {
     boolean removed;
     synchronized (this) {
@@ -234,7 +239,7 @@ final class LocalReplicas implements AutoCloseable {
     }
   }
 
-  /** Drops every cached replica (each unmapped once no read holds it). */
+  /** Drops every cached replica (each closed once no read holds it). */
   void clear() {
     List<Replica> all;
     synchronized (this) {
@@ -254,9 +259,14 @@ final class LocalReplicas implements AutoCloseable {
     return map.size();
   }
 
-  /** Bytes mapped by cached replicas and by dropped ones reads still hold. */
-  long mappedBytes() {
-    return mappedBytes.get();
+  /** Bytes of sums held by cached replicas and by dropped ones reads still hold. */
+  long sumBytes() {
+    return sumBytes.get();
+  }
+
+  /** Block files held open by cached replicas and by dropped ones reads still hold. */
+  long filesOpen() {
+    return filesOpen.get();
   }
 
   /** Replicas opened (short-circuit exchanges made) for positional reads. */
@@ -283,30 +293,28 @@ final class LocalReplicas implements AutoCloseable {
   }
 
   /**
-   * A replica's block file (its visible length) and .meta file, mapped.
-   * Reads run concurrently: they only read the mappings, through buffers of their own.
+   * A replica's block file (its visible length), open, and the sums of its
+   * chunks, read from its .meta file. Reads run concurrently: pread into
+   * buffers of their own.
    */
   final class Replica {
     final Key key;
     private final ExtendedBlock block;
     private final String name; // for messages: the replica, never a path
-    private final NativeFiles.Mapping dataMap;
-    private final ByteBuffer data; // never moved: read by absolute index or through duplicates
-    private final NativeFiles.Mapping metaMap;
-    private final ByteBuffer meta;
+    private final NativeFiles.Fd dataFd;
+    private final ByteBuffer sums; // direct, every chunk's sum; never moved: read by slices
     private final DataChecksum checksum;
-    private final boolean crc32c;
     private final int bpc;
     private final int sumSize;
-    private final int headerBytes;
     private final long length;
     /** The DataNode's short-circuit socket it came from, and which file was there ({@link #serverAt}). */
     private final String socketPath;
     private final SocketFile server;
-    /** The cache's reference plus one per read in progress; unmapped at 0. */
+    /** The cache's reference plus one per read in progress; closed at 0. */
     private final AtomicInteger refs = new AtomicInteger(1);
     private volatile long lastUsed;
 
+    /** Takes {@code dataFd} over (closed with the replica, or here if this throws); the caller closes {@code metaFd}. */
     private Replica(Key key, ExtendedBlock block, NativeFiles.Fd dataFd, NativeFiles.Fd metaFd, String socketPath,
         SocketFile server) throws IOException {
       this.key = key;
@@ -315,60 +323,35 @@ final class LocalReplicas implements AutoCloseable {
       this.block = block;
       this.name = "replica " + block;
       this.length = key.length();
-      if (length < 1 || length > Integer.MAX_VALUE) {
-        throw new IOException(block + " of " + length + " bytes is not kept mapped");
-      }
-      if (dataFd.size() < length) {
-        throw new IOException("the block file of " + block + " has " + dataFd.size() + " bytes, " + length
-            + " expected");
-      }
-      this.headerBytes = BlockMetadataHeader.getHeaderSize();
-      if (metaFd.size() < headerBytes || metaFd.size() > Integer.MAX_VALUE) {
-        throw new IOException("the .meta file of " + block + " has " + metaFd.size() + " bytes");
-      }
-      NativeFiles.Mapping mm = LocalBlockReader.mapOf(metaFd, 0, metaFd.size(), block);
-      NativeFiles.Mapping dm = null;
       try {
-        this.meta = mm.buffer();
-        byte[] h = new byte[headerBytes];
-        meta.get(0, h);
-        this.checksum = BlockMetadataHeader.readHeader(new DataInputStream(new ByteArrayInputStream(h)))
-            .getChecksum();
-        if (checksum.getChecksumSize() == 0 || checksum.getBytesPerChecksum() <= 0) {
-          throw new IOException("the .meta file of " + block + " holds no checksums (" + checksum + ")");
+        if (length < 1 || length > Integer.MAX_VALUE) {
+          throw new IOException(block + " of " + length + " bytes is not kept open");
         }
+        if (dataFd.size() < length) {
+          throw new IOException("the block file of " + block + " has " + dataFd.size() + " bytes, " + length
+              + " expected");
+        }
+        if (metaFd.size() < BlockMetadataHeader.getHeaderSize() || metaFd.size() > Integer.MAX_VALUE) {
+          throw new IOException("the .meta file of " + block + " has " + metaFd.size() + " bytes");
+        }
+        this.checksum = LocalBlockReader.checksumOf(metaFd, block);
         this.bpc = checksum.getBytesPerChecksum();
         this.sumSize = checksum.getChecksumSize();
-        this.crc32c = checksum.getChecksumType() == DataChecksum.Type.CRC32C;
-        long chunks = (length + bpc - 1) / bpc;
-        if (headerBytes + chunks * sumSize > meta.capacity()) {
-          throw new IOException("the .meta file of " + block + " has " + meta.capacity() + " bytes, too few for "
-              + chunks + " checksums");
-        }
-        dm = LocalBlockReader.mapOf(dataFd, 0, length, block);
-        try {
-          dm.adviseRandom(); // positional reads: a cold page costs its own read, not the device's read-ahead
-        } catch (NativeException e) {
-          // only slower when cold
-        }
-        this.data = dm.buffer();
+        this.sums = LocalBlockReader.sumsOf(metaFd, checksum, 0, length, block);
       } catch (IOException | RuntimeException e) {
-        mm.close();
-        if (dm != null) {
-          dm.close();
-        }
+        dataFd.close();
         throw e;
       }
-      this.metaMap = mm;
-      this.dataMap = dm;
-      mappedBytes.addAndGet(mm.length() + dm.length());
+      this.dataFd = dataFd;
+      sumBytes.addAndGet(sums.capacity());
+      filesOpen.incrementAndGet();
     }
 
     private boolean retain() {
       while (true) {
         int n = refs.get();
         if (n <= 0) {
-          return false; // being unmapped
+          return false; // being closed
         }
         if (refs.compareAndSet(n, n + 1)) {
           return true;
@@ -376,12 +359,12 @@ final class LocalReplicas implements AutoCloseable {
       }
     }
 
-    /** Gives back a reference; the last one unmaps. */
+    /** Gives back a reference; the last one closes the block file. */
     void release() {
       if (refs.decrementAndGet() == 0) {
-        metaMap.close();
-        dataMap.close();
-        mappedBytes.addAndGet(-(metaMap.length() + dataMap.length()));
+        dataFd.close();
+        sumBytes.addAndGet(-sums.capacity());
+        filesOpen.decrementAndGet();
       }
     }
 
@@ -394,81 +377,61 @@ final class LocalReplicas implements AutoCloseable {
      * {@code off}, after verifying the chunks that hold it.
      *
      * @throws ChecksumException a chunk of the range does not match its checksum (at that chunk's block offset)
-     * @throws IOException the range is not in the replica, or the file shrank under the mapping
+     * @throws IOException the range is not in the replica, or the file shrank under the read
      */
     void read(long offset, byte[] b, int off, int len) throws IOException {
       check(offset, len);
-      try {
-        verify(offset, len);
-        data.get((int) offset, b, off, len);
-      } catch (InternalError e) {
-        throw changed(e);
-      }
+      readVerified(offset, len, (piece, at) -> piece.get(b, off + (int) (at - offset), piece.remaining()));
     }
 
     /** As {@link #read(long, byte[], int, int)}, into {@code dst} from its position (moved past the bytes). */
     void read(long offset, ByteBuffer dst, int len) throws IOException {
       check(offset, len);
-      try {
-        verify(offset, len);
-        dst.put(dst.position(), data, (int) offset, len);
-      } catch (InternalError e) {
-        throw changed(e);
+      int p = dst.position();
+      readVerified(offset, len, (piece, at) -> dst.put(p + (int) (at - offset), piece, piece.position(),
+          piece.remaining()));
+      dst.position(p + len);
+    }
+
+    /** Where a read's verified pieces go: {@code piece} (from its position) holds block offset {@code at} on. */
+    private interface Sink {
+      void take(ByteBuffer piece, long at);
+    }
+
+    /**
+     * Reads the whole chunks holding {@code [offset, offset + len)} with pread, a
+     * piece at a time into a pooled buffer, verifies each and hands the part of
+     * it in the range to {@code sink}.
+     */
+    private void readVerified(long offset, int len, Sink sink) throws IOException {
+      if (len == 0) {
+        return;
       }
-      dst.position(dst.position() + len);
+      long from = offset / bpc * bpc;
+      long to = Math.min(length, (offset + len + bpc - 1) / bpc * bpc);
+      int piece = Math.max(1, PIECE / bpc) * bpc;
+      ByteBuffer buf = WindowBuffers.take(piece);
+      try {
+        for (long at = from; at < to; at += piece) {
+          int n = (int) Math.min(piece, to - at);
+          ByteBuffer w = buf.clear().limit(n);
+          LocalBlockReader.readFully(dataFd, at, w.duplicate(), "the block file", block);
+          int s = (int) (at / bpc * sumSize);
+          LocalBlockReader.verifyChunks(checksum, sums.slice(s, (n + bpc - 1) / bpc * sumSize), w.duplicate(), at, name,
+              block);
+          long a = Math.max(at, offset);
+          long e = Math.min(at + n, offset + len);
+          sink.take(w.limit((int) (e - at)).position((int) (a - at)), a);
+        }
+      } finally {
+        WindowBuffers.give(buf);
+      }
     }
 
     private void check(long offset, int len) throws IOException {
       if (offset < 0 || len < 0 || offset + len > length) {
         throw new IOException("range [" + offset + ", " + (offset + len) + ") is not in " + block + " of " + length
             + " bytes");
-      }
-    }
-
-    private IOException changed(InternalError e) {
-      return new IOException("the block file of " + block + " changed while it was read: " + e.getMessage(), e);
-    }
-
-    /** Verifies the whole chunks holding {@code [offset, offset + len)}. */
-    private void verify(long offset, int len) throws IOException {
-      if (len == 0) {
-        return;
-      }
-      int from = (int) (offset / bpc * bpc);
-      int to = (int) Math.min(length, (offset + len + bpc - 1) / bpc * bpc);
-      if (to - from >= WILLNEED_BYTES) {
-        try {
-          // the mapping is advised random: without this a cold large range would fault a page at a time
-          dataMap.willNeed(from, to - from);
-        } catch (NativeException e) {
-          // only slower when cold
-        }
-      }
-      int sums = headerBytes + from / bpc * sumSize;
-      if (crc32c) {
-        verifyCrc32c(from, to, sums);
-        return;
-      }
-      // another checksum type (older files): Hadoop's verifier, with a DataChecksum of this read's own
-      DataChecksum dc = DataChecksum.newDataChecksum(checksum.getChecksumType(), bpc);
-      int chunks = (to - from + bpc - 1) / bpc;
-      ChunkSums.verify(dc, data.slice(from, to - from), meta.slice(sums, chunks * sumSize), name, from);
-    }
-
-    /** CRC32C chunk by chunk straight on the mapping (the JDK's intrinsic), with this thread's CRC32C. */
-    private void verifyCrc32c(int from, int to, int sums) throws ChecksumException {
-      CRC32C crc = CRC.get();
-      ByteBuffer d = data.duplicate();
-      for (int at = from, s = sums; at < to; at += bpc, s += sumSize) {
-        int end = Math.min(to, at + bpc);
-        d.limit(end).position(at);
-        crc.reset();
-        crc.update(d);
-        int want = meta.getInt(s);
-        if ((int) crc.getValue() != want) {
-          throw new ChecksumException(String.format("Checksum CRC32C not matched for file %s at position %d: "
-              + "expected=%X but computed=%X", name, at, want, (int) crc.getValue()), at);
-        }
       }
     }
 
@@ -615,9 +578,6 @@ final class LocalReplicas implements AutoCloseable {
     }
   }
 
-  /** Reads of at least this many bytes ask the kernel to read their range in first (one call, large requests). */
-  static final int WILLNEED_BYTES = 32 * 1024;
-
-  /** One CRC32C per reading thread: nothing of it is allocated per read. */
-  private static final ThreadLocal<CRC32C> CRC = ThreadLocal.withInitial(CRC32C::new);
+  /** Bytes read and verified at a time by a positional read (a pooled buffer's). */
+  static final int PIECE = 512 * 1024;
 }

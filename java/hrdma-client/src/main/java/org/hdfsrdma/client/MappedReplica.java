@@ -17,13 +17,19 @@ import org.hdfsrdma.nativelib.NativeFiles;
  * A finalized replica on this host mapped read-only for zero-copy reads
  * ({@code read(ByteBufferPool, int, EnumSet<ReadOption>)}): the block file
  * from the chunk holding the first offset asked for to the replica's end (at
- * most 2 GiB, a ByteBuffer's reach) and the whole .meta file, mapped from the
- * descriptors the DataNode passed ({@link ShortCircuitClient}), as stock's
+ * most 2 GiB, a ByteBuffer's reach) mapped from the descriptor the DataNode
+ * passed ({@link ShortCircuitClient}), as stock's
  * {@code ShortCircuitReplica#getOrCreateClientMmap}. The slices it hands out
- * are read-only views of the page cache; their chunks are verified against
- * the .meta file before they are handed out unless the caller skips
- * checksums or the DataNode caches the replica (stock hands out mapped bytes
- * only then, and verifies nothing itself).
+ * are read-only views of the page cache; their chunks are verified before
+ * they are handed out unless the caller skips checksums or the DataNode
+ * caches the replica (stock hands out mapped bytes only then, and verifies
+ * nothing itself). Verified not on the mapping but on a private copy read
+ * with pread(2) (against the range's sums, read from the .meta file when
+ * mapped): a replica truncated in place faults on the mapping's pages past
+ * its new end (SIGBUS), which the checksum code would not survive; a pread
+ * only comes back short, an IOException. The slices handed out can still
+ * fault when the caller touches them after such a truncate, as stock's
+ * mapped reads: Java's buffer accesses turn the fault into an InternalError.
  *
  * <p>Verifying ahead: as a short-circuit reader's, the windows beyond the
  * slice being handed out go to the client's verifier (up to {@code ahead}
@@ -47,10 +53,10 @@ final class MappedReplica {
   private final ExtendedBlock block;
   private final DatanodeInfo dn;
   private final String name;
+  private final NativeFiles.Fd dataFd; // read with pread to verify; closed with the mapping
   private final NativeFiles.Mapping dataMap;
   private final ByteBuffer data; // [mapStart, mapEnd) of the block file; only sliced
-  private final NativeFiles.Mapping metaMap;
-  private final ByteBuffer meta;
+  private final ByteBuffer sums; // direct: the sums of the chunks of [mapStart, mapEnd); never moved
   private final DataChecksum checksum;
   private final int bpc;
   private final long mapStart;
@@ -66,15 +72,15 @@ final class MappedReplica {
   /** Windows handed to the verifier from {@link #verifiedTo} on, in block order. */
   private final ArrayDeque<Ahead> queued = new ArrayDeque<>();
 
-  private MappedReplica(ExtendedBlock block, DatanodeInfo dn, NativeFiles.Mapping dataMap, NativeFiles.Mapping metaMap,
-      DataChecksum checksum, long mapStart, long mapEnd, boolean cached) {
+  private MappedReplica(ExtendedBlock block, DatanodeInfo dn, NativeFiles.Fd dataFd, NativeFiles.Mapping dataMap,
+      ByteBuffer sums, DataChecksum checksum, long mapStart, long mapEnd, boolean cached) {
     this.block = block;
     this.dn = dn;
     this.name = "replica " + block;
+    this.dataFd = dataFd;
     this.dataMap = dataMap;
     this.data = dataMap.buffer();
-    this.metaMap = metaMap;
-    this.meta = metaMap.buffer();
+    this.sums = sums;
     this.checksum = checksum;
     this.bpc = checksum.getBytesPerChecksum();
     this.mapStart = mapStart;
@@ -87,37 +93,37 @@ final class MappedReplica {
 
   /**
    * Maps {@code f}'s replica (of {@code visibleLength} bytes) from the chunk
-   * holding {@code offsetInBlock} on; the caller still closes {@code f} (the
-   * mappings outlive the descriptors).
+   * holding {@code offsetInBlock} on; takes {@code f} over (closed here if
+   * this throws, else the .meta file at once and the block file with the mapping).
    */
   static MappedReplica map(ExtendedBlock block, DatanodeInfo dn, ShortCircuitClient.Fds f, long visibleLength, long offsetInBlock)
       throws IOException {
-    if (offsetInBlock < 0 || offsetInBlock >= visibleLength) {
-      throw new IOException("offset " + offsetInBlock + " is not in " + block + " of " + visibleLength + " bytes");
-    }
-    if (f.data().size() < visibleLength) {
-      throw new IOException("the block file of " + block + " has " + f.data().size() + " bytes, " + visibleLength
-          + " expected");
-    }
-    long metaSize = f.meta().size();
-    if (metaSize < BlockMetadataHeader.getHeaderSize() || metaSize > Integer.MAX_VALUE) {
-      throw new IOException("the .meta file of " + block + " has " + metaSize + " bytes");
-    }
-    NativeFiles.Mapping mm = LocalBlockReader.mapOf(f.meta(), 0, metaSize, block);
     NativeFiles.Mapping dm = null;
-    try {
-      DataChecksum c = LocalBlockReader.checksumOf(mm.buffer(), block);
+    try (NativeFiles.Fd metaFd = f.meta()) {
+      if (offsetInBlock < 0 || offsetInBlock >= visibleLength) {
+        throw new IOException("offset " + offsetInBlock + " is not in " + block + " of " + visibleLength + " bytes");
+      }
+      if (f.data().size() < visibleLength) {
+        throw new IOException("the block file of " + block + " has " + f.data().size() + " bytes, " + visibleLength
+            + " expected");
+      }
+      long metaSize = metaFd.size();
+      if (metaSize < BlockMetadataHeader.getHeaderSize() || metaSize > Integer.MAX_VALUE) {
+        throw new IOException("the .meta file of " + block + " has " + metaSize + " bytes");
+      }
+      DataChecksum c = LocalBlockReader.checksumOf(metaFd, block);
       int bpc = c.getBytesPerChecksum();
       long start = offsetInBlock / bpc * bpc;
       // whole chunks up to 2 GiB of mapping; the replica's last chunk may be short
       long end = Math.min(visibleLength, start + (long) (Integer.MAX_VALUE / bpc) * bpc);
+      ByteBuffer sums = f.cached() ? ByteBuffer.allocate(0) : LocalBlockReader.sumsOf(metaFd, c, start, end, block);
       dm = LocalBlockReader.mapOf(f.data(), start, end - start, block);
-      return new MappedReplica(block, dn, dm, mm, c, start, end, f.cached());
+      return new MappedReplica(block, dn, f.data(), dm, sums, c, start, end, f.cached());
     } catch (IOException | RuntimeException e) {
-      mm.close();
       if (dm != null) {
         dm.close();
       }
+      f.data().close();
       throw e;
     }
   }
@@ -214,14 +220,26 @@ final class MappedReplica {
     }
   }
 
+  /** Reads {@code [a, b)} with pread into pooled buffers a piece at a time and verifies it there. */
   private void verifyChunks(long a, long b) throws IOException {
+    int sumSize = checksum.getChecksumSize();
+    int piece = Math.max(1, PIECE / bpc) * bpc;
+    ByteBuffer buf = WindowBuffers.take(piece);
     try {
-      LocalBlockReader.verifyChunks(checksum, meta, data.slice((int) (a - mapStart), (int) (b - a)), a, name,
-          block);
-    } catch (InternalError e) { // a fault reading the mapping: the file shrank under us
-      throw new IOException("the block file of " + block + " changed while it was read: " + e.getMessage(), e);
+      for (long at = a; at < b; at += piece) {
+        int n = (int) Math.min(piece, b - at);
+        ByteBuffer w = buf.clear().limit(n);
+        LocalBlockReader.readFully(dataFd, at, w.duplicate(), "the block file", block);
+        int s = (int) ((at - mapStart) / bpc * sumSize);
+        LocalBlockReader.verifyChunks(checksum, sums.slice(s, (n + bpc - 1) / bpc * sumSize), w, at, name, block);
+      }
+    } finally {
+      WindowBuffers.give(buf);
     }
   }
+
+  /** Bytes read and verified at a time (the client's default window). */
+  private static final int PIECE = 512 * 1024;
 
   /** Takes back the windows the verifier has not started and waits for those it verifies. */
   private void withdrawAll() {
@@ -269,7 +287,7 @@ final class MappedReplica {
     }
     if (--refs == 0) {
       dataMap.close();
-      metaMap.close();
+      dataFd.close();
       OPEN.decrementAndGet();
     }
   }

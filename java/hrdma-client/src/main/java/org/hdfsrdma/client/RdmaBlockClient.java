@@ -299,7 +299,7 @@ public final class RdmaBlockClient implements Closeable {
    * A short-circuit reader of {@code [offsetInBlock, offsetInBlock + length)}
    * of {@code block}'s replica on {@code datanode}, which runs on this host:
    * asks its plugin for the replica's files over its Unix domain socket (with
-   * the block token), maps them and closes the descriptors.
+   * the block token) and reads them with pread until the reader is closed.
    *
    * @throws org.apache.hadoop.hdfs.security.token.block.InvalidBlockTokenException the token was refused
    * @throws LocalReadsRefused no short-circuit socket there, or it serves no short-circuit reads
@@ -316,10 +316,10 @@ public final class RdmaBlockClient implements Closeable {
    */
   BlockReader openLocal(LocatedBlock block, DatanodeInfo datanode, long offsetInBlock, long length,
       ShortCircuitClient.Fds given) throws IOException {
-    try (ShortCircuitClient.Fds f = given != null ? given : localFiles(block, datanode)) {
-      return new LocalBlockReader(block.getBlock(), f.data(), f.meta(), block.getBlockSize(), offsetInBlock,
-          length, localWindowBytes, localVerifier, localVerifyAhead, !f.cached(), localReadAhead);
-    }
+    ShortCircuitClient.Fds f = given != null ? given : localFiles(block, datanode);
+    // the reader takes the descriptors over (it reads the block file with pread until closed)
+    return new LocalBlockReader(block.getBlock(), f.data(), f.meta(), block.getBlockSize(), offsetInBlock,
+        length, localWindowBytes, localVerifier, localVerifyAhead, !f.cached(), localReadAhead);
   }
 
   /** Short-circuit readers' verifier (null: off), the windows it verifies and how many ahead. */

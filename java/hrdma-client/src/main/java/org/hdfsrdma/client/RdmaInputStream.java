@@ -1234,7 +1234,8 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
         if (badHere.contains(dn.getDatanodeUuid()) || fs.onStockPath(dn) || !fs.tryLocal(dn)) {
           continue;
         }
-        try (ShortCircuitClient.Fds f = fs.blockClient().localFiles(lb, dn)) {
+        try {
+          ShortCircuitClient.Fds f = fs.blockClient().localFiles(lb, dn); // taken over by the replica
           RdmaBlockClient c = fs.blockClient();
           return MappedReplica.map(lb.getBlock(), dn, f, lb.getBlockSize(), inBlock)
               .verifyAhead(c.localVerifier(), c.localWindowBytes(), c.localVerifyAhead());

@@ -16,8 +16,8 @@ import org.apache.hadoop.util.DataChecksum;
 import org.junit.jupiter.api.Test;
 
 /**
- * The short-circuit readers' chunk verification ({@link LocalBlockReader#verifyChunks}): on mapped
- * (direct) data CRC32C goes to libhrdma, on heap data to the JDK; both accept good chunks and fail
+ * The short-circuit readers' chunk verification ({@link LocalBlockReader#verifyChunks}): on direct
+ * data CRC32C goes to libhrdma, on heap data to the JDK; both accept good chunks and fail
  * a bad one with the same ChecksumException, at the bad chunk's position in the block.
  */
 class ChunkVerifyTest {
@@ -31,8 +31,8 @@ class ChunkVerifyTest {
     byte[] data = new byte[len];
     new Random(5).nextBytes(data);
     DataChecksum c = DataChecksum.newDataChecksum(DataChecksum.Type.CRC32C, BPC);
-    ByteBuffer meta = meta(c, data);
     long at = 3L * BPC * 1000; // the window's offset in the block
+    ByteBuffer meta = sums(meta(c, data), at, len);
     for (boolean direct : new boolean[] {true, false}) {
       LocalBlockReader.verifyChunks(c, meta, buffer(data, direct), at, "r", BLOCK);
     }
@@ -49,7 +49,11 @@ class ChunkVerifyTest {
     }
     // a window from a chunk boundary in the middle of the data: its sums from that chunk on
     ByteBuffer w = buffer(data, true).position(10 * BPC);
-    LocalBlockReader.verifyChunks(c, meta, w.slice(), at + 10L * BPC, "r", BLOCK);
+    LocalBlockReader.verifyChunks(c, sums(meta(c, data), at + 10L * BPC, len - 10 * BPC), w.slice(),
+        at + 10L * BPC, "r", BLOCK);
+    // sums that do not match the window's chunks are a caller's bug
+    assertThrows(IllegalArgumentException.class, () -> LocalBlockReader.verifyChunks(c, meta, w.slice(),
+        at + 10L * BPC, "r", BLOCK));
   }
 
   /** A .meta file for {@code data} at block offset 3000 chunks in: header, then zeros, then its sums. */
@@ -65,6 +69,12 @@ class ChunkVerifyTest {
     }
     byte[] m = out.toByteArray();
     return ByteBuffer.allocateDirect(m.length).put(m).flip();
+  }
+
+  /** The sums of the {@code n} bytes from block offset {@code at} in {@code meta}, as the readers read them. */
+  private static ByteBuffer sums(ByteBuffer meta, long at, int n) {
+    int from = BlockMetadataHeader.getHeaderSize() + (int) (at / BPC * 4);
+    return meta.slice(from, (n + BPC - 1) / BPC * 4);
   }
 
   private static ByteBuffer buffer(byte[] b, boolean direct) {

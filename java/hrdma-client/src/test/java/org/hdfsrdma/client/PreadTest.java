@@ -77,11 +77,12 @@ class PreadTest {
   /** Every descriptor closed, nothing mapped but the kept replicas (gone when dropped), no buffer out. */
   @AfterEach
   void nothingLeaks() throws IOException {
-    assertEquals(0, NativeFiles.fdsHeld(), "descriptors held");
     LocalReplicas kept = fs.blockClient().replicas();
-    assertEquals(kept.mappedBytes(), NativeFiles.mappedBytes(), "bytes mapped beyond the replicas kept");
+    assertEquals(kept.filesOpen(), NativeFiles.fdsHeld(), "descriptors held beyond the replicas kept");
+    assertEquals(0, NativeFiles.mappedBytes(), "bytes mapped");
     kept.clear();
-    assertEquals(0, NativeFiles.mappedBytes(), "bytes mapped once the kept replicas are dropped");
+    assertEquals(0, NativeFiles.fdsHeld(), "descriptors held once the kept replicas are dropped");
+    assertEquals(0, kept.sumBytes(), "sums held once the kept replicas are dropped");
     assertEquals(0, fs.blockClient().buffersOutstanding(), "transport buffers out");
   }
 
@@ -366,13 +367,14 @@ class PreadTest {
         assertArrayEquals(Arrays.copyOfRange(data, blk * BLOCK + 7, blk * BLOCK + 107), b);
       }
       assertEquals(2, other.blockClient().replicas().size());
-      assertEquals(2L * (BLOCK + 7 + BLOCK / BPC * 4), other.blockClient().replicas().mappedBytes(),
-          "two blocks and their .meta files (7-byte header, 4 bytes a chunk)");
+      assertEquals(2L * (BLOCK / BPC * 4), other.blockClient().replicas().sumBytes(),
+          "two blocks' sums (4 bytes a chunk)");
+      assertEquals(2, other.blockClient().replicas().filesOpen(), "two blocks' files open");
       assertEquals(4, other.blockClient().replicas().opened());
     } finally {
       other.close();
     }
-    assertEquals(0, other.blockClient().replicas().mappedBytes(), "unmapped with the client");
+    assertEquals(0, other.blockClient().replicas().filesOpen(), "closed with the client");
 
     c = local.clientConf(cluster, true, 0, 0);
     c.setLong(RdmaBlockClient.LOCAL_CACHE_EXPIRY_MS_KEY, 1);

@@ -214,6 +214,12 @@ public final class Jni {
   /** Bytes mapped by fdMap0 and not unmapped yet, process-wide. */
   public static native long fdMappedBytes0();
 
+  /** Bytes read into {@code [addr, addr + len)} from {@code offset}; fewer only where the file ends. */
+  public static native long fdPread0(int fd, long addr, long len, long offset) throws NativeException;
+
+  /** posix_fadvise(WILLNEED) of {@code [offset, offset + len)}; a status. */
+  public static native int fdFadviseWillNeed0(int fd, long offset, long len);
+
   /** Descriptors adopted by fdAdopt0 and not closed yet, process-wide. */
   public static native long fdsHeld0();
 

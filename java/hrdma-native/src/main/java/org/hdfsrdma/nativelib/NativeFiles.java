@@ -125,6 +125,40 @@ public final class NativeFiles {
       return new Mapping(address, length, b);
     }
 
+    /**
+     * Reads into {@code dst} (direct) from its position to its limit, from
+     * {@code offset} of the file, and moves its position past the bytes read:
+     * fewer than asked only where the file ends now. Copies out of the page
+     * cache with pread(2), so a file truncated under the read shortens the
+     * count where a mapping would fault (SIGBUS).
+     */
+    public int read(long offset, ByteBuffer dst) throws NativeException {
+      if (!dst.isDirect() || dst.isReadOnly()) {
+        throw new IllegalArgumentException("reads need a writable direct buffer");
+      }
+      if (closed.get()) {
+        throw new NativeException("descriptor " + fd + " is closed", NativeException.ERR_CLOSED);
+      }
+      if (offset < 0) {
+        throw new NativeException("read at " + offset + " of descriptor " + fd, NativeException.ERR_INVALID);
+      }
+      int n = (int) Jni.fdPread0(fd, DirectAddress.of(dst) + dst.position(), dst.remaining(), offset);
+      dst.position(dst.position() + n);
+      return n;
+    }
+
+    /** Asks the kernel to read {@code [offset, offset + len)} into the page cache (advisory). */
+    public void willNeed(long offset, long len) throws NativeException {
+      if (closed.get()) {
+        throw new NativeException("descriptor " + fd + " is closed", NativeException.ERR_CLOSED);
+      }
+      int st = Jni.fdFadviseWillNeed0(fd, offset, len);
+      if (st < 0) {
+        throw new NativeException("fadvise [" + offset + ", " + (offset + len) + ") of descriptor " + fd + ": "
+            + HrdmaNative.statusString(st), st);
+      }
+    }
+
     @Override
     public void close() {
       if (closed.compareAndSet(false, true)) {
