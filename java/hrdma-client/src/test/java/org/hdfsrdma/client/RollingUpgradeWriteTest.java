@@ -13,6 +13,7 @@ import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.hdfs.DFSClientFaultInjector;
 import org.apache.hadoop.hdfs.DFSConfigKeys;
 import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
@@ -20,6 +21,7 @@ import org.apache.hadoop.hdfs.client.HdfsClientConfigKeys;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.tools.DFSAdmin;
+import org.apache.hadoop.security.UserGroupInformation;
 import org.apache.hadoop.test.GenericTestUtils;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -184,5 +186,90 @@ class RollingUpgradeWriteTest {
     LocatedBlock only = stock.getClient().getLocatedBlocks(p.toString(), 0).get(0);
     assertEquals(3, only.getLocations().length, Arrays.toString(only.getLocations()));
     assertFalse(Arrays.asList(only.getLocations()).contains(gone), Arrays.toString(only.getLocations()));
+  }
+
+  /**
+   * Writes half a block to a 3-replica file on four DataNodes, hflushes, lets {@code stopFirst}
+   * stop the pipeline's first DataNode, writes the rest and closes; returns how long the
+   * write after the stop took, having checked that the pipeline went on without that
+   * DataNode, with a replacement, and the file.
+   */
+  private long writeOnWithoutTheFirst(String name, java.util.function.Consumer<DatanodeInfo> stopFirst)
+      throws Exception {
+    Path p = new Path("/upgrade/" + name);
+    byte[] data = PluginCluster.random(BLOCK / 2, name.hashCode());
+    int cut = 70_000;
+    DatanodeInfo gone;
+    long tookNs;
+    try (FSDataOutputStream out = fs.create(p, (short) 3)) {
+      out.write(data, 0, cut);
+      out.hflush();
+      gone = ours(out).pipeline()[0];
+      stopFirst.accept(gone);
+      long begin = System.nanoTime();
+      out.write(data, cut, data.length - cut);
+      out.hflush();
+      tookNs = System.nanoTime() - begin;
+      DatanodeInfo[] after = ours(out).pipeline();
+      assertEquals(3, after.length, Arrays.toString(after));
+      assertFalse(Arrays.asList(after).contains(gone), Arrays.toString(after));
+    }
+    assertEquals(0, fs.stockWriteFallbacks());
+    assertArrayEquals(data, readStock(p));
+    return tookNs;
+  }
+
+  /**
+   * A restarting DataNode the client does not wait for (stock's fault injector takes every
+   * DataNode as remote, as Hadoop's testPipelineRecoveryOnRemoteDatanodeUpgrade does) is a
+   * failed one at once: the pipeline goes on without it, with a replacement, and no 4 s
+   * pause for it.
+   */
+  @Test
+  void aRemoteRestartingDataNodeIsDroppedAtOnce() throws Exception {
+    start(4, 30);
+    DFSClientFaultInjector old = DFSClientFaultInjector.get();
+    DFSClientFaultInjector.set(new DFSClientFaultInjector() {
+      @Override
+      public boolean skipRollingRestartWait() {
+        return true;
+      }
+    });
+    try {
+      long tookNs = writeOnWithoutTheFirst("remote", dn -> {
+        try {
+          shutdownForUpgrade(dn);
+        } catch (Exception e) {
+          throw new AssertionError(e);
+        }
+      });
+      assertTrue(tookNs < TimeUnit.SECONDS.toNanos(4), "took " + tookNs / 1_000_000 + " ms");
+    } finally {
+      DFSClientFaultInjector.set(old);
+    }
+  }
+
+  /**
+   * A {@code shutdownDatanode upgrade} the DataNode refuses (not a superuser) leaves nothing
+   * behind: that DataNode stopped afterwards for good sends no OOB ack, and the client drops it
+   * at once instead of waiting for a restart.
+   */
+  @Test
+  void aRefusedUpgradeShutdownIsForgotten() throws Exception {
+    start(4, 30);
+    long tookNs = writeOnWithoutTheFirst("refused", dn -> {
+      try {
+        int rc = UserGroupInformation.createRemoteUser("not-the-superuser").doAs(
+            (java.security.PrivilegedExceptionAction<Integer>) () -> new DFSAdmin(cluster.getConfiguration(0))
+                .run(new String[] {"-shutdownDatanode", dn.getIpcAddr(false), "upgrade"}));
+        assertTrue(rc != 0, "the shutdown was not refused");
+        int index = indexOf(dn);
+        assertTrue(cluster.getDataNodes().get(index).isDatanodeUp(), "the DataNode stopped");
+        cluster.stopDataNode(index);
+      } catch (Exception e) {
+        throw new AssertionError(e);
+      }
+    });
+    assertTrue(tookNs < TimeUnit.SECONDS.toNanos(4), "took " + tookNs / 1_000_000 + " ms");
   }
 }
