@@ -3,8 +3,10 @@ package org.hdfsrdma.client;
 import java.io.Closeable;
 import java.io.IOException;
 import java.io.InterruptedIOException;
+import java.net.InetAddress;
 import java.net.ProtocolException;
 import java.net.SocketTimeoutException;
+import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -28,6 +30,7 @@ import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpWriteBlockProt
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpWriteBlockProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PipelineAckProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
+import org.apache.hadoop.net.NetUtils;
 import org.apache.hadoop.util.DataChecksum;
 import org.hdfsrdma.client.compat.FaultInjection;
 import org.hdfsrdma.client.compat.StockPacketSize;
@@ -977,8 +980,8 @@ public final class RdmaBlockWriter implements Closeable {
       return false;
     }
     try {
-      return org.apache.hadoop.net.NetUtils.isLocalAddress(java.net.InetAddress.getByName(pipeline[i].getIpAddr()));
-    } catch (java.net.UnknownHostException e) {
+      return NetUtils.isLocalAddress(InetAddress.getByName(pipeline[i].getIpAddr()));
+    } catch (UnknownHostException e) {
       return false;
     }
   }
