@@ -3,13 +3,16 @@ package org.hdfsrdma.client;
 import java.io.Closeable;
 import java.io.IOException;
 import java.io.InterruptedIOException;
+import java.net.InetAddress;
 import java.net.ProtocolException;
 import java.net.SocketTimeoutException;
+import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.zip.CRC32C;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.StorageType;
@@ -27,6 +30,7 @@ import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpWriteBlockProt
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpWriteBlockProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PipelineAckProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
+import org.apache.hadoop.net.NetUtils;
 import org.apache.hadoop.util.DataChecksum;
 import org.hdfsrdma.client.compat.FaultInjection;
 import org.hdfsrdma.client.compat.StockPacketSize;
@@ -77,6 +81,16 @@ import org.slf4j.LoggerFactory;
  * packets leave the window only once every DataNode acknowledged them.
  * Without a context (or with no DataNode left) the failure is the caller's,
  * an IOException naming the DataNode ({@link #badNodeIndex()}).
+ *
+ * <p>A DataNode shutting down for an upgrade sends an OOB_RESTART ack (seqno
+ * -2; relayed by the DataNodes before it). As stock's DataStreamer, when
+ * that DataNode is on this host or the only one of the pipeline
+ * ({@code shouldWaitForRestart}), the recovery keeps it: it tries the same
+ * pipeline, a new generation stamp each time, every 4 s (or
+ * {@code dfs.client.datanode-restart.timeout} when shorter) from the ack
+ * until it is back or that timeout passed, then goes on without it; such
+ * tries do not count as recoveries. Any other restarting DataNode is a
+ * failed one at once.
  *
  * <p>{@link #close()} waits for every data packet's ack (as stock), sends the
  * last, empty packet and waits for its ack, which the DataNodes send after
@@ -129,6 +143,7 @@ public final class RdmaBlockWriter implements Closeable {
   private final int maxUnacked;
   private final long timeoutMs;
   private final long socketTimeoutMs; // dfs.client.socket-timeout; 0: none, no heartbeats
+  private final long restartTimeoutMs; // dfs.client.datanode-restart.timeout
   private final Object sendLock = new Object(); // a packet enters `unacked` and goes out under it: one order
   private volatile long lastSendNanos = System.nanoTime(); // a packet or heartbeat went out
   private volatile long lastAckNanos = System.nanoTime();  // an ack came in
@@ -168,6 +183,8 @@ public final class RdmaBlockWriter implements Closeable {
   private boolean lastAcked;
   private IOException failure;
   private int badNode = -1;
+  private int restartingNode = -1;   // the DataNode whose OOB_RESTART ack failed the pipeline, to wait for
+  private long restartNoticeNanos;   // when that ack came
 
   /**
    * A packet sent and not acknowledged yet: what a recovery sends again.
@@ -251,6 +268,9 @@ public final class RdmaBlockWriter implements Closeable {
     this.socketTimeoutMs = conf.getLong(HdfsClientConfigKeys.DFS_CLIENT_SOCKET_TIMEOUT_KEY,
         HdfsConstants.READ_TIMEOUT);
     this.recovery = recovery;
+    // as stock's DfsClientConf: seconds unless the value has a unit
+    this.restartTimeoutMs = conf.getTimeDuration(HdfsClientConfigKeys.DFS_CLIENT_DATANODE_RESTART_TIMEOUT_KEY,
+        HdfsClientConfigKeys.DFS_CLIENT_DATANODE_RESTART_TIMEOUT_DEFAULT, TimeUnit.SECONDS, TimeUnit.MILLISECONDS);
     this.bytesPerChecksum = conf.getInt(HdfsClientConfigKeys.DFS_BYTES_PER_CHECKSUM_KEY,
         HdfsClientConfigKeys.DFS_BYTES_PER_CHECKSUM_DEFAULT);
     int pb = packetDataBytes(conf, bytesPerChecksum, DataChecksum.Type.CRC32C.size);
@@ -807,32 +827,58 @@ public final class RdmaBlockWriter implements Closeable {
       throw new IOException(cause.getMessage(), cause);
     }
     int bad;
+    int restarting;
+    long deadline;
+    long nextTry;
     synchronized (this) {
       bad = badNode;
+      restarting = restartingNode;
+      // stock ErrorState#initRestartingNode: the wait runs from the OOB ack
+      deadline = restartNoticeNanos + restartTimeoutMs * 1_000_000L;
+      nextTry = restartNoticeNanos + restartRetryMs() * 1_000_000L;
     }
     abandon();
     stopResponder();
     synchronized (this) {
       failure = null; // the old pipeline's; the next responder must not take it for its own
       badNode = -1;
+      restartingNode = -1;
     }
+    // by identity, not index: a replacement added meanwhile may reorder the pipeline
+    DatanodeInfo waitFor = restarting >= 0 && restarting < nodes.length ? nodes[restarting] : null;
     IOException last = cause;
     while (true) {
-      if (++recoveries > maxRecoveries) {
+      restarting = waitFor == null ? -1 : Arrays.asList(nodes).indexOf(waitFor);
+      if (restarting >= 0) {
+        // stock DataStreamer#handleRestartingDatanode: a pause before each try; tries for a
+        // restarting DataNode are not recoveries (stock counts them apart, too)
+        sleepUntil(nextTry);
+        nextTry = System.nanoTime() + restartRetryMs() * 1_000_000L;
+      } else if (++recoveries > maxRecoveries) {
         throw new IOException("gave up writing " + block + " after " + maxRecoveries + " pipeline recoveries ("
             + MAX_RECOVERIES_KEY + "): " + last.getMessage(), last);
       }
-      if (bad < 0 || bad >= nodes.length) {
-        bad = 0; // nothing named a DataNode: the first one is suspect (as stock)
+      if (restarting < 0 || bad >= 0) {
+        if (bad < 0 || bad >= nodes.length) {
+          bad = 0; // nothing named a DataNode: the first one is suspect (as stock)
+        }
+        if (nodes.length <= 1) {
+          throw new IOException("All datanodes " + Arrays.toString(nodes) + " are bad. Aborting... (" + block
+              + ": " + last.getMessage() + ")", last);
+        }
+        LOG.warn("hrdma client: error recovery for {} in pipeline {}: datanode {}({}) is bad: {}", block,
+            Arrays.toString(nodes), bad, nodes[bad], last.getMessage());
+        failedNodes.add(nodes[bad]);
+        removeNode(bad);
+        // stock ErrorState#adjustState4RestartingNode: a failure past the restarting node means it is back
+        if (restarting >= 0 && bad > restarting) {
+          waitFor = null;
+        }
+        bad = -1;
+      } else {
+        LOG.info("hrdma client: recovering the pipeline of {} keeping datanode {}({}), restarting: {}", block,
+            restarting, nodes[restarting], Arrays.toString(nodes));
       }
-      if (nodes.length <= 1) {
-        throw new IOException("All datanodes " + Arrays.toString(nodes) + " are bad. Aborting... (" + block
-            + ": " + last.getMessage() + ")", last);
-      }
-      LOG.warn("hrdma client: error recovery for {} in pipeline {}: datanode {}({}) is bad: {}", block,
-          Arrays.toString(nodes), bad, nodes[bad], last.getMessage());
-      failedNodes.add(nodes[bad]);
-      removeNode(bad);
       long ackedNow;
       long sentNow = lastSentEnd;
       boolean closeRecovery;
@@ -858,6 +904,26 @@ public final class RdmaBlockWriter implements Closeable {
       } catch (PipelineSetupException e) {
         bad = indexOf(e.firstBadLink);
         last = e;
+        restarting = waitFor == null ? -1 : Arrays.asList(nodes).indexOf(waitFor);
+        if (restarting >= 0) {
+          // stock ErrorState#checkRestartingNodeDeadline: the restarting node failing is expected
+          // until the deadline (an unnamed failure is the first node's, as stock); past it, it is a
+          // failed one (unless another node failed this time: that one goes first)
+          if (bad < 0) {
+            bad = 0;
+          }
+          if (bad == restarting) {
+            bad = -1;
+          }
+          if (System.nanoTime() - deadline >= 0) {
+            LOG.warn("hrdma client: datanode {} did not restart within {} ms ({}): {}", restarting,
+                restartTimeoutMs, HdfsClientConfigKeys.DFS_CLIENT_DATANODE_RESTART_TIMEOUT_KEY, waitFor);
+            if (bad < 0) {
+              bad = restarting;
+            }
+            waitFor = null;
+          }
+        }
         continue;
       }
       ExtendedBlock updated = new ExtendedBlock(current);
@@ -882,6 +948,41 @@ public final class RdmaBlockWriter implements Closeable {
         }
       }
       return;
+    }
+  }
+
+  /** Stock DataStreamer#handleRestartingDatanode: tries every 4 s, or the restart timeout when shorter. */
+  private long restartRetryMs() {
+    return Math.min(restartTimeoutMs, 4000L);
+  }
+
+  private static void sleepUntil(long nanos) throws InterruptedIOException {
+    long left = nanos - System.nanoTime();
+    if (left <= 0) {
+      return;
+    }
+    try {
+      TimeUnit.NANOSECONDS.sleep(left);
+    } catch (InterruptedException e) {
+      throw new InterruptedIOException("Interrupted while waiting for a restarting datanode");
+    }
+  }
+
+  /**
+   * Stock DataStreamer#shouldWaitForRestart: the only DataNode of the pipeline, or one on this
+   * host (unless stock's fault injector says to take every one as remote).
+   */
+  static boolean shouldWaitForRestart(DatanodeInfo[] pipeline, int i) {
+    if (pipeline.length == 1) {
+      return true;
+    }
+    if (FaultInjection.skipRollingRestartWait()) {
+      return false;
+    }
+    try {
+      return NetUtils.isLocalAddress(InetAddress.getByName(pipeline[i].getIpAddr()));
+    } catch (UnknownHostException e) {
+      return false;
     }
   }
 
@@ -1049,6 +1150,11 @@ public final class RdmaBlockWriter implements Closeable {
       if (failure != null) {
         return;
       }
+      int oob = BlockOps.oobIndex(ack);
+      if (oob >= 0) {
+        onOutOfBand(statuses.get(oob), oob, pipeline);
+        return;
+      }
       Packet head = unacked.peek();
       if (head == null || head.seqno() != ack.getSeqno()) {
         fail(new ProtocolException("ack for seqno " + ack.getSeqno() + " from " + c + " while "
@@ -1083,6 +1189,28 @@ public final class RdmaBlockWriter implements Closeable {
       }
       notifyAll();
     }
+  }
+
+  /**
+   * An out-of-band ack naming DataNode {@code i} (stock DataStreamer.ResponseProcessor): an
+   * OOB_RESTART fails the pipeline with that DataNode restarting, waited for when
+   * {@link #shouldWaitForRestart} says so, else bad; any other status is a bad one.
+   */
+  private synchronized void onOutOfBand(Status s, int i, DatanodeInfo[] pipeline) {
+    if (s != Status.OOB_RESTART || i >= pipeline.length) {
+      fail(new IOException("Bad response " + s + " for " + block + " from datanode "
+          + (i < pipeline.length ? pipeline[i] : "pipeline node " + i)), i);
+      return;
+    }
+    boolean wait = shouldWaitForRestart(pipeline, i);
+    IOException e = new IOException("Datanode " + i + " is restarting: " + pipeline[i]);
+    if (failure == null && wait) {
+      restartingNode = i;
+      restartNoticeNanos = System.nanoTime();
+      LOG.info("hrdma client: {} of {}; waiting up to {} ms for it ({})", e.getMessage(), block, restartTimeoutMs,
+          HdfsClientConfigKeys.DFS_CLIENT_DATANODE_RESTART_TIMEOUT_KEY);
+    }
+    fail(e, wait ? -1 : i);
   }
 
   private synchronized void fail(IOException e, int node) {

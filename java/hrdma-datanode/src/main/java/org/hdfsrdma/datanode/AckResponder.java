@@ -51,6 +51,8 @@ final class AckResponder {
   }
 
   private final Upstream upstream;
+  private final Upstream oobUpstream;
+  private boolean oobAcks; // upstream takes out-of-band acks (BlockOps#OOB_ACKS_FIELD)
   private String what = "a block";
   private final ArrayDeque<Pending> unacked = new ArrayDeque<>();
   private final ArrayDeque<PipelineAckProto> downAcks = new ArrayDeque<>();
@@ -61,12 +63,16 @@ final class AckResponder {
   private boolean finalizeDue;
   private boolean ended;
 
-  AckResponder(Upstream upstream) {
+  /** {@code oobUpstream}: how an out-of-band ack goes up (stock sends them past the responder's fault hooks). */
+  AckResponder(Upstream upstream, Upstream oobUpstream) {
     this.upstream = upstream;
+    this.oobUpstream = oobUpstream;
   }
 
   /** Set once the pipeline is up: the replica whose acked length moves, and whether a mirror acks too. */
-  synchronized void pipeline(String what, RbwReplica replica, boolean mirrored, boolean verifies) {
+  synchronized void pipeline(String what, RbwReplica replica, boolean mirrored, boolean verifies,
+      boolean oobAcks) {
+    this.oobAcks = oobAcks;
     this.what = what;
     this.replica = replica;
     this.mirrored = mirrored;
@@ -85,8 +91,36 @@ final class AckResponder {
     sendLocked();
   }
 
+  /**
+   * This DataNode shuts down for an upgrade (stock PacketResponder#sendOOBResponse): an
+   * OOB_RESTART ack goes up now, in place of the acks still owed, and this write acks nothing
+   * more. False (nothing sent) when the write had ended or upstream does not take OOB acks.
+   */
+  synchronized boolean restarting() {
+    if (ended || !oobAcks) {
+      return false;
+    }
+    ended = true;
+    LOG.info("hrdma datanode: sending an out of band ack of type {} for {}", Status.OOB_RESTART, what);
+    oobUpstream.ack(BlockOps.oobRestartAck());
+    return true;
+  }
+
   /** The downstream's ack (its I/O thread). */
   synchronized void downstreamAck(PipelineAckProto ack) {
+    if (BlockOps.oobIndex(ack) >= 0) {
+      // stock (PacketResponder#run): relayed at once, this node's SUCCESS first, out of the seqno
+      // order (it acknowledges no packet); the write goes on until the downstream goes away. An
+      // upstream that does not take them gets none: it sees the downstream fail as before
+      if (oobAcks && !ended) {
+        List<Status> statuses = new ArrayList<>(4);
+        statuses.add(Status.SUCCESS);
+        statuses.addAll(BlockOps.ackStatuses(ack));
+        LOG.info("hrdma datanode: relaying an out of band ack {} for {}", statuses, what);
+        oobUpstream.ack(BlockOps.pipelineAck(BlockOps.OOB_SEQNO, statuses));
+      }
+      return;
+    }
     downAcks.add(ack);
     sendLocked();
   }

@@ -77,6 +77,9 @@ final class BlockWriteTask implements WriteMirror.Listener {
   private boolean scheduled;      // guarded by lock
   private boolean aborted;        // guarded by lock: upstream gone, timed out or plugin stopping
   private boolean finished;       // guarded by lock: cleaned up
+  private long restartMarkerUntil; // guarded by lock: > 0 once the DataNode shuts down for an upgrade
+  private volatile boolean finalizedHere; // the replica was finalized: no restart marker then
+  private final java.util.concurrent.CountDownLatch cleanedUp = new java.util.concurrent.CountDownLatch(1);
 
   BlockWriteTask(OpContext ctx, Connection conn, Message request) {
     this.ctx = ctx;
@@ -86,7 +89,7 @@ final class BlockWriteTask implements WriteMirror.Listener {
     this.request = request;
     this.id = request.requestId();
     this.setup = new PipelineSetup(ctx, this, up, request, this);
-    this.responder = new AckResponder(this::ackUp);
+    this.responder = new AckResponder(this::ackUp, ack -> sendUp(MessageKind.PIPELINE_ACK, ack));
   }
 
   long requestId() {
@@ -216,6 +219,34 @@ final class BlockWriteTask implements WriteMirror.Listener {
     abort();
     up.close();
     return true;
+  }
+
+  /**
+   * The DataNode shuts down for an upgrade ({@code dfsadmin -shutdownDatanode <dn> upgrade}), as
+   * stock's BlockReceiver does then for a client's write in progress: an OOB_RESTART ack goes
+   * upstream at once (when upstream takes them), the write stops, and the replica is left RBW
+   * with a restart marker valid until {@code markerUntilMs} (wall clock), so that the DataNode,
+   * started again, loads it as RBW and the client's recovery can keep this node. Writes from a
+   * DataNode (replication, a copy for a pipeline) are left to end as on any stop, as stock's.
+   *
+   * @return false when the write was not one to restart (ended, not set up, not a client's)
+   */
+  boolean restartForUpgrade(long markerUntilMs) {
+    synchronized (lock) {
+      if (aborted || finished || !ready || !setup.fromClient || responder.ended()) {
+        return false;
+      }
+      restartMarkerUntil = markerUntilMs;
+      aborted = true;
+    }
+    responder.restarting();
+    schedule();
+    return true;
+  }
+
+  /** Waits up to {@code timeoutMs} for this write to be cleaned up (its restart marker written, its files closed). */
+  boolean awaitCleanedUp(long timeoutMs) throws InterruptedException {
+    return cleanedUp.await(timeoutMs, TimeUnit.MILLISECONDS);
   }
 
   /**
@@ -408,7 +439,8 @@ final class BlockWriteTask implements WriteMirror.Listener {
             }
           } else {
             verifies = mirror == null || !setup.fromClient;
-            responder.pipeline(String.valueOf(setup.block), setup.replica, mirror != null, verifies);
+            responder.pipeline(String.valueOf(setup.block), setup.replica, mirror != null, verifies,
+                setup.oobAcks);
             volumeExecutor = ctx.volumeWriteExecutor(setup.replica.storageUuid());
             lastPacketNanos = System.nanoTime();
             lastSentNanos = lastPacketNanos;
@@ -494,6 +526,7 @@ final class BlockWriteTask implements WriteMirror.Listener {
       dn.blockReceived(fin, setup.replica.storageUuid(), setup.replica.onTransientStorage());
       LOG.info("hrdma datanode: received {} of {} bytes from {}", fin, fin.getNumBytes(), up.remoteAddress());
       dn.lastPacketFinalized();
+      finalizedHere = true;
       return true;
     } catch (IOException | RuntimeException e) {
       LOG.warn("hrdma datanode: finalizing {} failed: {}", fin, e.toString());
@@ -504,10 +537,12 @@ final class BlockWriteTask implements WriteMirror.Listener {
   /** Once: closes the streams (the replica stays RBW unless finalized), the downstream, the queue. */
   private void cleanup() {
     List<Message> left;
+    long markerUntil;
     synchronized (lock) {
       if (finished) {
         return;
       }
+      markerUntil = restartMarkerUntil;
       finished = true;
       scheduled = false;
       left = new ArrayList<>(packets);
@@ -524,6 +559,16 @@ final class BlockWriteTask implements WriteMirror.Listener {
     if (setup.disk != null) {
       setup.disk.close(); // hrdma disk
     }
+    if (markerUntil > 0 && setup.replica != null && !finalizedHere) {
+      // every packet written here went to the file already (each is flushed to the OS)
+      try {
+        setup.replica.writeRestartMarker(markerUntil);
+        LOG.info("hrdma datanode: left {} RBW with a restart marker for the upgrade", setup.block);
+      } catch (IOException e) {
+        // as stock: the worst case is that the replica comes back RWR and the client recovers without it
+        LOG.warn("hrdma datanode: cannot write the restart marker of {}: {}", setup.block, e.toString());
+      }
+    }
     if (setup.replica != null) {
       try {
         setup.replica.close();
@@ -536,5 +581,6 @@ final class BlockWriteTask implements WriteMirror.Listener {
     }
     request.release();
     conn.writeDone(this);
+    cleanedUp.countDown();
   }
 }

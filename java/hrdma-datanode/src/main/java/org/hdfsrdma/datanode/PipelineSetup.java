@@ -74,6 +74,7 @@ final class PipelineSetup {
   private long reserveBytes; // what openDisk preallocates
   boolean registered;  // the task is the block's registered writer on this DataNode
   boolean fromClient;  // a client's write (stock verifies its checksums at the last node only)
+  boolean oobAcks;     // upstream takes out-of-band acks (BlockOps#OOB_ACKS_FIELD)
   private boolean firstOfPipeline; // no DataNode before this one (a cache-first volume caches it)
 
   PipelineSetup(OpContext ctx, BlockWriteTask task, Endpoint up, Message request, WriteMirror.Listener listener) {
@@ -100,6 +101,7 @@ final class PipelineSetup {
     }
     block = BlockOps.block(op);
     fromClient = !op.getHeader().getClientName().isEmpty();
+    oobAcks = BlockOps.takesOobAcks(op);
     firstOfPipeline = op.getTargetsCount() + 1 >= op.getPipelineSize();
     try {
       dn.checkBlockToken(BlockOps.token(op), block, AccessMode.WRITE, BlockOps.pipelineStorageTypes(op),

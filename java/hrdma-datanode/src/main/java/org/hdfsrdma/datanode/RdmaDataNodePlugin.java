@@ -13,7 +13,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.util.ServicePlugin;
 import org.hdfsrdma.datanode.compat.DataNodeAccess;
-import org.hdfsrdma.datanode.compat.EvictWritersHook;
+import org.hdfsrdma.datanode.compat.ClientDatanodeHook;
 import org.hdfsrdma.datanode.disk.DiskIo;
 import org.hdfsrdma.datanode.disk.DiskMetrics;
 import org.hdfsrdma.datanode.disk.DiskSettings;
@@ -118,7 +118,7 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   private TransportConf tconf;              // set before SERVING
   private Sharing sharing;                  // set before SERVING
   private RequestDispatcher dispatcher;    // guarded by lock
-  private EvictWritersHook evictHook;       // guarded by lock; null when the DataNode has no IPC server
+  private ClientDatanodeHook ipcHook;       // guarded by lock; null when the DataNode has no IPC server
   private ServerGate gate;                  // guarded by lock; null without data transfer protection
   private DiskIo disk;                      // guarded by lock
   private DiskMetrics metrics;              // guarded by lock
@@ -270,8 +270,8 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
       volumeExecutors = vexecutors;
       dispatcher = d;
       gate = handler instanceof ServerGate g ? g : null;
-      // dfsadmin -evictWriters evicts our writes as the DataNode's own
-      evictHook = dn.onEvictWriters(d::evictWriters);
+      // dfsadmin -evictWriters evicts our writes as the DataNode's own; -shutdownDatanode upgrade restarts them
+      ipcHook = dn.hookClientDatanodeProtocol(d::evictWriters);
       state = State.SERVING;
     }
     LOG.info("hrdma datanode plugin: serving DataNode {} (xfer port {}) on {} with {}, data transfer protection {}",
@@ -422,7 +422,8 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     DiskMetrics m;
     PluginMetrics pm;
     ShortCircuitServer scr;
-    EvictWritersHook evict;
+    ClientDatanodeHook evict;
+    RequestDispatcher disp;
     synchronized (lock) {
       if (state == State.STOPPED) {
         return;
@@ -450,12 +451,17 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
       readExecutor = null;
       writeExecutor = null;
       connector = null;
+      disp = dispatcher;
       dispatcher = null;
-      evict = evictHook;
-      evictHook = null;
+      evict = ipcHook;
+      ipcHook = null;
     }
     RUNNING.remove(this);
     if (evict != null) {
+      if (evict.shutdownForUpgrade() && disp != null) {
+        // stock's DataNode#shutdown for an upgrade: its writers learn of the restart before it stops
+        disp.restartWritersForUpgrade(dn.restartReplicaExpiryMs());
+      }
       evict.close();
     }
     if (t != null) {

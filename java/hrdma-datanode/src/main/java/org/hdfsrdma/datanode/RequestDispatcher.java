@@ -3,9 +3,12 @@ package org.hdfsrdma.datanode;
 import java.net.InetSocketAddress;
 import java.net.ProtocolException;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
 import java.util.EnumMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
@@ -276,6 +279,55 @@ final class RequestDispatcher implements EndpointHandler {
     LOG.info("hrdma datanode: evicted {} writes (evictWriters)", n);
     return n;
   }
+
+  /**
+   * The DataNode shuts down for an upgrade (stock: DataXceiverServer#sendOOBToPeers, then each
+   * BlockReceiver's restart handling): every client's write in progress here sends its
+   * OOB_RESTART ack upstream and leaves its replica RBW with a restart marker valid for
+   * {@code expiryMs}. Waits until those writes are cleaned up (markers written; at most
+   * {@value #RESTART_WAIT_MS} ms) and, as stock's BlockReceiver, until a second has passed
+   * since the acks went, so that a writer reads its ack before the connection closes.
+   *
+   * @return how many writes were restarted
+   */
+  int restartWritersForUpgrade(long expiryMs) {
+    long sent = System.nanoTime();
+    long until = org.apache.hadoop.util.Time.now() + expiryMs;
+    List<BlockWriteTask> restarted = new ArrayList<>();
+    for (Connection c : conns.values()) {
+      for (BlockWriteTask w : c.writes()) {
+        if (w.restartForUpgrade(until)) {
+          restarted.add(w);
+        }
+      }
+    }
+    LOG.info("hrdma datanode: shutting down for an upgrade: {} writes restarted", restarted.size());
+    if (restarted.isEmpty()) {
+      return 0;
+    }
+    long deadline = sent + TimeUnit.MILLISECONDS.toNanos(RESTART_WAIT_MS);
+    try {
+      for (BlockWriteTask w : restarted) {
+        long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+        if (left <= 0 || !w.awaitCleanedUp(left)) {
+          LOG.warn("hrdma datanode: a restarted write did not end within {} ms", RESTART_WAIT_MS);
+          break;
+        }
+      }
+      long pause = RESTART_ACK_DELAY_MS - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - sent);
+      if (pause > 0) {
+        Thread.sleep(pause);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    return restarted.size();
+  }
+
+  /** How long a shutdown for an upgrade waits for its restarted writes to end. */
+  static final long RESTART_WAIT_MS = 10_000;
+  /** Stock BlockReceiver: the pause after an OOB_RESTART ack before the connection closes. */
+  static final long RESTART_ACK_DELAY_MS = 1_000;
 
   /**
    * A WRITE_REF: the DATA_PACKET it names, copied out of the connection's write segment, checked

@@ -147,7 +147,9 @@ public final class BlockOps {
         .setLatestGenerationStamp(latestGs)
         .setRequestedChecksum(ChecksumProto.newBuilder()
             .setType(PBHelperClient.convert(checksum.getChecksumType()))
-            .setBytesPerChecksum(checksum.getBytesPerChecksum()));
+            .setBytesPerChecksum(checksum.getBytesPerChecksum()))
+        .setUnknownFields(UnknownFieldSet.newBuilder()
+            .addField(OOB_ACKS_FIELD, UnknownFieldSet.Field.newBuilder().addVarint(1).build()).build());
     if (storageTypes != null && storageTypes.length > 0) {
       b.setStorageType(PBHelperClient.convertStorageType(storageTypes[0]));
       b.addAllTargetStorageTypes(PBHelperClient.convertStorageTypes(storageTypes, 1));
@@ -329,6 +331,56 @@ public final class BlockOps {
       b.addFlag(PipelineAck.combineHeader(PipelineAck.ECN.DISABLED, s));
     }
     return b.build();
+  }
+
+  /**
+   * The field of a WRITE_REQUEST (varint 1) by which its sender says that it takes out-of-band
+   * acks (an OOB_RESTART from a DataNode shutting down for an upgrade, {@link #oobRestartAck}):
+   * a client that waits for the DataNode or takes it as failed, or a DataNode that relays them
+   * because its own request had it. A DataNode forwards the request with its unknown fields, so
+   * the whole chain upstream of a node takes them when its request has it. Writers of earlier
+   * versions do not set it: they would take the OOB ack (seqno -2) as out of order and drop the
+   * first DataNode, whichever sent it; they are sent none, and see the connection close as before.
+   */
+  public static final int OOB_ACKS_FIELD = 1002;
+
+  /** Stock's PipelineAck.UNKOWN_SEQNO: the seqno of an out-of-band ack, which acknowledges no packet. */
+  public static final long OOB_SEQNO = -2;
+
+  /** Whether the sender of {@code op} takes out-of-band acks ({@link #OOB_ACKS_FIELD}). */
+  public static boolean takesOobAcks(OpWriteBlockProto op) {
+    UnknownFieldSet.Field f = op.getUnknownFields().getField(OOB_ACKS_FIELD);
+    return f != null && f.getVarintList().contains(1L);
+  }
+
+  /**
+   * A DataNode's own OOB_RESTART ack (stock PacketResponder#sendOOBResponse): seqno
+   * {@link #OOB_SEQNO} and one status, this node's, whatever the nodes downstream.
+   */
+  public static PipelineAckProto oobRestartAck() {
+    return pipelineAck(OOB_SEQNO, List.of(Status.OOB_RESTART));
+  }
+
+  /** Whether {@code s} is one of the out-of-band statuses (stock PipelineAck: OOB_RESTART to OOB_RESERVED3). */
+  public static boolean isOob(Status s) {
+    return s.getNumber() >= Status.OOB_RESTART.getNumber() && s.getNumber() <= Status.OOB_RESERVED3.getNumber();
+  }
+
+  /**
+   * The pipeline index of the out-of-band status of {@code ack} (stock PipelineAck#getOOBStatus:
+   * only an ack of seqno {@link #OOB_SEQNO}, its first such status), or -1.
+   */
+  public static int oobIndex(PipelineAckProto ack) {
+    if (ack.getSeqno() != OOB_SEQNO) {
+      return -1;
+    }
+    List<Status> statuses = ackStatuses(ack);
+    for (int i = 0; i < statuses.size(); i++) {
+      if (isOob(statuses.get(i))) {
+        return i;
+      }
+    }
+    return -1;
   }
 
   /** The statuses of an ack in pipeline order: from the flags when present (as stock), else the replies. */

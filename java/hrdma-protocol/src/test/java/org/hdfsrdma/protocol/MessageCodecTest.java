@@ -452,4 +452,43 @@ class MessageCodecTest {
     assertEquals(Status.SUCCESS, stock.getStatus());
     assertEquals("", stock.getFirstBadLink());
   }
+
+  @Test
+  void outOfBandAcksAreOfferedByTheWriterAndNamedByIndex() throws Exception {
+    ExtendedBlock block = new ExtendedBlock("BP-7", 1073741827L, 0, 1003);
+    DatanodeInfo[] nodes = {dn(1), dn(2), dn(3)};
+    DataChecksum sum = DataChecksum.newDataChecksum(DataChecksum.Type.CRC32C, 512);
+    OpWriteBlockProto op = BlockOps.writeBlock(block, null, "client-o", nodes, null, null, sum);
+    OpWriteBlockProto rec = BlockOps.recoverBlock(block, null, "client-o", nodes, null, null, sum,
+        OpWriteBlockProto.BlockConstructionStage.PIPELINE_SETUP_STREAMING_RECOVERY, 0, 0, 1004);
+    assertTrue(BlockOps.takesOobAcks(op));
+    assertTrue(BlockOps.takesOobAcks(rec));
+    // the offer survives the wire and each DataNode's forwarding (the whole chain upstream takes them)
+    decodeAndRelease(MessageCodec.encode(pool, MessageKind.WRITE_REQUEST, 12, op, null), d -> {
+      try {
+        OpWriteBlockProto w = d.writeRequest();
+        assertTrue(BlockOps.takesOobAcks(w));
+        assertTrue(BlockOps.takesOobAcks(BlockOps.forwardWriteBlock(BlockOps.forwardWriteBlock(w))));
+      } catch (ProtocolException e) {
+        throw new AssertionError(e);
+      }
+    });
+    // an earlier writer's request (no such field) takes none; a stock parser reads ours as before
+    OpWriteBlockProto earlier = op.toBuilder().setUnknownFields(
+        org.apache.hadoop.thirdparty.protobuf.UnknownFieldSet.getDefaultInstance()).build();
+    assertEquals(false, BlockOps.takesOobAcks(earlier));
+    assertEquals(op.getStage(), OpWriteBlockProto.parseFrom(op.toByteArray()).getStage());
+    // a DataNode's own OOB_RESTART, and one relayed by the node before it
+    PipelineAckProto own = BlockOps.oobRestartAck();
+    assertEquals(BlockOps.OOB_SEQNO, own.getSeqno());
+    assertEquals(List.of(Status.OOB_RESTART), BlockOps.ackStatuses(own));
+    assertEquals(0, BlockOps.oobIndex(own));
+    PipelineAckProto relayed = BlockOps.pipelineAck(BlockOps.OOB_SEQNO, List.of(Status.SUCCESS, Status.OOB_RESTART));
+    assertEquals(1, BlockOps.oobIndex(PipelineAckProto.parseFrom(relayed.toByteArray())));
+    // an ordinary ack names none, whatever its statuses; nor does an error at seqno -2
+    assertEquals(-1, BlockOps.oobIndex(BlockOps.pipelineAck(5, List.of(Status.SUCCESS, Status.ERROR))));
+    assertEquals(-1, BlockOps.oobIndex(BlockOps.pipelineAck(BlockOps.OOB_SEQNO, List.of(Status.ERROR))));
+    assertTrue(BlockOps.isOob(Status.OOB_RESERVED3));
+    assertEquals(false, BlockOps.isOob(Status.ERROR_CHECKSUM));
+  }
 }

@@ -46,6 +46,11 @@ public final class FaultInjection {
     }
   }
 
+  /** Stock's knob for rolling-upgrade tests: take every restarting DataNode as remote (no wait for it). */
+  public static boolean skipRollingRestartWait() {
+    return DFSClientFaultInjector.get().skipRollingRestartWait();
+  }
+
   /** After the range was read. */
   public static void readFromDatanodeDelay() {
     DFSClientFaultInjector.get().readFromDatanodeDelay();

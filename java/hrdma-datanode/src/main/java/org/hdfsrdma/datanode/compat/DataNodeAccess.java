@@ -418,10 +418,20 @@ public final class DataNodeAccess {
   }
 
   /**
-   * Runs {@code onEvictWriters} after each {@code dfsadmin -evictWriters} this DataNode serves
-   * ({@link EvictWritersHook}); close the result to stop. Null when the DataNode has no IPC server.
+   * Runs {@code onEvictWriters} after each {@code dfsadmin -evictWriters} this DataNode serves,
+   * and notes a {@code dfsadmin -shutdownDatanode <dn> upgrade} ({@link ClientDatanodeHook});
+   * close the result to stop. Null when the DataNode has no IPC server.
    */
-  public EvictWritersHook onEvictWriters(Runnable onEvictWriters) {
-    return EvictWritersHook.install(dn, onEvictWriters);
+  public ClientDatanodeHook hookClientDatanodeProtocol(Runnable onEvictWriters) {
+    return ClientDatanodeHook.install(dn, onEvictWriters);
+  }
+
+  /**
+   * How long a replica left RBW with a restart marker stays so
+   * ({@code dfs.datanode.restart.replica.expiration}, seconds, as stock's BlockReceiver reads it), in ms.
+   */
+  public long restartReplicaExpiryMs() {
+    return dn.getConf().getLong(DFSConfigKeys.DFS_DATANODE_RESTART_REPLICA_EXPIRY_KEY,
+        DFSConfigKeys.DFS_DATANODE_RESTART_REPLICA_EXPIRY_DEFAULT) * 1000L;
   }
 }

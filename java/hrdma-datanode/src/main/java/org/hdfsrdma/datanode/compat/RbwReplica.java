@@ -89,6 +89,20 @@ public final class RbwReplica implements AutoCloseable {
     replica().setWriter(null);
   }
 
+  /**
+   * Leaves by the replica the restart marker stock's BlockReceiver leaves when its DataNode
+   * shuts down for an upgrade ({@code ReplicaInPipeline#createRestartMetaStream}, the time in
+   * milliseconds until which it holds, as text): the dataset, loading its volume again before
+   * then, makes the replica RBW (its writer may carry on) instead of RWR, and deletes the marker.
+   */
+  public void writeRestartMarker(long untilEpochMs) throws IOException {
+    try (java.io.Writer out = new java.io.OutputStreamWriter(replica().createRestartMetaStream(),
+        java.nio.charset.StandardCharsets.UTF_8)) {
+      out.write(Long.toString(untilEpochMs));
+      out.flush();
+    }
+  }
+
   /** The storage (volume) the replica is on, for the NameNode's received-block report. */
   public String storageUuid() {
     return replica().getStorageUuid();

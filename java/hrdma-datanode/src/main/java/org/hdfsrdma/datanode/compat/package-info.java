@@ -1,8 +1,8 @@
 /**
  * The only package that touches Hadoop-internal DataNode classes
  * ({@code DataNode}, {@code FsDatasetSpi}, {@code BlockPoolTokenSecretManager},
- * {@code ReplicaHandler}, the DataNode's IPC server for {@code evictWriters}). Public methods
- * and fields only, no reflection: when a Hadoop
+ * {@code ReplicaHandler}, the DataNode's IPC server for {@code evictWriters} and
+ * {@code shutdownDatanode}). Public methods and fields only, no reflection: when a Hadoop
  * release changes one of them, this package is what has to change.
  *
  * <p>Verified against Apache Hadoop 3.5.0.
