@@ -13,6 +13,7 @@ import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.hdfs.DFSConfigKeys;
+import org.apache.hadoop.hdfs.DFSTestUtil;
 import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
@@ -98,6 +99,9 @@ class CacheFirstWriteTest {
     assertEquals(size, fs.rdmaBytesWritten() - rdmaBefore, "written over hrdma");
     // two of the three replicas of each block, the downstream ones, around the page cache
     assertEquals(2L * size, directWritten() - before);
+    // every replica known to the NameNode: close returns once it knows one, and the first DataNode,
+    // whose replica is the cached one, finalizes and reports last (the acks come upstream)
+    DFSTestUtil.waitReplication(stock, p, (short) 3);
     List<LocatedBlock> blocks = stock.getClient().getLocatedBlocks(p.toUri().getPath(), 0).getLocatedBlocks();
     assertEquals(2, blocks.size());
     for (LocatedBlock lb : blocks) {

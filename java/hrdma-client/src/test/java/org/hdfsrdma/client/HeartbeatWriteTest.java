@@ -33,6 +33,7 @@ import org.apache.hadoop.hdfs.server.datanode.DataNode;
 import org.apache.hadoop.io.EnumSetWritable;
 import org.apache.hadoop.util.DataChecksum;
 import org.hdfsrdma.datanode.HrdmaDataNodeKeys;
+import org.hdfsrdma.datanode.RdmaDataNodePlugin;
 import org.hdfsrdma.protocol.BlockOps;
 import org.hdfsrdma.protocol.Message;
 import org.hdfsrdma.protocol.MessageCodec;
@@ -47,12 +48,19 @@ import org.junit.jupiter.api.Timeout;
  * packet timeout keeps its pipeline and bytes (the client's heartbeats, at half the socket
  * timeout, are relayed and acked by every DataNode, sealed on an encrypted cluster), and a first
  * DataNode that drops heartbeats (stock's {@code dropHeartbeatPacket}) is the one replaced.
- * Timeouts are 3 s here (the DataNodes' packet timeout set as well, so that the same test shows
- * the loss without heartbeats).
+ *
+ * <p>The client's socket timeout is 2 s here (a heartbeat every second) and the DataNodes'
+ * packet timeout 6 s, short enough for the same test to show the loss without heartbeats. Not
+ * both 3 s, as stock's test has them: then the first heartbeat is due 1.5 s before a DataNode
+ * gives up, and a stall of the test JVM (client and DataNodes alike) longer than that on a
+ * loaded machine fires both at once; the DataNode's timer won, the heartbeat met a closed
+ * connection, and no heartbeat reached the hook (a 2.5 s SIGSTOP of the JVM landing between the
+ * hflush and the first heartbeat did this). Here the margin is 5 s; the assertions are the same.
  */
 @Timeout(180)
 class HeartbeatWriteTest {
-  private static final int TIMEOUT_MS = 3000;
+  private static final int TIMEOUT_MS = 2000; // the client's dfs.client.socket-timeout
+  private static final int PACKET_TIMEOUT_MS = 6000; // the DataNodes'
 
   private final DataNodeFaultInjector before = DataNodeFaultInjector.get();
   private MiniDFSCluster cluster;
@@ -64,13 +72,18 @@ class HeartbeatWriteTest {
   }
 
   private static Configuration timeouts(Configuration conf) {
-    conf.setInt(HdfsClientConfigKeys.DFS_CLIENT_SOCKET_TIMEOUT_KEY, TIMEOUT_MS);
-    conf.setLong(HrdmaDataNodeKeys.WRITE_PACKET_TIMEOUT_MS_KEY, TIMEOUT_MS);
+    conf.setLong(HrdmaDataNodeKeys.WRITE_PACKET_TIMEOUT_MS_KEY, PACKET_TIMEOUT_MS);
+    // stock's DataNodes the same, should a write take the stock path
+    conf.setInt(HdfsClientConfigKeys.DFS_CLIENT_SOCKET_TIMEOUT_KEY, PACKET_TIMEOUT_MS);
+    // a loaded machine: a DataNode waits for a new connection's hello this long (the tests' 3 s
+    // once sent a pipeline set-up to the stock path)
+    conf.set(org.hdfsrdma.transport.TransportConf.CONNECT_TIMEOUT_KEY, "30000");
     return conf;
   }
 
   private RdmaDistributedFileSystem ours() throws IOException {
     Configuration c = PluginCluster.rdmaClientConf(cluster);
+    c.setInt(HdfsClientConfigKeys.DFS_CLIENT_SOCKET_TIMEOUT_KEY, TIMEOUT_MS);
     c.set(org.hdfsrdma.transport.TransportConf.CONNECT_TIMEOUT_KEY, "30000"); // a loaded machine
     return (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), c);
   }
@@ -114,14 +127,14 @@ class HeartbeatWriteTest {
   @Test
   void anIdleStreamKeepsItsPipelineAndBytes() throws Exception {
     cluster = PluginCluster.start(timeouts(PluginCluster.baseConf()), getClass(), 3);
-    idleStreamKeepsItsPipeline(new Path("/hb/idle"), 2L * TIMEOUT_MS + 1500);
+    idleStreamKeepsItsPipeline(new Path("/hb/idle"), 2L * PACKET_TIMEOUT_MS + 1500);
   }
 
   @Test
   void anIdleStreamKeepsItsPipelineOnAnEncryptedCluster() throws Exception {
     // heartbeats are sealed like any packet: an unsealed one would close the connection
     cluster = PluginCluster.start(timeouts(WireProtectionTest.encrypted(PluginCluster.baseConf())), getClass(), 3);
-    idleStreamKeepsItsPipeline(new Path("/hb/idle-encrypted"), 2L * TIMEOUT_MS + 1500);
+    idleStreamKeepsItsPipeline(new Path("/hb/idle-encrypted"), 2L * PACKET_TIMEOUT_MS + 1500);
   }
 
   /**
@@ -148,7 +161,15 @@ class HeartbeatWriteTest {
       out.hflush();
       DatanodeInfo[] first = pipeline(out);
       assertEquals(2, first.length);
-      Thread.sleep(TIMEOUT_MS + 1500);
+      // the second DataNode hears nothing and times out; the first then closes its connection.
+      // Waited for rather than slept through: a write before both are done would reach the
+      // second DataNode and keep the pipeline
+      Thread.sleep(PACKET_TIMEOUT_MS);
+      long until = System.nanoTime() + 60_000_000_000L;
+      while (RdmaDataNodePlugin.running().stream().anyMatch(p -> p.openWrites() > 0)) {
+        assertTrue(System.nanoTime() < until, "the DataNodes' writes did not end");
+        Thread.sleep(50);
+      }
       out.write(0x32);
       out.hflush();
       DatanodeInfo[] now = pipeline(out);

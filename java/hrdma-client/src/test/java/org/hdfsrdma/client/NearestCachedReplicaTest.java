@@ -12,6 +12,7 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.hdfs.DFSConfigKeys;
+import org.apache.hadoop.hdfs.DFSTestUtil;
 import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.apache.hadoop.hdfs.client.HdfsDataInputStream;
@@ -120,11 +121,18 @@ class NearestCachedReplicaTest {
     return cached;
   }
 
-  private byte[] write(String path, int size, short replication, long seed) throws IOException {
+  private byte[] write(String path, int size, short replication, long seed) throws Exception {
     byte[] data = PluginCluster.random(size, seed);
-    try (FSDataOutputStream out = fs.create(new org.apache.hadoop.fs.Path(path), replication)) {
+    org.apache.hadoop.fs.Path p = new org.apache.hadoop.fs.Path(path);
+    try (FSDataOutputStream out = fs.create(p, replication)) {
       out.write(data);
     }
+    // close returns once the NameNode knows one replica of the last block; it learns of the others
+    // from each DataNode's incremental block report, sent on its own. The pipeline's first DataNode,
+    // the one that keeps the block in the page cache, finalizes last (the acks come upstream), so on
+    // a loaded machine the NameNode could list only the two written O_DIRECT, and the residency
+    // checks and the client's choice would see neither the cached replica nor all replicas
+    DFSTestUtil.waitReplication(stock, p, replication);
     return data;
   }
 
