@@ -78,6 +78,9 @@ public record MrOptions(String command, String job, int files, long fileBytes, l
           --results DIR        where CSV, JSON, PNG and summary.md go [results/DATE-COMMIT]
           --json               JSON lines on stdout instead of the table
           --conf KEY=VALUE     set in the daemons' and the client's configuration (repeatable)
+          --encrypt            dfs.encrypt.data.transfer (AES/CTR cipher suite) and block tokens on the
+                               whole cluster, as 'bench fs --encrypt': both clients encrypt every byte
+                               on the wire (ours: AES-GCM, docs/security.md)
         """;
     if (command.equals("sweep")) {
       return "usage: hrdma bench sweep [--job dfsio] [--sweep NAME=V1,V2,...]... [options]\n"
@@ -119,6 +122,7 @@ public record MrOptions(String command, String job, int files, long fileBytes, l
     Map<String, String> conf = new LinkedHashMap<>();
     Path cluster = null;
     boolean mini = false;
+    boolean encrypt = false;
     for (int i = 0; i < args.length; i++) {
       String[] av = org.hdfsrdma.tools.fs.FsOptions.splitOption(args[i]);
       String a = av[0];
@@ -127,9 +131,14 @@ public record MrOptions(String command, String job, int files, long fileBytes, l
         throw new UsageException("unexpected argument '" + a + "'");
       }
       switch (a) {
-        case "--quick", "--json", "--no-validate", "--mini" -> {
+        case "--quick", "--json", "--no-validate", "--mini", "--encrypt" -> {
           if (v != null) {
             throw new UsageException(a + " takes no value");
+          }
+          if (a.equals("--encrypt")) {
+            encrypt = true;
+            org.hdfsrdma.tools.fs.FsOptions.putEncrypt(conf);
+            continue;
           }
           if (a.equals("--no-validate") && !job.equals("sort") && !command.equals("sweep")) {
             throw new UsageException("--no-validate is an option of 'bench sort'");
@@ -205,6 +214,9 @@ public record MrOptions(String command, String job, int files, long fileBytes, l
     }
     if (cluster != null && (!nets.isEmpty() || dir != null)) {
       throw new UsageException("--cluster uses a running cluster: --net and --dir start one here");
+    }
+    if (cluster != null && encrypt) {
+      throw new UsageException("--encrypt configures the cluster it starts: --cluster uses a running one");
     }
     if (cluster != null && command.equals("sweep") && sweep.containsKey("datanodes")) {
       throw new UsageException("--cluster: a running cluster's DataNodes cannot be swept");

@@ -39,6 +39,12 @@ class MrOptionsTest {
     assertEquals("c", o.clusterConf().get("a.b"));
     assertFalse(o.mini());
     assertTrue(MrOptions.parse("dfsio", new String[] {"--mini"}).mini());
+    assertFalse(d.clusterConf().containsKey("dfs.encrypt.data.transfer"));
+    MrOptions e = MrOptions.parse("dfsio", new String[] {"--encrypt", "--conf", "hrdma.client.read.local=false"});
+    assertEquals("true", e.clusterConf().get("dfs.encrypt.data.transfer"));
+    assertEquals("AES/CTR/NoPadding", e.clusterConf().get("dfs.encrypt.data.transfer.cipher.suites"));
+    assertEquals("true", e.clusterConf().get("dfs.block.access.token.enable"));
+    assertEquals("false", e.clusterConf().get("hrdma.client.read.local"));
   }
 
   @Test
@@ -62,6 +68,7 @@ class MrOptionsTest {
     assertTrue(error("dfsio", "--frobnicate").contains("unknown option --frobnicate"));
     assertTrue(error("dfsio", "extra").contains("unexpected argument 'extra'"));
     assertTrue(error("dfsio", "--quick=yes").contains("--quick takes no value"));
+    assertTrue(error("dfsio", "--encrypt=aes").contains("--encrypt takes no value"));
     assertTrue(error("dfsio", "--no-validate").contains("an option of 'bench sort'"));
     assertTrue(error("dfsio", "--sweep", "clients=1,2").contains("an option of 'bench sweep'"));
     assertTrue(error("sweep", "--sweep", "color=1,2").contains("NAME one of block-size, datanodes, clients,"
@@ -84,6 +91,7 @@ class MrOptionsTest {
     assertEquals(List.of("block-size", "clients", "replication"), List.copyOf(o.sweep().keySet()));
     assertTrue(error("dfsio", "--cluster", site.toString(), "--net", "1").contains("--cluster uses a running"));
     assertTrue(error("sweep", "--cluster", site.toString(), "--sweep", "datanodes=3,4").contains("cannot be swept"));
+    assertTrue(error("dfsio", "--encrypt", "--cluster", site.toString()).contains("--encrypt configures the cluster"));
   }
 
   @Test

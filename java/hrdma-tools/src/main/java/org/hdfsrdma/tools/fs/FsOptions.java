@@ -87,15 +87,7 @@ public record FsOptions(long size, Path dir, int runs, List<Integer> replication
         if (v != null) {
           throw new UsageException("--encrypt takes no value");
         }
-        // a cluster as secure sites run it without Kerberos: stock encrypts with AES/CTR after
-        // SASL, ours with AES-GCM after the same SASL (docs/security.md)
-        conf.put("dfs.encrypt.data.transfer", "true");
-        conf.put("dfs.encrypt.data.transfer.cipher.suites", "AES/CTR/NoPadding");
-        conf.put("dfs.block.access.token.enable", "true");
-        // with tokens on, short-circuit sockets in /tmp are refused; a secure site points
-        // dfs.domain.socket.path at a safe directory, which reads the same: this single-user
-        // benchmark host accepts its /tmp sockets instead
-        conf.put("hrdma.domain-socket.allow-sticky-dirs", "true");
+        putEncrypt(conf);
         continue;
       }
       if (!a.startsWith("--")) {
@@ -162,6 +154,21 @@ public record FsOptions(long size, Path dir, int runs, List<Integer> replication
     int eq = arg.indexOf('=');
     return arg.startsWith("--") && eq > 0 ? new String[] {arg.substring(0, eq), arg.substring(eq + 1)}
         : new String[] {arg, null};
+  }
+
+  /**
+   * {@code --encrypt} of the benchmarks: a cluster as secure sites run it without Kerberos.
+   * Stock encrypts with AES/CTR after SASL, ours with AES-GCM after the same SASL
+   * (docs/security.md). {@code --conf} given before it may not override these.
+   */
+  public static void putEncrypt(Map<String, String> conf) {
+    conf.put("dfs.encrypt.data.transfer", "true");
+    conf.put("dfs.encrypt.data.transfer.cipher.suites", "AES/CTR/NoPadding");
+    conf.put("dfs.block.access.token.enable", "true");
+    // with tokens on, short-circuit sockets in /tmp are refused; a secure site points
+    // dfs.domain.socket.path at a safe directory, which reads the same: this single-user
+    // benchmark host accepts its /tmp sockets instead
+    conf.put("hrdma.domain-socket.allow-sticky-dirs", "true");
   }
 
   /** One {@code --conf KEY=VALUE} into {@code conf}. */
