@@ -92,15 +92,6 @@ class DataNodeFailureTest {
     return (RdmaOutputStream) out.getWrappedStream();
   }
 
-  private byte[] readStock(Path p) throws IOException {
-    byte[] got = new byte[(int) stock.getFileStatus(p).getLen()];
-    try (FSDataInputStream in = stock.open(p)) {
-      in.readFully(got);
-      assertEquals(-1, in.read());
-    }
-    return got;
-  }
-
   /** Waits until every block of {@code p} has {@code n} replicas, none of them on {@code dead}. */
   private void awaitReplicated(Path p, int n, String dead) throws Exception {
     long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
@@ -154,7 +145,7 @@ class DataNodeFailureTest {
     }
     assertTrue(fs.pipelineRecoveries() >= 1, "recoveries " + fs.pipelineRecoveries());
     assertEquals(0, fs.stockWriteFallbacks());
-    assertArrayEquals(data, readStock(p));
+    assertArrayEquals(data, PluginCluster.readWhole(stock, p));
     // the recovered block: three live replicas straight after close (the replacement got a copy)
     LocatedBlock second = stock.getClient().getLocatedBlocks(p.toString(), 0).get(1);
     assertEquals(3, second.getLocations().length, Arrays.toString(second.getLocations()));
@@ -196,7 +187,7 @@ class DataNodeFailureTest {
     assertTrue(fs.pipelineRecoveries() >= 2, "recoveries " + fs.pipelineRecoveries());
     assertEquals(0, fs.stockWriteFallbacks());
     assertEquals(data.length, fs.rdmaBytesWritten(), "every byte went over hrdma");
-    assertArrayEquals(data, readStock(p));
+    assertArrayEquals(data, PluginCluster.readWhole(stock, p));
   }
 
   /**
@@ -242,7 +233,7 @@ class DataNodeFailureTest {
     }
     assertEquals(0, fs.stockWriteFallbacks());
     assertEquals(data.length, stock.getFileStatus(p).getLen());
-    assertArrayEquals(data, readStock(p));
+    assertArrayEquals(data, PluginCluster.readWhole(stock, p));
     LocatedBlock only = stock.getClient().getLocatedBlocks(p.toString(), 0).get(0);
     assertEquals(3, only.getLocations().length, Arrays.toString(only.getLocations()));
     assertTrue(fs.pipelineRecoveries() >= 1, "recoveries " + fs.pipelineRecoveries());
@@ -270,7 +261,7 @@ class DataNodeFailureTest {
       out.write(data, cut, data.length - cut);
     }
     assertTrue(fs.pipelineRecoveries() >= 1, "recoveries " + fs.pipelineRecoveries());
-    assertArrayEquals(data, readStock(p));
+    assertArrayEquals(data, PluginCluster.readWhole(stock, p));
     awaitReplicated(p, 3, dead);
     assertEquals(stock.getFileChecksum(p), fs.getFileChecksum(p));
   }
@@ -324,7 +315,7 @@ class DataNodeFailureTest {
       out.write(data, BLOCK, data.length - BLOCK);
     }
     assertEquals(0, fs.stockWriteFallbacks());
-    assertArrayEquals(data, readStock(p));
+    assertArrayEquals(data, PluginCluster.readWhole(stock, p));
     for (LocatedBlock lb : stock.getClient().getLocatedBlocks(p.toString(), 0).getLocatedBlocks().subList(1, 3)) {
       assertTrue(lb.getLocations().length >= 4, lb.toString());
     }
@@ -359,7 +350,7 @@ class DataNodeFailureTest {
     }
     assertTrue(thrown.get() >= 1, "the injector never ran: our DataNodes did not call it");
     assertEquals(1, fs.pipelineRecoveries());
-    assertArrayEquals(data, readStock(p));
+    assertArrayEquals(data, PluginCluster.readWhole(stock, p));
     LocatedBlock lb = stock.getClient().getLocatedBlocks(p.toString(), 0).get(0);
     assertTrue(lb.getBlock().getGenerationStamp() > 1001, lb.toString());
     awaitReplicated(p, 3, "none");

@@ -25,7 +25,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.CreateFlag;
-import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
@@ -316,16 +315,8 @@ class DataNodeLimitsTest {
         out.write(data);
       }
       assertEquals(before + 2, RbwReplica.fsyncs(), "each of the two blocks fsynced once as it closed");
-      assertArrayEquals(data, readAll(ours, new Path("/limits/synced")));
+      assertArrayEquals(data, PluginCluster.readWhole(ours, new Path("/limits/synced")));
     }
-  }
-
-  private static byte[] readAll(FileSystem f, Path p) throws IOException {
-    byte[] got = new byte[(int) f.getFileStatus(p).getLen()];
-    try (FSDataInputStream in = f.open(p)) {
-      in.readFully(got);
-    }
-    return got;
   }
 
   /**
@@ -361,7 +352,7 @@ class DataNodeLimitsTest {
           EnumSet.of(CreateFlag.CREATE), 4096, (short) 2, PluginCluster.BLOCK, null, null)) {
         out.write(data);
       }
-      assertArrayEquals(data, readAll(ours, new Path("/limits/pipelined")));
+      assertArrayEquals(data, PluginCluster.readWhole(ours, new Path("/limits/pipelined")));
     } finally {
       DataNodeFaultInjector.set(old);
     }
@@ -427,7 +418,7 @@ class DataNodeLimitsTest {
       for (int i = 0; i < 5; i++) { // more than the 4 threads reads used to share, each on its own connection
         FileSystem c = FileSystem.newInstance(PluginCluster.rdmaClientConf(cluster));
         clients.add(c);
-        stuck.add(readers.submit(() -> readAll(c, a)));
+        stuck.add(readers.submit(() -> PluginCluster.readWhole(c, a)));
       }
       Thread.sleep(1000); // they reach the plugin and wait on the hung volume
       for (Future<byte[]> s : stuck) {
@@ -437,7 +428,7 @@ class DataNodeLimitsTest {
       clients.add(other);
       final Path b = onB;
       long t0 = System.nanoTime();
-      byte[] got = readers.submit(() -> readAll(other, b)).get(10, TimeUnit.SECONDS);
+      byte[] got = readers.submit(() -> PluginCluster.readWhole(other, b)).get(10, TimeUnit.SECONDS);
       long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
       System.err.println("hrdma test: read of the other volume with volume " + hungVolume + " hung: " + ms + " ms");
       assertArrayEquals(data, got);
@@ -543,7 +534,7 @@ class DataNodeLimitsTest {
           assertTrue(finished > unhungAt, files.get(i) + " on a held volume finished while it was held (not our"
               + " write path?)");
         }
-        assertArrayEquals(data, readAll(fs, files.get(i)), files.get(i) + " content");
+        assertArrayEquals(data, PluginCluster.readWhole(fs, files.get(i)), files.get(i) + " content");
       }
       assertTrue(stuck > 2 && stuck < writes, stuck + " of " + writes + " writes on the held volumes");
     } finally {
@@ -590,7 +581,7 @@ class DataNodeLimitsTest {
       assertTrue(held >= 2 && held <= writes - 2, held + " of " + writes + " writes held");
       assertEquals(held, HoldingVolumeChoosingPolicy.heldTotal() - heldBefore, "held creations");
       // reads are served meanwhile, by a DataNode with a hung creation
-      assertArrayEquals(data, readAll(c, before));
+      assertArrayEquals(data, PluginCluster.readWhole(c, before));
       Thread.sleep(500);
       assertEquals(held, HoldingVolumeChoosingPolicy.waiting(), "a held write went on while its volume was held");
       assertEquals(writes - held, done.stream().filter(Future::isDone).count());
@@ -603,7 +594,7 @@ class DataNodeLimitsTest {
       HoldingVolumeChoosingPolicy.releaseAll();
       for (int i = 0; i < writes; i++) {
         done.get(i).get(60, TimeUnit.SECONDS);
-        assertArrayEquals(data, readAll(c, files.get(i)), files.get(i) + " content");
+        assertArrayEquals(data, PluginCluster.readWhole(c, files.get(i)), files.get(i) + " content");
       }
       System.err.println("hrdma test: " + held + " held writes completed within "
           + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - releasedAt) + " ms of the release");

@@ -1,5 +1,6 @@
 package org.hdfsrdma.client;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.File;
@@ -99,6 +100,16 @@ final class PluginCluster {
         cluster.shutdown();
       }
     }
+  }
+
+  /** The whole of {@code p} read through {@code fs}, checking that the stream ends where the file does. */
+  static byte[] readWhole(org.apache.hadoop.fs.FileSystem fs, org.apache.hadoop.fs.Path p) throws IOException {
+    byte[] got = new byte[(int) fs.getFileStatus(p).getLen()];
+    try (org.apache.hadoop.fs.FSDataInputStream in = fs.open(p)) {
+      in.readFully(got);
+      assertEquals(-1, in.read());
+    }
+    return got;
   }
 
   /** {@code n} reproducible random bytes. */

@@ -13,7 +13,6 @@ import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.CreateFlag;
-import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileChecksum;
 import org.apache.hadoop.fs.Path;
@@ -171,15 +170,6 @@ class RdmaBlockWriterTest {
     return reserved;
   }
 
-  private byte[] readStock(String path) throws IOException {
-    byte[] got = new byte[(int) fs.getFileStatus(new Path(path)).getLen()];
-    try (FSDataInputStream in = fs.open(new Path(path))) {
-      in.readFully(got);
-      assertEquals(-1, in.read());
-    }
-    return got;
-  }
-
   private void writeStock(String path, byte[] data, int replication) throws IOException {
     try (FSDataOutputStream out = fs.create(new Path(path), true, 4096, (short) replication, BLOCK)) {
       out.write(data);
@@ -203,7 +193,7 @@ class RdmaBlockWriterTest {
         System.err.printf("hrdma test: %d bytes at replication %d: ours %.1f ms, stock %.1f ms%n", size,
             replication, (t1 - t0) / 1e6, (t2 - t1) / 1e6);
         DFSTestUtil.waitReplication(fs, new Path(ours), (short) replication);
-        assertArrayEquals(data, readStock(ours), ours);
+        assertArrayEquals(data, PluginCluster.readWhole(fs, new Path(ours)), ours);
         FileChecksum a = fs.getFileChecksum(new Path(ours));
         FileChecksum b = fs.getFileChecksum(new Path(stock));
         assertEquals(b, a, "file checksum of " + ours + " vs the stock-written " + stock);
@@ -251,7 +241,7 @@ class RdmaBlockWriterTest {
         () -> "writes still open at the DataNodes");
     // the connection and the plugins keep serving
     writeOurs("/bad/after", PluginCluster.random(5000, 4), 3);
-    assertArrayEquals(PluginCluster.random(5000, 4), readStock("/bad/after"));
+    assertArrayEquals(PluginCluster.random(5000, 4), PluginCluster.readWhole(fs, new Path("/bad/after")));
   }
 
   @Test

@@ -9,7 +9,6 @@ import java.io.IOException;
 import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
@@ -86,15 +85,6 @@ class RollingUpgradeWriteTest {
     PluginCluster.awaitPluginsServing(cluster);
   }
 
-  private byte[] readStock(Path p) throws IOException {
-    byte[] got = new byte[(int) stock.getFileStatus(p).getLen()];
-    try (FSDataInputStream in = stock.open(p)) {
-      in.readFully(got);
-      assertEquals(-1, in.read());
-    }
-    return got;
-  }
-
   /**
    * Writes half a block, hflushes, shuts pipeline DataNode {@code which} down for an upgrade,
    * restarts it, writes the rest and closes; checks the file and that the pipeline kept every
@@ -121,7 +111,7 @@ class RollingUpgradeWriteTest {
     assertEquals(0, fs.stockWriteFallbacks());
     assertTrue(fs.pipelineRecoveries() >= 1, "recoveries " + fs.pipelineRecoveries());
     assertEquals(data.length, stock.getFileStatus(p).getLen());
-    assertArrayEquals(data, readStock(p));
+    assertArrayEquals(data, PluginCluster.readWhole(stock, p));
     LocatedBlock only = stock.getClient().getLocatedBlocks(p.toString(), 0).get(0);
     assertEquals(replication, only.getLocations().length, Arrays.toString(only.getLocations()));
     assertTrue(Arrays.asList(only.getLocations()).contains(restarted), restarted + " not among "
@@ -182,7 +172,7 @@ class RollingUpgradeWriteTest {
     }
     assertTrue(waitedNs >= TimeUnit.SECONDS.toNanos(4), "waited only " + waitedNs / 1_000_000 + " ms");
     assertEquals(0, fs.stockWriteFallbacks());
-    assertArrayEquals(data, readStock(p));
+    assertArrayEquals(data, PluginCluster.readWhole(stock, p));
     LocatedBlock only = stock.getClient().getLocatedBlocks(p.toString(), 0).get(0);
     assertEquals(3, only.getLocations().length, Arrays.toString(only.getLocations()));
     assertFalse(Arrays.asList(only.getLocations()).contains(gone), Arrays.toString(only.getLocations()));
@@ -215,7 +205,7 @@ class RollingUpgradeWriteTest {
       assertFalse(Arrays.asList(after).contains(gone), Arrays.toString(after));
     }
     assertEquals(0, fs.stockWriteFallbacks());
-    assertArrayEquals(data, readStock(p));
+    assertArrayEquals(data, PluginCluster.readWhole(stock, p));
     return tookNs;
   }
 
