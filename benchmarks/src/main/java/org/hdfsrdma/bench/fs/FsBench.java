@@ -100,14 +100,17 @@ public final class FsBench {
           check(b, crc, o.size(), failures);
         }
         // cold: the same file with its page cache dropped before each read; fio on its block files
-        List<java.nio.file.Path> blocks = ColdReads.blockFiles(c, stock, byStock);
+        List<java.nio.file.Path> blocks = ColdReads.fioFiles(ColdReads.blockFiles(c, stock, byStock));
+        if (fio && blocks.isEmpty()) {
+          log.println("bench fs: the file is smaller than fio's 1 MiB request: cold reads without fio beside them");
+        }
         for (int run = 1; run <= o.runs(); run++) {
           progress.phase(String.format("bench fs: replication %d, cold read run %d/%d", repl, run, o.runs()));
           ColdReads.dropCache(c);
           Sample a = m.read("ours", ours, byStock, "stock", repl, FsTable.READ_COLD);
           ColdReads.dropCache(c);
           Sample b = m.read("stock", stock, byStock, "stock", repl, FsTable.READ_COLD);
-          if (fio) {
+          if (fio && !blocks.isEmpty()) {
             ColdReads.dropCache(c);
             fioRuns.computeIfAbsent(repl, k -> new ArrayList<>()).add(ColdReads.fio(blocks));
           }

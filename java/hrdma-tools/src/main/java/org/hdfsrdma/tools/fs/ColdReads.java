@@ -29,7 +29,7 @@ public final class ColdReads {
   static final int FIO_BS = 1 << 20;
   static final int FIO_DEPTH = 4;
   static final String FIO_DESCRIPTION = "fio --rw=read --direct=1 --ioengine=io_uring --iodepth=" + FIO_DEPTH
-      + " --bs=1M over the file's block files (one replica)";
+      + " --bs=1M over the file's block files of at least 1 MiB (one replica)";
 
   /**
    * Drops the page cache of every file of the cluster's DataNodes (block and .meta files of
@@ -73,6 +73,21 @@ public final class ColdReads {
         throw new IOException("no block file for " + b.getBlock());
       }
       out.add(f.get(0));
+    }
+    return out;
+  }
+
+  /**
+   * The block files fio can read with its 1 MiB requests: those of at least {@link #FIO_BS}
+   * bytes (fio refuses a file smaller than its request, and a short last block would fail the
+   * whole run). Empty when the file is smaller than one request: then there is no fio anchor.
+   */
+  public static List<Path> fioFiles(List<Path> blocks) throws IOException {
+    List<Path> out = new ArrayList<>();
+    for (Path b : blocks) {
+      if (Files.size(b) >= FIO_BS) {
+        out.add(b);
+      }
     }
     return out;
   }

@@ -70,10 +70,10 @@ public final class Demo {
         s.add(m.read("ours", ours, byOurs, "ours", repl, FsTable.READ_COLD));
         ColdReads.dropCache(c);
         s.add(m.read("stock", stock, byStock, "stock", repl, FsTable.READ_COLD));
-        if (fio) {
+        List<java.nio.file.Path> fioBlocks = ColdReads.fioFiles(ColdReads.blockFiles(c, stock, byOurs));
+        if (fio && !fioBlocks.isEmpty()) { // none: the file is smaller than one fio request
           ColdReads.dropCache(c);
-          fioRuns.computeIfAbsent(repl, k -> new ArrayList<>()).add(ColdReads.fio(ColdReads.blockFiles(c, stock,
-              byOurs)));
+          fioRuns.computeIfAbsent(repl, k -> new ArrayList<>()).add(ColdReads.fio(fioBlocks));
         }
         all.addAll(s);
         for (Sample x : s) {
