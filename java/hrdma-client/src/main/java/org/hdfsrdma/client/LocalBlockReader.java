@@ -178,6 +178,43 @@ final class LocalBlockReader implements BlockReader {
     return b.flip();
   }
 
+  /** Bytes read and verified at a time by {@link #preadVerified} (a pooled buffer's). */
+  static final int PIECE = 512 * 1024;
+
+  /** Takes each piece {@link #preadVerified} verified: its bytes from 0 to its limit, at block offset {@code at}. */
+  interface PieceSink {
+    void take(ByteBuffer piece, long at);
+  }
+
+  /**
+   * Reads {@code [from, to)} of a block file ({@code from} on a chunk boundary, {@code to} a chunk
+   * boundary or the replica's end) with pread, about {@link #PIECE} bytes of whole chunks at a time
+   * into a pooled private buffer, verifies each piece there against {@code sums} (whose first sum
+   * is the chunk at {@code sumsFrom}) and hands it to {@code sink} (none: verify only). The bytes a
+   * sink gets are the bytes verified: a file rewritten or truncated meanwhile changes nothing of them.
+   */
+  static void preadVerified(NativeFiles.Fd fd, long from, long to, DataChecksum checksum, ByteBuffer sums,
+      long sumsFrom, String name, ExtendedBlock block, PieceSink sink) throws IOException {
+    int bpc = checksum.getBytesPerChecksum();
+    int sumSize = checksum.getChecksumSize();
+    int piece = Math.max(1, PIECE / bpc) * bpc;
+    ByteBuffer buf = WindowBuffers.take(piece);
+    try {
+      for (long at = from; at < to; at += piece) {
+        int n = (int) Math.min(piece, to - at);
+        ByteBuffer w = buf.clear().limit(n);
+        readFully(fd, at, w.duplicate(), "the block file", block);
+        int s = (int) ((at - sumsFrom) / bpc * sumSize);
+        verifyChunks(checksum, sums.slice(s, (n + bpc - 1) / bpc * sumSize), w.duplicate(), at, name, block);
+        if (sink != null) {
+          sink.take(w, at);
+        }
+      }
+    } finally {
+      WindowBuffers.give(buf);
+    }
+  }
+
   /**
    * Fills {@code dst} from {@code offset} of {@code fd} with pread: a short read means the file
    * was truncated under the reader (an IOException, never a fault).

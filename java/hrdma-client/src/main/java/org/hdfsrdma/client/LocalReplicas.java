@@ -409,23 +409,11 @@ final class LocalReplicas implements AutoCloseable {
       }
       long from = offset / bpc * bpc;
       long to = Math.min(length, (offset + len + bpc - 1) / bpc * bpc);
-      int piece = Math.max(1, PIECE / bpc) * bpc;
-      ByteBuffer buf = WindowBuffers.take(piece);
-      try {
-        for (long at = from; at < to; at += piece) {
-          int n = (int) Math.min(piece, to - at);
-          ByteBuffer w = buf.clear().limit(n);
-          LocalBlockReader.readFully(dataFd, at, w.duplicate(), "the block file", block);
-          int s = (int) (at / bpc * sumSize);
-          LocalBlockReader.verifyChunks(checksum, sums.slice(s, (n + bpc - 1) / bpc * sumSize), w.duplicate(), at, name,
-              block);
-          long a = Math.max(at, offset);
-          long e = Math.min(at + n, offset + len);
-          sink.take(w.limit((int) (e - at)).position((int) (a - at)), a);
-        }
-      } finally {
-        WindowBuffers.give(buf);
-      }
+      LocalBlockReader.preadVerified(dataFd, from, to, checksum, sums, 0, name, block, (w, at) -> {
+        long a = Math.max(at, offset);
+        long e = Math.min(at + w.limit(), offset + len);
+        sink.take(w.limit((int) (e - at)).position((int) (a - at)), a);
+      });
     }
 
     private void check(long offset, int len) throws IOException {
@@ -577,7 +565,4 @@ final class LocalReplicas implements AutoCloseable {
       return "LocalReplicas.Range[" + block + " at " + pos + "]";
     }
   }
-
-  /** Bytes read and verified at a time by a positional read (a pooled buffer's). */
-  static final int PIECE = 512 * 1024;
 }

@@ -222,24 +222,8 @@ final class MappedReplica {
 
   /** Reads {@code [a, b)} with pread into pooled buffers a piece at a time and verifies it there. */
   private void verifyChunks(long a, long b) throws IOException {
-    int sumSize = checksum.getChecksumSize();
-    int piece = Math.max(1, PIECE / bpc) * bpc;
-    ByteBuffer buf = WindowBuffers.take(piece);
-    try {
-      for (long at = a; at < b; at += piece) {
-        int n = (int) Math.min(piece, b - at);
-        ByteBuffer w = buf.clear().limit(n);
-        LocalBlockReader.readFully(dataFd, at, w.duplicate(), "the block file", block);
-        int s = (int) ((at - mapStart) / bpc * sumSize);
-        LocalBlockReader.verifyChunks(checksum, sums.slice(s, (n + bpc - 1) / bpc * sumSize), w, at, name, block);
-      }
-    } finally {
-      WindowBuffers.give(buf);
-    }
+    LocalBlockReader.preadVerified(dataFd, a, b, checksum, sums, mapStart, name, block, null);
   }
-
-  /** Bytes read and verified at a time (the client's default window). */
-  private static final int PIECE = 512 * 1024;
 
   /** Takes back the windows the verifier has not started and waits for those it verifies. */
   private void withdrawAll() {
