@@ -105,6 +105,12 @@ class ClusterEndToEndTest {
     }
   }
 
+  /** Sleeps; true, so it can end a wait loop's condition. */
+  private static boolean sleep(long ms) throws InterruptedException {
+    Thread.sleep(ms);
+    return true;
+  }
+
   private static String clusterId(ClusterLayout layout) throws Exception {
     return Files.readAllLines(layout.nameVersionFile()).stream().filter(l -> l.startsWith("clusterID=")).findFirst()
         .orElseThrow();
@@ -153,9 +159,17 @@ class ClusterEndToEndTest {
       assertEquals(0, rfs.stockBytesRead());
       FileStatus s = fs.getFileStatus(file);
       assertEquals(2, s.getReplication());
-      for (BlockLocation b : fs.getFileBlockLocations(s, 0, s.getLen())) {
-        assertEquals(2, b.getHosts().length, "replicated to both DataNodes");
-      }
+      // close() returns once the NameNode knows one replica of the last block (as stock's):
+      // the pipeline's first DataNode finalizes and reports last, so wait for both reports
+      long deadline = System.nanoTime() + 60_000_000_000L;
+      int fewest;
+      do {
+        fewest = Integer.MAX_VALUE;
+        for (BlockLocation b : fs.getFileBlockLocations(s, 0, s.getLen())) {
+          fewest = Math.min(fewest, b.getHosts().length);
+        }
+      } while (fewest < 2 && System.nanoTime() < deadline && sleep(100));
+      assertEquals(2, fewest, "replicated to both DataNodes");
     }
 
     Result status = cli("status", "--dir", dir);
