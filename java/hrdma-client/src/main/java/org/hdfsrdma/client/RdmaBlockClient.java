@@ -359,17 +359,6 @@ public final class RdmaBlockClient implements Closeable {
   }
 
   /**
-   * As {@link #localFiles(LocatedBlock, DatanodeInfo, long, long)}, returning once the request is
-   * on its way (several DataNodes asked at once); the answer is taken with
-   * {@link ShortCircuitClient.Asking#await}.
-   */
-  ShortCircuitClient.Asking askLocalFiles(LocatedBlock block, DatanodeInfo datanode, long probeOffset,
-      long probeLength) throws IOException {
-    String path = ShortCircuitSocket.path(conf, datanode.getXferPort());
-    return shortCircuit.start(path, block.getBlock(), block.getBlockToken(), probeOffset, probeLength);
-  }
-
-  /**
    * A positional read's short-circuit reader of {@code [offsetInBlock, offsetInBlock + length)}:
    * from the replica kept mapped (asked for and mapped on its first read, see
    * {@link LocalReplicas}), or, with no replicas kept, as {@link #openLocal}. Same failures.

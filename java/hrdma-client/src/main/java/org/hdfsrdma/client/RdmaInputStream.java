@@ -318,49 +318,26 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
     }
     Asked best = null;
     try {
-      // the first alone (a replica written cache-first, or read before, is usually all there); when it is
-      // not, the others at once: a cold block costs one exchange's wait more, not one per replica
-      for (int from = 0; from < near.size();) {
-        int to = from == 0 ? 1 : near.size();
-        List<ShortCircuitClient.Asking> asked = new ArrayList<>();
-        for (int i = from; i < to; i++) {
-          try {
-            asked.add(fs.blockClient().askLocalFiles(lb, near.get(i), probeOffset, probeLength));
-          } catch (IOException e) {
-            failed.put(near.get(i).getDatanodeUuid(), e);
-            asked.add(null);
-          }
+      for (DatanodeInfo dn : near) {
+        ShortCircuitClient.Fds f;
+        try {
+          f = fs.blockClient().localFiles(lb, dn, probeOffset, probeLength);
+        } catch (IOException e) {
+          failed.put(dn.getDatanodeUuid(), e);
+          continue;
         }
-        long deadline = System.nanoTime() + fs.blockClient().timeoutMs() * 1_000_000L;
-        boolean whole = false;
-        for (int i = from; i < to; i++) {
-          ShortCircuitClient.Asking a = asked.get(i - from);
-          if (a == null) {
-            continue;
+        fs.countNearReplicaProbe();
+        if (best == null || f.resident() > best.fds().resident()) {
+          if (best != null) {
+            best.fds().close();
           }
-          DatanodeInfo dn = near.get(i);
-          ShortCircuitClient.Fds f;
-          try {
-            f = a.await(deadline);
-          } catch (IOException e) {
-            failed.put(dn.getDatanodeUuid(), e);
-            continue;
-          }
-          fs.countNearReplicaProbe();
-          if (best == null || f.resident() > best.fds().resident()) {
-            if (best != null) {
-              best.fds().close();
-            }
-            best = new Asked(dn, f);
-          } else {
-            f.close();
-          }
-          whole |= f.resident() >= probeLength;
+          best = new Asked(dn, f);
+        } else {
+          f.close();
         }
-        if (whole) {
+        if (f.resident() >= probeLength) {
           break; // all of it in memory: no need to ask the others
         }
-        from = to;
       }
       if (best != null) {
         synchronized (infoLock) {
@@ -426,8 +403,9 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
       // So does a read of a block no longer than one verify window (a small file's): verify-ahead and
       // read-ahead gain it nothing, and the next opening of the block reads the kept replica with no
       // exchange with its DataNode (stock's short-circuit cache keeps replicas across streams the same way)
+      // (not a block a DataNode caches: the sequential reader reads that one with no checksum work)
       boolean keep = fs.blockClient().replicas().enabled() && (positional
-          || lb.getBlockSize() <= fs.blockClient().localWindowBytes());
+          || lb.getBlockSize() <= fs.blockClient().localWindowBytes() && lb.getCachedLocations().length == 0);
       boolean wholeBlock = keep;
       Map<String, IOException> probeFailed = new HashMap<>();
       DatanodeInfo kept = keep ? keptReplica(lb, order, badHere, avoid) : null;

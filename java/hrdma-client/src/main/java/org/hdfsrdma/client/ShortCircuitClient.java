@@ -130,16 +130,6 @@ final class ShortCircuitClient implements AutoCloseable {
    */
   Fds request(String socketPath, ExtendedBlock block, Token<BlockTokenIdentifier> token, long probeOffset,
       long probeLength) throws IOException {
-    return start(socketPath, block, token, probeOffset, probeLength).await(System.nanoTime() + timeoutMs * 1_000_000L);
-  }
-
-  /**
-   * As {@link #request(String, ExtendedBlock, Token, long, long)}, but returns once the request
-   * is on its way: several DataNodes are asked at once, each answer taken with
-   * {@link Asking#await}. Refusals that need no exchange (no socket, no native library) are thrown here.
-   */
-  Asking start(String socketPath, ExtendedBlock block, Token<BlockTokenIdentifier> token, long probeOffset,
-      long probeLength) throws IOException {
     String why = unavailable();
     if (why != null) {
       throw new RdmaBlockClient.LocalReadsRefused(why);
@@ -157,57 +147,6 @@ final class ShortCircuitClient implements AutoCloseable {
     }
     OpRequestShortCircuitAccessProto op = probeLength < 0 ? ShortCircuitSocket.request(block, token)
         : ShortCircuitSocket.request(block, token, probeOffset, probeLength);
-    return start(socketPath, block, op);
-  }
-
-  /** An exchange under way: {@link #await} takes its files (or its failure) and ends it. */
-  final class Asking {
-    private final String socketPath;
-    private final CompletableFuture<Fds> result;
-    private final Channel ch;
-
-    private Asking(String socketPath, CompletableFuture<Fds> result, Channel ch) {
-      this.socketPath = socketPath;
-      this.result = result;
-      this.ch = ch;
-    }
-
-    /** The files, waiting until {@code deadlineNanos} at most; the exchange is over afterwards. */
-    Fds await(long deadlineNanos) throws IOException {
-      Fds got = null;
-      try {
-        got = result.get(Math.max(0, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS);
-        return got;
-      } catch (TimeoutException e) {
-        throw new IOException("no short-circuit answer from " + socketPath + " within " + timeoutMs + " ms");
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new java.io.InterruptedIOException("interrupted waiting for " + socketPath);
-      } catch (ExecutionException e) {
-        if (e.getCause() instanceof IOException io) {
-          throw io;
-        }
-        throw new IOException(e.getCause());
-      } finally {
-        // from now on descriptors that arrive are closed by Exchange (result is done); ones
-        // that arrived just after the wait ended are closed here
-        if (got == null && !result.completeExceptionally(new IOException("given up"))) {
-          try {
-            Fds late = result.getNow(null);
-            if (late != null) {
-              late.close();
-            }
-          } catch (java.util.concurrent.CompletionException | java.util.concurrent.CancellationException failed) {
-            // nothing was handed over
-          }
-        }
-        ch.close();
-      }
-    }
-  }
-
-  private Asking start(String socketPath, ExtendedBlock block, OpRequestShortCircuitAccessProto op)
-      throws IOException {
     CompletableFuture<Fds> result = new CompletableFuture<>();
     ChannelFuture cf = new Bootstrap().group(group()).channel(EpollDomainSocketChannel.class)
         .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE, timeoutMs))
@@ -231,7 +170,35 @@ final class ShortCircuitClient implements AutoCloseable {
         ch.writeAndFlush(frame(ch, op.toByteArray()));
       }
     });
-    return new Asking(socketPath, result, ch);
+    Fds got = null;
+    try {
+      got = result.get(timeoutMs, TimeUnit.MILLISECONDS);
+      return got;
+    } catch (TimeoutException e) {
+      throw new IOException("no short-circuit answer from " + socketPath + " within " + timeoutMs + " ms");
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new java.io.InterruptedIOException("interrupted waiting for " + socketPath);
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof IOException io) {
+        throw io;
+      }
+      throw new IOException(e.getCause());
+    } finally {
+      // from now on descriptors that arrive are closed by Exchange (result is done); ones
+      // that arrived just after the wait ended are closed here
+      if (got == null && !result.completeExceptionally(new IOException("given up"))) {
+        try {
+          Fds late = result.getNow(null);
+          if (late != null) {
+            late.close();
+          }
+        } catch (java.util.concurrent.CompletionException | java.util.concurrent.CancellationException failed) {
+          // nothing was handed over
+        }
+      }
+      ch.close();
+    }
   }
 
   /** Tests: {@code hook} sees the channel of every later exchange as soon as it is made. */
