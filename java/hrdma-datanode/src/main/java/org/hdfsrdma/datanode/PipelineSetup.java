@@ -210,6 +210,11 @@ final class PipelineSetup {
           d.requestId = id;
           if (pc != null) {
             pc.lend(d, id);
+            if (!fresh && !pc.isOpen()) {
+              // it closed between take and lend: its close went to no write, so this one would wait in vain
+              d.close(false);
+              continue;
+            }
           }
           mirror = d;
           Endpoint e = d.ep;
@@ -271,7 +276,7 @@ final class PipelineSetup {
     String pool = block.getBlockPoolId();
     String who = switch (wire.mode()) {
       case NONE -> pool;
-      case ENCRYPT -> pool + "/key " + creds.key().keyId;
+      case ENCRYPT -> pool + "/key " + (creds.key() == null ? "none" : creds.key().keyId);
       case SASL -> pool + "/user " + (creds.token() == null ? "" : creds.token().decodeIdentifier().getUserId());
     };
     return new MirrorPool.Key(address, wire.mode(), who);
