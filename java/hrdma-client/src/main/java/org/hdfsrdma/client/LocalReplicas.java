@@ -102,6 +102,11 @@ final class LocalReplicas implements AutoCloseable {
     this.expiryNanos = expiryMs * 1_000_000L;
   }
 
+  /** Whether the replica of {@code key} is kept now (not counted as a use). */
+  synchronized boolean holds(Key key) {
+    return map.containsKey(key);
+  }
+
   /** Whether replicas are cached at all (capacity above 0). */
   boolean enabled() {
     return capacity > 0;

@@ -261,6 +261,24 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
     return local;
   }
 
+  /**
+   * The first replica of {@code lb} on this host, in {@code order}, that this client keeps open
+   * already (read before, {@link LocalReplicas}), or null: reading it needs no exchange, and no
+   * other replica is asked about.
+   */
+  private DatanodeInfo keptReplica(LocatedBlock lb, List<DatanodeInfo> order, Set<String> badHere, String avoid)
+      throws IOException {
+    LocalReplicas kept = fs.blockClient().replicas();
+    for (DatanodeInfo dn : order) {
+      String id = dn.getDatanodeUuid();
+      if (!badHere.contains(id) && !id.equals(avoid) && fs.isLocal(dn) && !fs.onStockPath(dn) && fs.tryLocal(dn)
+          && kept.holds(LocalReplicas.Key.of(id, lb.getBlock(), lb.getBlockSize()))) {
+        return dn;
+      }
+    }
+    return null;
+  }
+
   /** A replica's files asked of its DataNode on this host while choosing among several. */
   private record Asked(DatanodeInfo dn, ShortCircuitClient.Fds fds) {}
 
@@ -381,11 +399,22 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
       InvalidBlockTokenException tokenProblem = null;
       List<DatanodeInfo> order = candidates(lb);
       long inBlock = offset - lb.getStartOffset();
-      // a positional read keeps the replica mapped for later reads of the block: its whole length counts
-      boolean wholeBlock = positional && fs.blockClient().replicas().enabled();
+      // a positional read keeps the replica open for later reads of the block: its whole length counts.
+      // So does a read of a block no longer than one verify window (a small file's): verify-ahead and
+      // read-ahead gain it nothing, and the next opening of the block reads the kept replica with no
+      // exchange with its DataNode (stock's short-circuit cache keeps replicas across streams the same way)
+      // (not a block a DataNode caches: the sequential reader reads that one with no checksum work)
+      boolean keep = fs.blockClient().replicas().enabled() && (positional
+          || lb.getBlockSize() <= fs.blockClient().localWindowBytes() && lb.getCachedLocations().length == 0);
+      boolean wholeBlock = keep;
       Map<String, IOException> probeFailed = new HashMap<>();
-      Asked chosen = probeLocal(lb, order, badHere, avoid, wholeBlock ? 0 : inBlock,
+      DatanodeInfo kept = keep ? keptReplica(lb, order, badHere, avoid) : null;
+      Asked chosen = kept != null ? null : probeLocal(lb, order, badHere, avoid, wholeBlock ? 0 : inBlock,
           wholeBlock ? lb.getBlockSize() : len, probeFailed);
+      if (kept != null) {
+        order.remove(kept);
+        order.add(0, kept);
+      }
       if (chosen != null) {
         order.remove(chosen.dn());
         order.add(0, chosen.dn());
@@ -414,7 +443,7 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
                 given = chosen.fds();
                 chosen = null;
               }
-              BlockReader r = positional ? fs.blockClient().preadLocal(lb, dn, inBlock, len, given)
+              BlockReader r = keep ? fs.blockClient().preadLocal(lb, dn, inBlock, len, given)
                   : fs.blockClient().openLocal(lb, dn, inBlock, len, given);
               return new Source(lb, dn, r, offset, 0);
             } catch (InvalidBlockTokenException e) {

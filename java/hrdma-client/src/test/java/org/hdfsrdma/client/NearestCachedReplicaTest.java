@@ -205,6 +205,31 @@ class NearestCachedReplicaTest {
   }
 
   @Test
+  void aSmallFileOpenedAgainIsReadFromTheKeptReplicaAskingNothing() throws Exception {
+    String path = "/nearest/small";
+    byte[] data = write(path, 64 * 1024 + 11, (short) 3, 61);
+    long grants = grantsAtDataNodes();
+    long probes = probesAtDataNodes();
+    long fallbacks = fs.localFallbacks();
+    for (int round = 0; round < 4; round++) {
+      byte[] got = new byte[data.length];
+      try (org.apache.hadoop.fs.FSDataInputStream in = fs.open(new org.apache.hadoop.fs.Path(path))) {
+        org.apache.hadoop.io.IOUtils.readFully(in, got, 0, got.length); // sequential
+        assertEquals(-1, in.read());
+      }
+      assertArrayEquals(data, got, "round " + round);
+      if (round == 0) {
+        assertTrue(grantsAtDataNodes() > grants, "the first opening asks a DataNode for the files");
+        grants = grantsAtDataNodes();
+        probes = probesAtDataNodes();
+      }
+    }
+    assertEquals(grants, grantsAtDataNodes(), "later openings of the block read the replica kept open");
+    assertEquals(probes, probesAtDataNodes(), "and ask no DataNode what it has in the page cache");
+    assertEquals(fallbacks, fs.localFallbacks());
+  }
+
+  @Test
   void oneReplicaOnThisHostIsAskedNothingMore() throws Exception {
     String path = "/nearest/one";
     byte[] data = write(path, 2 * BLOCK, (short) 1, 47);

@@ -554,7 +554,7 @@ final class BlockWriteTask implements WriteMirror.Listener {
     }
     WriteMirror d = setup.mirror;
     if (d != null) {
-      d.close();
+      d.close(finalizedHere); // finalized: the downstream acked the last packet, its connection may serve another write
     }
     if (setup.disk != null) {
       setup.disk.close(); // hrdma disk

@@ -56,6 +56,15 @@ public final class HrdmaDataNodeKeys {
   /** How long a write's setup waits for the downstream DataNode's response. */
   public static final String WRITE_SETUP_TIMEOUT_KEY = "hrdma.datanode.write.setup-timeout-ms";
   public static final long WRITE_SETUP_TIMEOUT_DEFAULT = 30_000;
+  /**
+   * Idle connections to the next DataNodes of write pipelines kept for the next blocks (0: a new
+   * connection, and on this host a new write segment, for every block; stock's client keeps 16).
+   */
+  public static final String WRITE_MIRROR_POOL_KEY = "hrdma.datanode.write.mirror-pool";
+  public static final int WRITE_MIRROR_POOL_DEFAULT = 16;
+  /** How long such a connection is kept idle (stock's client keeps a DataNode socket 3 s). */
+  public static final String WRITE_MIRROR_IDLE_KEY = "hrdma.datanode.write.mirror-idle-ms";
+  public static final long WRITE_MIRROR_IDLE_DEFAULT = 3_000;
   /** Threads that read blocks from disk and feed the transports, per volume (a hung volume holds up only its reads). */
   public static final String READ_THREADS_KEY = "hrdma.datanode.read.threads";
   public static final int READ_THREADS_DEFAULT = 4;

@@ -27,11 +27,12 @@ final class OpContext {
   private final ShmGrants shm;
   private final WriteShmGrants writeShm;
   private final WriterRegistry writers;
+  private final MirrorPool mirrors;
   private final AtomicLong preparedAhead = new AtomicLong();
 
   OpContext(DataNodeAccess dn, ReadSettings settings, DataNodeLimits limits, ExecutorService readExecutor,
       VolumeExecutors volumeExecutors, ExecutorService writeExecutor, Supplier<HrdmaConnector> connector, long setupTimeoutMs, DiskIo disk,
-      WriteShmGrants writeShm) {
+      WriteShmGrants writeShm, MirrorPool mirrors) {
     this.dn = dn;
     this.settings = settings;
     this.limits = limits;
@@ -44,6 +45,7 @@ final class OpContext {
     this.shm = new ShmGrants(settings);
     this.writeShm = writeShm;
     this.writers = new WriterRegistry(setupTimeoutMs);
+    this.mirrors = mirrors;
   }
 
   DataNodeAccess dn() {
@@ -102,6 +104,11 @@ final class OpContext {
   /** Same-host writes by reference: the segments this DataNode grants, and whether it forwards by reference. */
   WriteShmGrants writeShm() {
     return writeShm;
+  }
+
+  /** The connections to next DataNodes kept between the blocks of write pipelines. */
+  MirrorPool mirrors() {
+    return mirrors;
   }
 
   WriterRegistry writers() {

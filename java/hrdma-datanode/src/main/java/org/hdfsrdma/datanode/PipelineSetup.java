@@ -159,35 +159,86 @@ final class PipelineSetup {
     if (targets.length > 0) {
       DatanodeInfo next = targets[0];
       mirrorName = next.getXferAddr();
-      WriteMirror d = new WriteMirror(mirrorName, up, listener, ctx.writeShm().forwardedByReferenceCounter());
       InetSocketAddress nextAddress = new InetSocketAddress(next.getIpAddr(), RdmaPorts.pluginPort(next, dn.conf()));
       // same-host writes by reference downstream: asked with the write's block and token, as a client would
       // (not when upstream chose the segment request's own id for its write: the answers would mix)
       boolean askSegment = ctx.writeShm().enabled() && SameHost.isLocal(nextAddress) && !SameHost.name().isEmpty()
           && org.hdfsrdma.nativelib.HrdmaNative.isAvailable() && id != WriteMirror.SEGMENT_REQUEST_ID;
       BlockOpResponseProto resp;
+      WriteMirror d = null;
+      boolean fresh = true;
       try {
         FaultHooks.failMirrorConnection(); // stock's hook: a throw is an unreachable mirror
-        HrdmaConnector connector = ctx.connector();
-        InetSocketAddress a = nextAddress;
-        ClientGate gate = new ClientGate(d);
-        HrdmaConnector.Connection c = connector.connect(a, gate);
         // downstream, this DataNode proves itself as stock's does: its own encryption key, the write's token
         WireProtection wire = WireProtection.forClient(dn.conf(), dn.conf().getBoolean(
-            "dfs.encrypt.data.transfer", false), a.getPort());
-        Endpoint e = gate.handshake(c.endpoint(), wire, new ClientGate.Credentials(
-            wire.mode() == WireProtection.Mode.ENCRYPT ? dn.dataEncryptionKey(block) : null, BlockOps.token(op)),
-            ctx.setupTimeoutMs());
-        d.ep = e;
-        d.requestId = id;
-        mirror = d;
-        if (askSegment) { // answered apart from the write (its own request id), read after the WRITE_RESPONSE
-          e.send(MessageCodec.encode(e.transport().allocator(), MessageKind.WRITE_SHM_REQUEST,
-              WriteMirror.SEGMENT_REQUEST_ID, WriteSegment.request(block, BlockOps.token(op))));
+            "dfs.encrypt.data.transfer", false), nextAddress.getPort());
+        ClientGate.Credentials creds = new ClientGate.Credentials(
+            wire.mode() == WireProtection.Mode.ENCRYPT ? dn.dataEncryptionKey(block) : null, BlockOps.token(op));
+        MirrorPool pool = ctx.mirrors();
+        MirrorPool.Key key = pool.enabled() ? mirrorKey(nextAddress, wire, creds) : null;
+        // a pooled connection is tried once: one that broke while idle is replaced by a new one
+        for (int attempt = 0;; attempt++) {
+          MirrorPool.Pooled pc = key != null && attempt == 0 ? pool.take(key, id) : null;
+          fresh = pc == null;
+          if (fresh) {
+            pc = key != null ? pool.newConnection(key, mirrorName) : null;
+            d = pc != null ? new WriteMirror(mirrorName, up, listener, ctx.writeShm().forwardedByReferenceCounter(),
+                pool, pc) : new WriteMirror(mirrorName, up, listener, ctx.writeShm().forwardedByReferenceCounter());
+            ClientGate gate = new ClientGate(pc != null ? pc : d);
+            Endpoint e;
+            try {
+              HrdmaConnector.Connection c = ctx.connector().connect(nextAddress, gate);
+              e = gate.handshake(c.endpoint(), wire, creds, ctx.setupTimeoutMs());
+            } catch (IOException | RuntimeException ex) {
+              if (pc != null) {
+                pc.close();
+              }
+              throw ex;
+            }
+            if (pc != null) {
+              pc.ep = e;
+            }
+            d.ep = e;
+          } else {
+            d = new WriteMirror(mirrorName, up, listener, ctx.writeShm().forwardedByReferenceCounter(), pool, pc);
+            d.ep = pc.ep;
+            WriteSegment kept = pc.segment();
+            if (kept != null) {
+              d.segment(kept);
+            }
+          }
+          d.requestId = id;
+          if (pc != null) {
+            pc.lend(d, id);
+            if (!fresh && !pc.isOpen()) {
+              // it closed between take and lend: its close went to no write, so this one would wait in vain
+              d.close(false);
+              continue;
+            }
+          }
+          mirror = d;
+          Endpoint e = d.ep;
+          if (askSegment && fresh) { // answered apart from the write (its own request id), read after the WRITE_RESPONSE
+            e.send(MessageCodec.encode(e.transport().allocator(), MessageKind.WRITE_SHM_REQUEST,
+                WriteMirror.SEGMENT_REQUEST_ID, WriteSegment.request(block, BlockOps.token(op))));
+          }
+          e.send(MessageCodec.encode(e.transport().allocator(), MessageKind.WRITE_REQUEST,
+              id, BlockOps.forwardWriteBlock(op), null));
+          try {
+            resp = d.response.get(ctx.setupTimeoutMs(), TimeUnit.MILLISECONDS);
+            break;
+          } catch (ExecutionException ex) {
+            if (fresh) {
+              throw ex;
+            }
+            // the pooled connection closed or was refused before this write's set-up: nothing was sent
+            // on it but the request, so a new connection carries the write from its start
+            LOG.debug("hrdma datanode: the pooled connection to {} failed ({}); connecting anew", mirrorName,
+                ex.getCause().toString());
+            mirror = null;
+            d.close(false);
+          }
         }
-        e.send(MessageCodec.encode(e.transport().allocator(), MessageKind.WRITE_REQUEST,
-            id, BlockOps.forwardWriteBlock(op), null));
-        resp = d.response.get(ctx.setupTimeoutMs(), TimeUnit.MILLISECONDS);
       } catch (IOException | ExecutionException | TimeoutException | RuntimeException e) {
         Throwable t = e instanceof ExecutionException ? e.getCause() : e;
         LOG.warn("hrdma datanode: cannot set up the pipeline of {} to {}: {}", block, mirrorName, t.toString());
@@ -205,13 +256,30 @@ final class PipelineSetup {
             resp.getMessage()));
         return false;
       }
-      if (askSegment) {
+      if (askSegment && fresh) {
         mapSegment(d, next, BlockOps.token(op));
       }
     }
     LOG.info("hrdma datanode: receiving {} from {}{}", block, up.remoteAddress(),
         mirrorName == null ? "" : ", mirror " + mirrorName);
     return true;
+  }
+
+  /**
+   * Who a connection to the next DataNode at {@code address} is authenticated as, for
+   * {@link MirrorPool}: nobody (no protection, or a trusted channel), this DataNode's data
+   * encryption key, or the block token's owner (its SASL identity is the token; a connection
+   * proved with one user's token carries only that user's writes, each checked with its own token).
+   */
+  private MirrorPool.Key mirrorKey(InetSocketAddress address, WireProtection wire, ClientGate.Credentials creds)
+      throws IOException {
+    String pool = block.getBlockPoolId();
+    String who = switch (wire.mode()) {
+      case NONE -> pool;
+      case ENCRYPT -> pool + "/key " + (creds.key() == null ? "none" : creds.key().keyId);
+      case SASL -> pool + "/user " + (creds.token() == null ? "" : creds.token().decodeIdentifier().getUserId());
+    };
+    return new MirrorPool.Key(address, wire.mode(), who);
   }
 
   /**

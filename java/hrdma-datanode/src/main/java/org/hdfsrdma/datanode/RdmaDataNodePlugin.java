@@ -201,10 +201,14 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     int writeThreads = conf.getInt(WRITE_THREADS_KEY, WRITE_THREADS_DEFAULT);
     long setupTimeoutMs = conf.getLong(WRITE_SETUP_TIMEOUT_KEY, WRITE_SETUP_TIMEOUT_DEFAULT);
     int maxSetups = conf.getInt(HrdmaDataNodeKeys.WRITE_MAX_SETUPS_KEY, HrdmaDataNodeKeys.WRITE_MAX_SETUPS_DEFAULT);
-    if (writeThreads < 1 || setupTimeoutMs < 1 || maxSetups < 1) {
+    int mirrorPool = conf.getInt(HrdmaDataNodeKeys.WRITE_MIRROR_POOL_KEY, HrdmaDataNodeKeys.WRITE_MIRROR_POOL_DEFAULT);
+    long mirrorIdleMs = conf.getLong(HrdmaDataNodeKeys.WRITE_MIRROR_IDLE_KEY,
+        HrdmaDataNodeKeys.WRITE_MIRROR_IDLE_DEFAULT);
+    if (writeThreads < 1 || setupTimeoutMs < 1 || maxSetups < 1 || mirrorPool < 0 || mirrorIdleMs < 1) {
       fail("hrdma datanode plugin: bad configuration, not serving: " + WRITE_THREADS_KEY + "=" + writeThreads
           + ", " + WRITE_SETUP_TIMEOUT_KEY + "=" + setupTimeoutMs + ", " + HrdmaDataNodeKeys.WRITE_MAX_SETUPS_KEY
-          + "=" + maxSetups, null);
+          + "=" + maxSetups + ", " + HrdmaDataNodeKeys.WRITE_MIRROR_POOL_KEY + "=" + mirrorPool + ", "
+          + HrdmaDataNodeKeys.WRITE_MIRROR_IDLE_KEY + "=" + mirrorIdleMs, null);
       return;
     }
     this.tconf = tconf;
@@ -217,13 +221,15 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     DiskIo diskIo = new DiskIo(diskSettings, dn.volumes());
     VolumeExecutors vexecutors = new VolumeExecutors(settings.threads(), writeThreads, dn.xferPort());
     RequestDispatcher d = new RequestDispatcher(new OpContext(dn, settings, limits, executor, vexecutors, wexecutor,
-        this::connector, setupTimeoutMs, diskIo, writeShm));
+        this::connector, setupTimeoutMs, diskIo, writeShm, new MirrorPool(mirrorPool, mirrorIdleMs)));
     ScheduledThreadPoolExecutor timer = newTimer("hrdma-dn-timer-" + dn.xferPort());
     // a tenth of the shorter timeout: a write times out at most 10% late (stock's is on the socket read)
-    long sweepMs = Math.max(50, Math.min(1000, Math.min(limits.idleTimeoutMs(), limits.packetTimeoutMs()) / 10));
+    long sweepMs = Math.max(50, Math.min(1000, Math.min(Math.min(limits.idleTimeoutMs(), limits.packetTimeoutMs()),
+        mirrorIdleMs) / 10));
     timer.scheduleWithFixedDelay(() -> {
       try {
         d.sweep();
+        d.context().mirrors().expire();
       } catch (RuntimeException e) {
         LOG.warn("hrdma datanode plugin: the timeout sweep failed", e);
       }
@@ -504,6 +510,9 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
         Thread.currentThread().interrupt();
       }
     }
+    if (disp != null) {
+      disp.context().mirrors().close(); // before the connector whose connections they are
+    }
     if (conn != null) {
       conn.close();
     }
@@ -651,6 +660,24 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
    */
   public record WriteShmStats(long segments, long bytes, long pending, long granted, long refused, long passed,
       long mapTimeouts, long byReference, long badReferences, long forwardedByReference, long forwardSegments) {}
+
+  /** The connections to next DataNodes kept between blocks (tests, status); null before it serves. */
+  public MirrorStats mirrors() {
+    synchronized (lock) {
+      if (dispatcher == null) {
+        return null;
+      }
+      MirrorPool p = dispatcher.context().mirrors();
+      return new MirrorStats(p.opened(), p.reused(), p.expired(), p.idleConnections(), p.liveConnections());
+    }
+  }
+
+  /**
+   * A forwarding DataNode's connections downstream: {@code opened} in all, writes that
+   * {@code reused} a kept one, {@code expired} idle ones closed, {@code idle} kept now, {@code live}
+   * not closed yet (idle or carrying a write).
+   */
+  public record MirrorStats(long opened, long reused, long expired, long idle, long live) {}
 
   /** Bytes of shared-memory segments mapped now (leak checks: 0 once no client is connected). */
   public long sharedSegmentBytes() {

@@ -54,27 +54,71 @@ final class WriteMirror implements EndpointHandler {
   private volatile WriteSegment segment;
   private boolean closed; // guarded by this
   private final AtomicLong forwardedByReference;
+  private final MirrorPool pool;           // null: the connection is this write's own
+  private final MirrorPool.Pooled pooled;  // the pool's connection this write borrows, or null
+  private volatile boolean broken;         // something failed downstream: the connection is not reused
 
   WriteMirror(String name, Endpoint up, Listener listener) {
     this(name, up, listener, new AtomicLong());
   }
 
   WriteMirror(String name, Endpoint up, Listener listener, AtomicLong forwardedByReference) {
+    this(name, up, listener, forwardedByReference, null, null);
+  }
+
+  /**
+   * A mirror over {@code pooled}, a connection of {@code pool} (null: a connection of its own,
+   * closed with the mirror): the connection and its write segment outlive the write, which gives
+   * them back on {@link #close(boolean)}.
+   */
+  WriteMirror(String name, Endpoint up, Listener listener, AtomicLong forwardedByReference, MirrorPool pool,
+      MirrorPool.Pooled pooled) {
     this.name = name;
     this.up = up;
-    this.listener = listener;
     this.forwardedByReference = forwardedByReference;
+    this.pool = pool;
+    this.pooled = pooled;
+    Listener l = listener;
+    // whatever goes wrong downstream makes the connection unfit for another write
+    this.listener = new Listener() {
+      @Override
+      public void onDownstreamAck(PipelineAckProto ack) {
+        for (org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status s : ack.getReplyList()) {
+          if (s != org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status.SUCCESS) {
+            broken = true;
+          }
+        }
+        l.onDownstreamAck(ack);
+      }
+
+      @Override
+      public void onDownstreamFailed(String why) {
+        broken = true;
+        l.onDownstreamFailed(why);
+      }
+
+      @Override
+      public void onDownstreamClosed(String why) {
+        broken = true;
+        l.onDownstreamClosed(why);
+      }
+    };
   }
 
   /** Gives the mirror the next DataNode's write segment; false (and it is closed) when the mirror closed meanwhile. */
   boolean segment(WriteSegment s) {
+    if (pooled != null && !pooled.segment(s)) { // the connection owns it from now on
+      return false;
+    }
     synchronized (this) {
       if (!closed) {
         segment = s;
         return true;
       }
     }
-    s.close();
+    if (pooled == null) {
+      s.close();
+    }
     return false;
   }
 
@@ -118,7 +162,7 @@ final class WriteMirror implements EndpointHandler {
       closed = true;
       s = segment;
     }
-    if (s != null) {
+    if (s != null && pooled == null) { // a pooled connection's segment is the connection's
       s.close();
     }
   }
@@ -205,12 +249,29 @@ final class WriteMirror implements EndpointHandler {
   }
 
   void close() {
+    close(false);
+  }
+
+  /**
+   * The write is over: its own connection closes; a pooled one goes back to the pool when
+   * {@code cleanly} (every packet acknowledged) and nothing failed downstream, else closes.
+   */
+  void close(boolean cleanly) {
+    closeSegment();
+    dropSegmentAnswer();
+    if (pooled != null) {
+      pool.give(pooled, cleanly && !broken);
+      return;
+    }
     Endpoint e = ep;
     if (e != null) {
       e.close();
     }
-    closeSegment();
-    dropSegmentAnswer();
+  }
+
+  /** Whether this write borrowed a pooled connection (tests, logs). */
+  boolean pooled() {
+    return pooled != null;
   }
 
   @Override
@@ -226,6 +287,11 @@ final class WriteMirror implements EndpointHandler {
       endpoint.close();
       return;
     }
+    onDecoded(endpoint, m);
+  }
+
+  /** A message from downstream, decoded (the connection's I/O thread); takes it over. */
+  void onDecoded(Endpoint endpoint, Message m) {
     if (m.requestId() == SEGMENT_REQUEST_ID && !segmentAnswer.isDone() && (m.kind() == MessageKind.WRITE_SHM_GRANT
         || m.kind() == MessageKind.ERROR)) {
       if (!segmentAnswer.complete(m)) {

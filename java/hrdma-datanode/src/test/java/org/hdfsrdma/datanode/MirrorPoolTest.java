@@ -1,0 +1,152 @@
+package org.hdfsrdma.datanode;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.reflect.Proxy;
+import java.net.InetSocketAddress;
+import java.util.concurrent.CompletableFuture;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PipelineAckProto;
+import org.hdfsrdma.protocol.wire.WireProtection;
+import org.hdfsrdma.transport.Endpoint;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link MirrorPool}: which kept connection a write gets, when one is closed instead of kept,
+ * and that every connection it made is closed in the end (its live count back to 0).
+ */
+class MirrorPoolTest {
+  private static final MirrorPool.Key A = new MirrorPool.Key(new InetSocketAddress("127.0.0.1", 5001),
+      WireProtection.Mode.NONE, "BP-1");
+  private static final MirrorPool.Key A_OTHER_USER = new MirrorPool.Key(new InetSocketAddress("127.0.0.1", 5001),
+      WireProtection.Mode.SASL, "BP-1/user bob");
+  private static final MirrorPool.Key A_USER = new MirrorPool.Key(new InetSocketAddress("127.0.0.1", 5001),
+      WireProtection.Mode.SASL, "BP-1/user alice");
+
+  /** An endpoint that is open until closed. */
+  private static Endpoint endpoint() {
+    CompletableFuture<Void> closed = new CompletableFuture<>();
+    return (Endpoint) Proxy.newProxyInstance(Endpoint.class.getClassLoader(), new Class<?>[] {Endpoint.class},
+        (proxy, m, args) -> switch (m.getName()) {
+          case "closeFuture" -> closed;
+          case "close" -> {
+            closed.complete(null);
+            yield null;
+          }
+          case "remoteAddress" -> new InetSocketAddress("127.0.0.1", 5001);
+          case "toString" -> "endpoint";
+          case "hashCode" -> System.identityHashCode(proxy);
+          case "equals" -> proxy == args[0];
+          default -> throw new UnsupportedOperationException(m.getName());
+        });
+  }
+
+  private static MirrorPool.Pooled connected(MirrorPool pool, MirrorPool.Key key) {
+    MirrorPool.Pooled p = pool.newConnection(key, "dn2");
+    p.ep = endpoint();
+    return p;
+  }
+
+  private static final WriteMirror.Listener QUIET = new WriteMirror.Listener() {
+    @Override
+    public void onDownstreamAck(PipelineAckProto ack) {}
+
+    @Override
+    public void onDownstreamFailed(String why) {}
+  };
+
+  @Test
+  void aConnectionGivenBackIsLentAgainForTheSameKeyOnly() {
+    MirrorPool pool = new MirrorPool(4, 60_000);
+    MirrorPool.Pooled p = connected(pool, A_USER);
+    p.lend(null, 7);
+    pool.give(p, true);
+    assertEquals(1, pool.idleConnections());
+    assertNull(pool.take(A, 8), "another protection: not this connection");
+    assertNull(pool.take(A_OTHER_USER, 8), "proved with another user's token: not this connection");
+    assertSame(p, pool.take(A_USER, 8));
+    assertEquals(1, pool.reused());
+    assertEquals(0, pool.idleConnections());
+    pool.give(p, false);
+    assertFalse(p.isOpen(), "a write that did not end cleanly closes its connection");
+    assertEquals(0, pool.liveConnections());
+  }
+
+  @Test
+  void aConnectionIsNotLentToAWriteOfTheRequestIdItLastCarried() {
+    MirrorPool pool = new MirrorPool(4, 60_000);
+    MirrorPool.Pooled p = connected(pool, A);
+    p.lend(null, 7);
+    pool.give(p, true);
+    assertNull(pool.take(A, 7), "the next DataNode may still hold request 7 of this connection");
+    assertSame(p, pool.take(A, 9));
+    pool.close();
+    pool.give(p, true);
+    assertFalse(p.isOpen(), "given back to a closed pool: closed");
+    assertEquals(0, pool.liveConnections());
+  }
+
+  @Test
+  void aConnectionThatClosedWhileIdleIsNeverLent() {
+    MirrorPool pool = new MirrorPool(4, 60_000);
+    MirrorPool.Pooled p = connected(pool, A);
+    pool.give(p, true);
+    p.ep.close(); // the next DataNode went away
+    assertNull(pool.take(A, 1), "a closed connection is dropped, not lent");
+    assertEquals(0, pool.idleConnections());
+    assertEquals(0, pool.liveConnections());
+  }
+
+  @Test
+  void beyondItsCapacityConnectionsAreClosed() {
+    MirrorPool pool = new MirrorPool(2, 60_000);
+    MirrorPool.Pooled[] ps = {connected(pool, A), connected(pool, A), connected(pool, A)};
+    for (MirrorPool.Pooled p : ps) {
+      pool.give(p, true);
+    }
+    assertEquals(2, pool.idleConnections());
+    assertFalse(ps[2].isOpen(), "the third is closed");
+    assertEquals(2, pool.liveConnections());
+    pool.close();
+    assertEquals(0, pool.liveConnections());
+  }
+
+  @Test
+  void idleConnectionsExpire() throws InterruptedException {
+    MirrorPool pool = new MirrorPool(4, 50);
+    MirrorPool.Pooled old = connected(pool, A);
+    pool.give(old, true);
+    Thread.sleep(120);
+    MirrorPool.Pooled fresh = connected(pool, A);
+    pool.give(fresh, true);
+    pool.expire();
+    assertFalse(old.isOpen(), "idle longer than the pool keeps one");
+    assertTrue(fresh.isOpen(), "just given back");
+    assertEquals(1, pool.expired());
+    assertEquals(1, pool.idleConnections());
+    pool.close();
+    assertEquals(0, pool.liveConnections());
+  }
+
+  @Test
+  void aWriteGivesItsConnectionBackOnlyWhenNothingFailedDownstream() {
+    MirrorPool pool = new MirrorPool(4, 60_000);
+    Endpoint up = endpoint();
+    MirrorPool.Pooled p = connected(pool, A);
+    WriteMirror clean = new WriteMirror("dn2", up, QUIET, new java.util.concurrent.atomic.AtomicLong(), pool, p);
+    p.lend(clean, 1);
+    clean.close(true);
+    assertSame(p, pool.take(A, 2), "a clean write's connection is kept");
+
+    WriteMirror failed = new WriteMirror("dn2", up, QUIET, new java.util.concurrent.atomic.AtomicLong(), pool, p);
+    p.lend(failed, 2);
+    failed.failed("injected");
+    failed.close(true);
+    assertFalse(p.isOpen(), "a connection whose write failed downstream is closed");
+
+    assertEquals(0, pool.liveConnections());
+  }
+}
