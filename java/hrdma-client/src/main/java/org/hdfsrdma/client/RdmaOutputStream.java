@@ -117,6 +117,7 @@ final class RdmaOutputStream extends HrdmaOutputStreamBase {
   private final boolean syncBlock; // CreateFlag.SYNC_BLOCK: every block fsynced at its end
   private boolean persistBlocks;    // a block was allocated since the last flush: its length goes to the NameNode
   private volatile long slowdownMs;
+  private boolean leaseRecoveryAsked; // dfs.client.write.recover.lease.on.close.exception acted on
 
   /**
    * The stream of the file {@code stat} (created by {@code fs} at the NameNode), holding its
@@ -454,6 +455,9 @@ final class RdmaOutputStream extends HrdmaOutputStreamBase {
   @Override
   public synchronized void close() throws IOException {
     if (closed) {
+      if (failure != null) {
+        recoverLeaseAfterFailure(); // as stock's close of a stream that failed
+      }
       return;
     }
     if (stock != null) {
@@ -466,6 +470,7 @@ final class RdmaOutputStream extends HrdmaOutputStreamBase {
     }
     if (failure != null) {
       abortWrite(failure);
+      recoverLeaseAfterFailure();
       throw new IOException(failure.getMessage(), failure);
     }
     try {
@@ -482,7 +487,23 @@ final class RdmaOutputStream extends HrdmaOutputStreamBase {
       throw interrupted(e); // the stream stays open: a second close goes on
     } catch (IOException e) {
       abortWrite(e);
+      recoverLeaseAfterFailure();
       throw e;
+    }
+  }
+
+  /**
+   * As stock's close when it fails, with {@code dfs.client.write.recover.lease.on.close.exception}
+   * (read at each close, as stock): the file's lease is given back and its recovery started at the
+   * NameNode ({@code DFSOutputStream#recoverLease}), so the file is closed with what the DataNodes
+   * have instead of staying open until the lease's hard limit. Asked once.
+   */
+  private void recoverLeaseAfterFailure() {
+    if (!leaseRecoveryAsked && conf.getBoolean( // the file system's, which its DFSClient reads
+        HdfsClientConfigKeys.Write.RECOVER_LEASE_ON_CLOSE_EXCEPTION_KEY,
+        HdfsClientConfigKeys.Write.RECOVER_LEASE_ON_CLOSE_EXCEPTION_DEFAULT)) {
+      leaseRecoveryAsked = true;
+      recoverLease(true);
     }
   }
 

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.CommonConfigurationKeysPublic;
@@ -18,7 +19,10 @@ import org.apache.hadoop.hdfs.DFSClient;
 import org.apache.hadoop.hdfs.DFSConfigKeys;
 import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.hdfs.client.HdfsClientConfigKeys;
 import org.apache.hadoop.hdfs.client.impl.LeaseRenewer;
+import org.apache.hadoop.hdfs.server.datanode.DataNodeFaultInjector;
+import org.apache.hadoop.hdfs.server.datanode.ReplicaInPipeline;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -29,8 +33,8 @@ import org.junit.jupiter.api.Timeout;
  * files being written, so the DFSClient's LeaseRenewer runs while one is open and stops a
  * grace period after the last closes (what TestDistributedFileSystem#testDFSClient reads),
  * the lease outlives the NameNode's hard limit while the stream is open, closing the DFSClient
- * closes (completes) the stream's file, and renewal failing past the client's hard limit aborts
- * the stream, whose later calls fail.
+ * closes (completes) the stream's file, renewal failing past the client's hard limit aborts
+ * the stream, whose later calls fail, and a failed close recovers the lease when configured.
  */
 @Timeout(240)
 class LeaseRenewalTest {
@@ -169,6 +173,51 @@ class LeaseRenewalTest {
     assertTrue(String.valueOf(failed[0].getMessage()).contains("Lease timeout of"), "not stock's abort: " + failed[0]);
     assertTrue(fs.getClient().isFilesBeingWrittenEmpty(), "the aborted stream is still one of the files being written");
     assertThrows(IOException.class, () -> out.write(PluginCluster.random(10, 8)), "an aborted stream wrote");
+  }
+
+  /**
+   * With {@code dfs.client.write.recover.lease.on.close.exception}, a close that fails gives the
+   * lease back and has the NameNode recover the file, as stock's close: the file ends closed with
+   * what its DataNode acknowledged, instead of staying open under a lease nobody renews.
+   */
+  @Test
+  void aFailedCloseRecoversTheLeaseWhenConfigured() throws Exception {
+    Configuration client = new Configuration(false);
+    client.setBoolean(HdfsClientConfigKeys.Write.RECOVER_LEASE_ON_CLOSE_EXCEPTION_KEY, true);
+    start(PluginCluster.baseConf(), client);
+    Path p = new Path("/lease/recover-on-close");
+    byte[] first = PluginCluster.random(4000, 9);
+    AtomicBoolean failAcks = new AtomicBoolean();
+    DataNodeFaultInjector old = DataNodeFaultInjector.get();
+    DataNodeFaultInjector.set(new DataNodeFaultInjector() {
+      @Override
+      public void failPipeline(ReplicaInPipeline replica, String mirror) throws IOException {
+        if (failAcks.get()) {
+          throw new IOException("injected: the DataNode fails every ack");
+        }
+      }
+    });
+    try {
+      FSDataOutputStream out = fs.create(p, (short) 1);
+      assertOurs(out);
+      out.write(first);
+      out.hflush();
+      failAcks.set(true);
+      out.write(PluginCluster.random(3000, 10));
+      assertThrows(IOException.class, out::close, "the close did not fail: the injector was not called");
+    } finally {
+      DataNodeFaultInjector.set(old);
+    }
+    DistributedFileSystem other = cluster.getFileSystem();
+    await(() -> {
+      try {
+        return other.isFileClosed(p);
+      } catch (IOException e) {
+        throw new AssertionError(e);
+      }
+    }, 60_000, "the file's lease was not recovered after the failed close");
+    long len = other.getFileStatus(p).getLen();
+    assertTrue(len >= first.length, "the recovered file lost acknowledged bytes: " + len);
   }
 
   private static void await(BooleanSupplier condition, long ms, String what) throws InterruptedException {
