@@ -1,5 +1,6 @@
 package org.hdfsrdma.client;
 
+import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.nio.channels.ClosedChannelException;
@@ -18,12 +19,17 @@ import org.apache.hadoop.hdfs.client.HdfsClientConfigKeys;
 import org.apache.hadoop.hdfs.client.HdfsDataOutputStream;
 import org.apache.hadoop.hdfs.client.HdfsDataOutputStream.SyncFlag;
 import org.apache.hadoop.hdfs.protocol.ClientProtocol;
+import org.apache.hadoop.hdfs.protocol.DSQuotaExceededException;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.HdfsFileStatus;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.apache.hadoop.hdfs.protocol.NSQuotaExceededException;
+import org.apache.hadoop.hdfs.protocol.QuotaByStorageTypeExceededException;
+import org.apache.hadoop.hdfs.protocol.UnresolvedPathException;
 import org.apache.hadoop.hdfs.security.token.block.InvalidBlockTokenException;
 import org.apache.hadoop.ipc.RemoteException;
+import org.apache.hadoop.security.AccessControlException;
 import org.apache.hadoop.util.DataChecksum;
 import org.apache.hadoop.util.Progressable;
 import org.hdfsrdma.client.compat.StockFileStream;
@@ -291,8 +297,13 @@ final class RdmaOutputStream extends HrdmaOutputStreamBase {
         return namenode.addBlock(src, clientName, previous, ex, fileId, favoredNodes,
             EnumSet.noneOf(AddBlockFlag.class));
       } catch (RemoteException e) {
-        if (!NOT_REPLICATED_YET.equals(e.getClassName()) || i >= addBlockRetries) {
-          throw e;
+        // as stock's addBlock: these reach the writer as themselves (a file deleted or no longer
+        // under this client's lease is a FileNotFoundException; quotas, permissions, links)
+        IOException u = e.unwrapRemoteException(FileNotFoundException.class, AccessControlException.class,
+            NSQuotaExceededException.class, DSQuotaExceededException.class,
+            QuotaByStorageTypeExceededException.class, UnresolvedPathException.class);
+        if (u != e || !NOT_REPLICATED_YET.equals(e.getClassName()) || i >= addBlockRetries) {
+          throw u;
         }
         // as stock: the previous block is not minimally replicated yet; wait and ask again
         sleep(sleep);

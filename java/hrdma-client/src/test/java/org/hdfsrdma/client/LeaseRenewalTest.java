@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
@@ -21,6 +22,8 @@ import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.apache.hadoop.hdfs.client.HdfsClientConfigKeys;
 import org.apache.hadoop.hdfs.client.impl.LeaseRenewer;
+import org.apache.hadoop.hdfs.protocol.DSQuotaExceededException;
+import org.apache.hadoop.hdfs.protocol.HdfsConstants;
 import org.apache.hadoop.hdfs.server.datanode.DataNodeFaultInjector;
 import org.apache.hadoop.hdfs.server.datanode.ReplicaInPipeline;
 import org.junit.jupiter.api.AfterEach;
@@ -218,6 +221,33 @@ class LeaseRenewalTest {
     }, 60_000, "the file's lease was not recovered after the failed close");
     long len = other.getFileStatus(p).getLen();
     assertTrue(len >= first.length, "the recovered file lost acknowledged bytes: " + len);
+  }
+
+  /**
+   * As stock's stream, the next block of a file deleted under the writer (its lease gone with it)
+   * fails with the NameNode's FileNotFoundException, and one past the directory's space quota
+   * with DSQuotaExceededException: the types an application catches, not a RemoteException.
+   */
+  @Test
+  void aBlockRefusedByTheNameNodeFailsWithStocksException() throws Exception {
+    start(PluginCluster.baseConf(), null);
+    Path dir = new Path("/lease/gone");
+    Path p = new Path(dir, "f");
+    FSDataOutputStream out = fs.create(p, (short) 1);
+    assertOurs(out);
+    out.write(PluginCluster.random(100, 11)); // held by the stream: the block is allocated at the flush
+    assertTrue(fs.delete(dir, true));
+    FileNotFoundException e = assertThrows(FileNotFoundException.class, out::hflush);
+    assertTrue(String.valueOf(e.getMessage()).contains("File does not exist"), e.toString());
+
+    Path quota = new Path("/lease/quota");
+    fs.mkdirs(quota);
+    fs.setQuota(quota, HdfsConstants.QUOTA_DONT_SET, 1024); // less than one block
+    FSDataOutputStream q = fs.create(new Path(quota, "f"), (short) 1);
+    assertOurs(q);
+    q.write(PluginCluster.random(100, 12));
+    assertThrows(DSQuotaExceededException.class, q::hflush);
+    assertThrows(IOException.class, q::close, "the close of the failed stream reports its failure");
   }
 
   private static void await(BooleanSupplier condition, long ms, String what) throws InterruptedException {
