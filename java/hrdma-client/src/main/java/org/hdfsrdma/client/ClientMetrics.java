@@ -84,7 +84,8 @@ final class ClientMetrics extends HrdmaMetricsSource {
             fs.pipelineRecoveries())
         .addCounter(info("ChecksumErrors", "checksum errors met by readers"), fs.checksumErrors())
         .addCounter(info("BadReplicasReported", "replicas reported corrupt"), fs.badReplicasReported())
-        .addCounter(info("LeaseRenewals", "lease renewals sent"), fs.leaseRenewals())
+        .addGauge(info("FilesBeingWritten", "files open for writing under this client's lease"),
+            fs.filesBeingWritten())
         .addGauge(info("OpenConnections", "DataNode connections open"), c == null ? 0 : c.openConnections())
         .addGauge(info("BuffersOutstanding", "registered buffers handed out and not returned"),
             c == null ? 0 : c.buffersOutstanding());

@@ -22,9 +22,6 @@ public final class HrdmaClientKeys {
   /** How long a DataNode that failed over hrdma is used through the stock path before it is tried again. */
   public static final String FALLBACK_RETRY_MS_KEY = "hrdma.client.fallback.retry-ms";
   public static final long FALLBACK_RETRY_MS_DEFAULT = 600_000;
-  /** How often the leases of files open for writing through our streams are renewed. */
-  public static final String LEASE_RENEW_MS_KEY = "hrdma.client.lease-renew-ms";
-  public static final long LEASE_RENEW_MS_DEFAULT = 30_000;
   /**
    * Publish this client's counters as a metrics2 source and JMX bean ({@code HrdmaClient-<n>}); in a
    * JVM without a running metrics system that starts one (prefix HrdmaClient).

@@ -593,6 +593,22 @@ public final class RdmaBlockWriter implements Closeable {
     finish();
   }
 
+  /**
+   * Gives the write up without finishing the block, as stock's DataStreamer closed by force
+   * (an aborted stream): no last packet, the DataNodes are told the write ended in error and
+   * the replica stays being written (the NameNode recovers it). Waiters of
+   * {@link #awaitAcked} return. Idempotent; nothing after close.
+   */
+  public void abort() {
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+    }
+    abandon();
+    finish();
+  }
+
   private void finish() {
     synchronized (this) {
       closed = true;

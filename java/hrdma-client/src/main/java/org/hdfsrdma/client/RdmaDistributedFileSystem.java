@@ -2,13 +2,8 @@ package org.hdfsrdma.client;
 
 import java.io.FileNotFoundException;
 import java.io.IOException;
-import java.util.ArrayList;
-import java.util.Collections;
 import java.net.InetSocketAddress;
 import java.util.EnumSet;
-import java.util.HashSet;
-import java.util.List;
-import java.util.Set;
 import java.net.InetAddress;
 import java.net.URI;
 import java.util.concurrent.ConcurrentHashMap;
@@ -71,12 +66,9 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
   /** How long a DataNode that failed over hrdma is read through the stock path before it is tried again. */
   public static final String FALLBACK_RETRY_KEY = HrdmaClientKeys.FALLBACK_RETRY_MS_KEY;
   public static final long FALLBACK_RETRY_DEFAULT = HrdmaClientKeys.FALLBACK_RETRY_MS_DEFAULT;
-  /** How often the leases of files open for writing through our streams are renewed. */
-  public static final String LEASE_RENEW_KEY = HrdmaClientKeys.LEASE_RENEW_MS_KEY;
-  public static final long LEASE_RENEW_DEFAULT = HrdmaClientKeys.LEASE_RENEW_MS_DEFAULT;
 
   private boolean enabled;
-  /** Whether our input stream's base is Hadoop's package's in this JVM ({@link StreamBaseLoader}). */
+  /** Whether our streams' bases are Hadoop's package's in this JVM ({@link StreamBaseLoader}). */
   private boolean streamBase;
   /** What {@link #setVerifyChecksum} last said (our readers verify always; the stock ones it falls back to as told). */
   private volatile boolean verifyChecksum = true;
@@ -102,10 +94,7 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
   private final AtomicLong badReplicasReported = new AtomicLong();
   private final AtomicLong stockWriteFallbacks = new AtomicLong();
   private final AtomicLong rdmaBytesWritten = new AtomicLong();
-  private final AtomicLong leaseRenewals = new AtomicLong();
   private final AtomicLong pipelineRecoveries = new AtomicLong();
-  private final Set<RdmaOutputStream> openStreams = new HashSet<>(); // guarded by itself
-  private Thread leaseRenewer; // guarded by openStreams
   private volatile ClientMetrics metrics;
 
   @Override
@@ -135,7 +124,9 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
    * appends, another checksum than CRC32C or one asked for explicitly,
    * symlinks, and encrypted or erasure-coded files (those are created again
    * through the stock client); and when the first block's pipeline cannot be
-   * set up over hrdma (see {@link RdmaOutputStream}).
+   * set up over hrdma (see {@link RdmaOutputStream}). The stream holds the file's
+   * lease as stock's: it is one of the DFSClient's files being written, renewed
+   * by the DFSClient's LeaseRenewer and closed by {@code DFSClient#close}.
    */
   @Override
   public FSDataOutputStream create(Path f, FsPermission permission, EnumSet<CreateFlag> cflags, int bufferSize,
@@ -183,7 +174,7 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
   private FSDataOutputStream create(Path f, FsPermission permission, EnumSet<CreateFlag> cflags,
       boolean createParent, short replication, long blockSize, Progressable progress, ChecksumOpt checksumOpt,
       String[] favoredNodes, StockCreate stock) throws IOException {
-    if (!enabled || checksumOpt != null || cflags.contains(CreateFlag.APPEND)
+    if (!enabled || !streamBase || checksumOpt != null || cflags.contains(CreateFlag.APPEND)
         || !"CRC32C".equalsIgnoreCase(getConf().getTrimmed(HdfsClientConfigKeys.DFS_CHECKSUM_TYPE_KEY, "CRC32C"))) {
       return stock.create();
     }
@@ -215,67 +206,14 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
       }
       return stock.create(); // the file is gone again: the stock call creates it with the caller's flags
     }
-    RdmaOutputStream out = new RdmaOutputStream(this, src, st, cflags, progress, getConf(), favoredNodes);
-    streamOpened(out);
-    // as stock: an HdfsDataOutputStream (hsync with SyncFlags, getCurrentBlockReplication) around the stream
-    return getClient().createWrappedOutputStream(out, statistics);
+    // as stock: the file joins the client's files being written (its LeaseRenewer renews the lease), and
+    // an HdfsDataOutputStream (hsync with SyncFlags, getCurrentBlockReplication) wraps the stream
+    return RdmaOutputStream.create(this, src, st, cflags, progress, getConf(), favoredNodes, statistics);
   }
 
   /** Deletes the empty file a stream of ours created, before the stock client creates it again. */
   boolean deleteForFallback(String src) throws IOException {
     return getClient().getNamenode().delete(src, false);
-  }
-
-  // ------------------------------------------------------------ leases
-
-  private void streamOpened(RdmaOutputStream out) {
-    synchronized (openStreams) {
-      openStreams.add(out);
-      if (leaseRenewer == null) {
-        leaseRenewer = new Thread(this::renewLeases, "hrdma-lease-renewer-" + getClient().getClientName());
-        leaseRenewer.setDaemon(true);
-        leaseRenewer.start();
-      }
-    }
-  }
-
-  void streamClosed(RdmaOutputStream out) {
-    synchronized (openStreams) {
-      openStreams.remove(out);
-      openStreams.notifyAll();
-    }
-  }
-
-  /**
-   * Keeps the files of our open streams under lease: ClientProtocol.renewLease
-   * every {@value #LEASE_RENEW_KEY} ms while one is open (the DFSClient's own
-   * renewer only renews for its own streams); the thread ends with the last stream.
-   */
-  private void renewLeases() {
-    long period = getConf().getLong(LEASE_RENEW_KEY, LEASE_RENEW_DEFAULT);
-    while (true) {
-      synchronized (openStreams) {
-        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(period);
-        try {
-          while (!openStreams.isEmpty() && System.nanoTime() < end) {
-            openStreams.wait(Math.max(1, TimeUnit.NANOSECONDS.toMillis(end - System.nanoTime())));
-          }
-        } catch (InterruptedException e) {
-          leaseRenewer = null;
-          return;
-        }
-        if (openStreams.isEmpty()) {
-          leaseRenewer = null;
-          return;
-        }
-      }
-      try {
-        getClient().getNamenode().renewLease(getClient().getClientName(), Collections.emptyList());
-        leaseRenewals.incrementAndGet();
-      } catch (IOException e) {
-        LOG.warn("hrdma: cannot renew the lease of {}: {}", getClient().getClientName(), e.toString());
-      }
-    }
   }
 
   @Override
@@ -560,9 +498,9 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
     return rdmaBytesWritten.get();
   }
 
-  /** Lease renewals our renewer sent to the NameNode. */
-  public long leaseRenewals() {
-    return leaseRenewals.get();
+  /** Files this file system's client has open for writing (ours and stock's), as its LeaseRenewer sees them. */
+  public int filesBeingWritten() {
+    return getClient().getNumOfFilesBeingWritten();
   }
 
   /** The block client if one was made (tests look at its connections and buffers). */
@@ -570,21 +508,12 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
     return blockClient;
   }
 
+  /**
+   * As stock: the superclass closes the files being written (ours among them, completing
+   * them) before the DFSClient; the block client's transports close after them.
+   */
   @Override
   public void close() throws IOException {
-    List<RdmaOutputStream> open;
-    synchronized (openStreams) {
-      open = new ArrayList<>(openStreams);
-    }
-    for (RdmaOutputStream out : open) {
-      try {
-        out.close(); // as stock: closing the file system closes (completes) the files being written
-      } catch (IOException | RuntimeException e) {
-        LOG.warn("hrdma: closing {} failed: {}", out.src(), e.toString());
-        out.abort();
-        streamClosed(out);
-      }
-    }
     ClientMetrics m = metrics;
     metrics = null;
     if (m != null) {

@@ -1,5 +1,6 @@
 package org.hdfsrdma.client;
 
+import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.nio.channels.ClosedChannelException;
@@ -9,21 +10,28 @@ import java.util.EnumSet;
 import java.util.List;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.CreateFlag;
+import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.StreamCapabilities;
 import org.apache.hadoop.hdfs.AddBlockFlag;
 import org.apache.hadoop.hdfs.DFSOutputStream;
+import org.apache.hadoop.hdfs.HrdmaOutputStreamBase;
 import org.apache.hadoop.hdfs.client.HdfsClientConfigKeys;
+import org.apache.hadoop.hdfs.client.HdfsDataOutputStream;
 import org.apache.hadoop.hdfs.client.HdfsDataOutputStream.SyncFlag;
 import org.apache.hadoop.hdfs.protocol.ClientProtocol;
+import org.apache.hadoop.hdfs.protocol.DSQuotaExceededException;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.HdfsFileStatus;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.apache.hadoop.hdfs.protocol.NSQuotaExceededException;
+import org.apache.hadoop.hdfs.protocol.QuotaByStorageTypeExceededException;
+import org.apache.hadoop.hdfs.protocol.UnresolvedPathException;
 import org.apache.hadoop.hdfs.security.token.block.InvalidBlockTokenException;
 import org.apache.hadoop.ipc.RemoteException;
+import org.apache.hadoop.security.AccessControlException;
 import org.apache.hadoop.util.DataChecksum;
 import org.apache.hadoop.util.Progressable;
-import org.hdfsrdma.client.compat.DfsOutputStreamShell;
 import org.hdfsrdma.client.compat.StockFileStream;
 import org.hdfsrdma.client.compat.StockPacketSize;
 import org.slf4j.Logger;
@@ -40,12 +48,18 @@ import org.slf4j.LoggerFactory;
  * {@code complete} while the NameNode answers false, as stock does.
  *
  * <p>It is a {@link DFSOutputStream} (one without a DataStreamer, see
- * {@link DfsOutputStreamShell}), so {@code create} returns an
+ * {@link HrdmaOutputStreamBase}), so {@code create} returns an
  * {@link org.apache.hadoop.hdfs.client.HdfsDataOutputStream} around it as stock
  * does: {@code hsync(EnumSet<SyncFlag>)} with UPDATE_LENGTH (the NameNode
  * learns the last block's length) and END_BLOCK (the block is finished and the
  * next byte starts a new one), {@code getCurrentBlockReplication()} (the
  * DataNodes of the current pipeline) and {@code getPipeline()} are ours.
+ *
+ * <p>Lease: as stock's, the stream is one of the DFSClient's files being written
+ * from {@link #beginFileLease()} (the file system calls it once the stream is
+ * made) until it is closed or aborted: the client's LeaseRenewer renews the
+ * file's lease meanwhile, {@code DFSClient#close} closes the stream, and renewal
+ * failing past the lease's hard limit aborts it ({@link #abortWrite}).
  *
  * <p>{@link #hflush()}: every byte written so far is acknowledged by every
  * DataNode of the pipeline (new readers see it). {@link #hsync()}: the same,
@@ -76,7 +90,7 @@ import org.slf4j.LoggerFactory;
  * stream open and intact (a second close completes the file), as stock.
  * Buffer ownership: the caller's arrays are copied before write returns.
  */
-final class RdmaOutputStream extends DfsOutputStreamShell {
+final class RdmaOutputStream extends HrdmaOutputStreamBase {
   private static final Logger LOG = LoggerFactory.getLogger(RdmaOutputStream.class);
 
   /** The NameNode's exception (a server class) for "the previous block is not replicated yet". */
@@ -109,8 +123,26 @@ final class RdmaOutputStream extends DfsOutputStreamShell {
   private final boolean syncBlock; // CreateFlag.SYNC_BLOCK: every block fsynced at its end
   private boolean persistBlocks;    // a block was allocated since the last flush: its length goes to the NameNode
   private volatile long slowdownMs;
+  private boolean leaseRecoveryAsked; // dfs.client.write.recover.lease.on.close.exception acted on
 
-  /** {@code favoredNodes}: "host:port" of DataNodes the NameNode should place the blocks on, or null. */
+  /**
+   * The stream of the file {@code stat} (created by {@code fs} at the NameNode), holding its
+   * lease as {@code DFSClient#create} makes a stock stream hold it (the file joins the client's
+   * files being written), wrapped as stock wraps its own. The file system calls this rather than
+   * the constructor: a method of its own that passed this class where a DFSOutputStream is
+   * expected would have the JVM's verifier load this class, and with it its base, as soon as the
+   * file system's class is linked: before {@code StreamBaseLoader} could place the base in
+   * Hadoop's class loader. {@code favoredNodes}: "host:port" of DataNodes the NameNode should
+   * place the blocks on, or null.
+   */
+  static HdfsDataOutputStream create(RdmaDistributedFileSystem fs, String src, HdfsFileStatus stat,
+      EnumSet<CreateFlag> flags, Progressable progress, Configuration conf, String[] favoredNodes,
+      FileSystem.Statistics statistics) throws IOException {
+    RdmaOutputStream out = new RdmaOutputStream(fs, src, stat, flags, progress, conf, favoredNodes);
+    out.beginFileLease();
+    return fs.getClient().createWrappedOutputStream(out, statistics);
+  }
+
   RdmaOutputStream(RdmaDistributedFileSystem fs, String src, HdfsFileStatus stat, EnumSet<CreateFlag> flags,
       Progressable progress, Configuration conf, String[] favoredNodes) {
     this(fs, src, stat, flags, progress, conf, defaultChecksum(fs.getClient()), favoredNodes);
@@ -245,7 +277,7 @@ final class RdmaOutputStream extends DfsOutputStreamShell {
   /**
    * The first block's pipeline could not be set up: the stock stream writes
    * the file from its first byte (the bytes held so far go to it first). The
-   * file stays the one created, under the same lease (our renewer keeps it).
+   * file stays the one created, under the same lease (the DFSClient renews it for this stream).
    */
   private void fallBack(String msg) throws IOException {
     LOG.warn("{}; {} is written through the stock data path", msg, src);
@@ -265,8 +297,13 @@ final class RdmaOutputStream extends DfsOutputStreamShell {
         return namenode.addBlock(src, clientName, previous, ex, fileId, favoredNodes,
             EnumSet.noneOf(AddBlockFlag.class));
       } catch (RemoteException e) {
-        if (!NOT_REPLICATED_YET.equals(e.getClassName()) || i >= addBlockRetries) {
-          throw e;
+        // as stock's addBlock: these reach the writer as themselves (a file deleted or no longer
+        // under this client's lease is a FileNotFoundException; quotas, permissions, links)
+        IOException u = e.unwrapRemoteException(FileNotFoundException.class, AccessControlException.class,
+            NSQuotaExceededException.class, DSQuotaExceededException.class,
+            QuotaByStorageTypeExceededException.class, UnresolvedPathException.class);
+        if (u != e || !NOT_REPLICATED_YET.equals(e.getClassName()) || i >= addBlockRetries) {
+          throw u;
         }
         // as stock: the previous block is not minimally replicated yet; wait and ask again
         sleep(sleep);
@@ -429,6 +466,9 @@ final class RdmaOutputStream extends DfsOutputStreamShell {
   @Override
   public synchronized void close() throws IOException {
     if (closed) {
+      if (failure != null) {
+        recoverLeaseAfterFailure(); // as stock's close of a stream that failed
+      }
       return;
     }
     if (stock != null) {
@@ -440,7 +480,8 @@ final class RdmaOutputStream extends DfsOutputStreamShell {
       return;
     }
     if (failure != null) {
-      abort();
+      abortWrite(failure);
+      recoverLeaseAfterFailure();
       throw new IOException(failure.getMessage(), failure);
     }
     try {
@@ -456,15 +497,31 @@ final class RdmaOutputStream extends DfsOutputStreamShell {
     } catch (InterruptedIOException e) {
       throw interrupted(e); // the stream stays open: a second close goes on
     } catch (IOException e) {
-      fail(e);
-      abort();
+      abortWrite(e);
+      recoverLeaseAfterFailure();
       throw e;
     }
   }
 
+  /**
+   * As stock's close when it fails, with {@code dfs.client.write.recover.lease.on.close.exception}
+   * (read at each close, as stock): the file's lease is given back and its recovery started at the
+   * NameNode ({@code DFSOutputStream#recoverLease}), so the file is closed with what the DataNodes
+   * have instead of staying open until the lease's hard limit. Asked once.
+   */
+  private void recoverLeaseAfterFailure() {
+    if (!leaseRecoveryAsked && conf.getBoolean( // the file system's, which its DFSClient reads
+        HdfsClientConfigKeys.Write.RECOVER_LEASE_ON_CLOSE_EXCEPTION_KEY,
+        HdfsClientConfigKeys.Write.RECOVER_LEASE_ON_CLOSE_EXCEPTION_DEFAULT)) {
+      leaseRecoveryAsked = true;
+      recoverLease(true);
+    }
+  }
+
+  /** Closed: the file leaves the client's files being written, as stock's setClosed. */
   private void setClosedNow() {
     closed = true;
-    fs.streamClosed(this);
+    endFileLease();
   }
 
   private void complete(ExtendedBlock last) throws IOException {
@@ -481,33 +538,32 @@ final class RdmaOutputStream extends DfsOutputStreamShell {
     }
   }
 
-  /** Ends the stream after a failure (fs close): the writer is abandoned, the file not completed. */
-  synchronized void abort() {
+  /**
+   * Ends the stream after a failure, or as the DFSClient's abort (lease renewal failed past
+   * the hard limit): the block being written is given up at its DataNodes (not finalized),
+   * a stock stream after a fallback is aborted as stock aborts it, and the file is not
+   * completed. Later calls fail with {@code why}.
+   */
+  @Override
+  protected synchronized void abortWrite(IOException why) {
     if (closed) {
       return;
     }
+    fail(why);
     setClosedNow();
     RdmaBlockWriter w = writer;
     writer = null;
     if (w != null) {
-      try {
-        w.close();
-      } catch (IOException e) {
-        LOG.debug("hrdma: aborting {}: {}", src, e.toString());
-      }
+      w.abort();
     }
     DFSOutputStream s = stock;
     if (s != null) {
       try {
-        s.close();
+        abortStock(s);
       } catch (IOException e) {
         LOG.debug("hrdma: aborting {}: {}", src, e.toString());
       }
     }
-  }
-
-  String src() {
-    return src;
   }
 
   /** The DataNodes of the current block's pipeline, or none between blocks. */

@@ -27,8 +27,9 @@ import org.junit.jupiter.api.TestInstance;
 
 /**
  * The plugin jar loaded by a class loader of its own below Hadoop's, as Spark's {@code spark.jars}
- * loads it: our input stream's base must still share Hadoop's package at run time
- * ({@link StreamBaseLoader}), or the first read fails with IllegalAccessError.
+ * loads it: our streams' bases must still share Hadoop's package at run time
+ * ({@link StreamBaseLoader}), or the first read fails with IllegalAccessError (and a write's
+ * lease would not be the DFSClient's).
  *
  * <p>The client runs in two fresh loaders built from this JVM's class path: a parent with
  * Hadoop and every other library but ours, and a child with the project's modules; the cluster
@@ -119,6 +120,24 @@ class ChildLoaderReadTest {
         long stock = (long) fs.getClass().getMethod("stockBytesRead").invoke(fs);
         assertTrue(rdma >= data.length, "bytes over hrdma " + rdma);
         assertEquals(0, stock, "bytes through the stock path");
+
+        // and written by our stream, whose base (DFSOutputStream's package, for the file's lease) is Hadoop's too
+        Object written = pathClass.getConstructor(String.class).newInstance("/child-loader/written");
+        Object out = fsClass.getMethod("create", pathClass).invoke(fs, written);
+        try {
+          Object wrapped = out.getClass().getMethod("getWrappedStream").invoke(out);
+          assertEquals("org.hdfsrdma.client.RdmaOutputStream", wrapped.getClass().getName(),
+              "the file is written by our stream");
+          assertEquals(parent, Class.forName(StreamBaseLoader.OUTPUT_BASE, false, child).getClassLoader(),
+              "the output stream base is Hadoop's loader's");
+          ((java.io.OutputStream) out).write(data);
+        } finally {
+          ((java.io.Closeable) out).close();
+        }
+        assertArrayEquals(data, PluginCluster.readWhole(cluster.getFileSystem(), new Path("/child-loader/written")),
+            "content written from the child loader");
+        assertTrue((long) fs.getClass().getMethod("rdmaBytesWritten").invoke(fs) >= data.length,
+            "bytes written over hrdma");
       } finally {
         ((java.io.Closeable) fs).close();
       }

@@ -136,6 +136,13 @@ class MetricsTest {
       assertEquals(plugin.sharedSegmentsGranted(), num(p, "SharedSegmentsGranted"));
       assertEquals(0, num(p, "SharedSegmentBytes"));
       assertEquals(num(p, "OpenConnections"), connectionsPerTransport(p), "connections per transport add up: " + p);
+
+      // the DFSClient's files being written, our stream's among them while it is open
+      try (FSDataOutputStream open = fs.create(new Path("/metrics/open.bin"))) {
+        open.write(data, 0, 100);
+        assertEquals(1, num(beanWhen(clientBean, "FilesBeingWritten", 1), "FilesBeingWritten"));
+      }
+      assertEquals(0, num(beanWhen(clientBean, "FilesBeingWritten", 0), "FilesBeingWritten"));
     }
     assertTrue(JMX.queryNames(new ObjectName("Hadoop:name=" + clientBean + ",*"), null).isEmpty(),
         "a closed file system's bean is unregistered");

@@ -5,16 +5,16 @@ import java.util.concurrent.ThreadPoolExecutor;
 import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
 
 /**
- * Client compat: the base of hdfs-rdma's input stream, and the one class of
- * the project in Hadoop's own package. It has to live here: a stream that
+ * Client compat: the base of hdfs-rdma's input stream, one of the two classes of
+ * the project in Hadoop's own package (with {@link HrdmaOutputStreamBase}). It has to live here: a stream that
  * applications can cast as they cast stock ones ({@code HdfsDataInputStream}
  * takes only a {@link DFSInputStream}, whose constructor is package-private),
  * and that counts its reads into the file system's statistics the way stock
  * streams do ({@link DFSClient}'s {@code updateFileSystemReadStats} and
  * {@code checkOpen} are package-private), and that hedges positional reads
  * as stock does, on the client's hedged-read pool with its metrics (package-private
- * too). It adds nothing else: every other
- * Hadoop-internal call of the client sits in {@code org.hdfsrdma.client.compat}.
+ * too). It adds nothing else: every other Hadoop-internal call of the client
+ * sits in the output base or in {@code org.hdfsrdma.client.compat}.
  *
  * <p>Verified against Apache Hadoop 3.5.0. Thread-safety: as {@link DFSInputStream}.
  */

@@ -3,16 +3,20 @@ package org.hdfsrdma.client.compat;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.invoke.MethodHandles;
+import org.apache.hadoop.hdfs.DFSClient;
 import org.apache.hadoop.hdfs.DFSInputStream;
+import org.apache.hadoop.hdfs.DFSOutputStream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Puts the client's input-stream base ({@code org.apache.hadoop.hdfs.HrdmaInputStreamBase})
- * into the class loader that defined Hadoop's {@link DFSInputStream}, before anything loads it.
+ * Puts the client's stream bases ({@code org.apache.hadoop.hdfs.HrdmaInputStreamBase} and
+ * {@code HrdmaOutputStreamBase}) into the class loader that defined Hadoop's
+ * {@link DFSInputStream}, before anything loads them.
  *
- * <p>The base calls package-private members of {@code DFSInputStream} and {@code DFSClient}
- * (see its comment), which the JVM allows only to a class of the same runtime package: the
+ * <p>The bases call package-private members of {@code DFSInputStream}, {@code DFSOutputStream}
+ * and {@code DFSClient} (see their comments; the output base also overrides
+ * {@code DFSOutputStream#abort}), which the JVM allows only to a class of the same runtime package: the
  * same package name <em>and</em> the same class loader. With the plugin jar on Hadoop's own
  * class path (a Hadoop installation's lib directory, Spark's {@code extraClassPath}) that holds
  * by itself. An application that adds the jar through a class loader of its own (Spark's
@@ -33,8 +37,11 @@ import org.slf4j.LoggerFactory;
  */
 public final class StreamBaseLoader {
   private static final Logger LOG = LoggerFactory.getLogger(StreamBaseLoader.class);
-  /** The base's binary name; kept as a string so that nothing here loads the class first. */
+  /** The input stream base's binary name; kept as a string so that nothing here loads the class first. */
   public static final String BASE = "org.apache.hadoop.hdfs.HrdmaInputStreamBase";
+  /** The output stream base's binary name. */
+  public static final String OUTPUT_BASE = "org.apache.hadoop.hdfs.HrdmaOutputStreamBase";
+  private static final String[] BASES = {BASE, OUTPUT_BASE};
 
   /** null until decided; then whether the base is Hadoop's loader's. */
   private static volatile Boolean usable;
@@ -42,10 +49,11 @@ public final class StreamBaseLoader {
   private StreamBaseLoader() {}
 
   /**
-   * Makes sure the base, as {@code ours} (the plugin's class loader) resolves it, is defined by
-   * {@link DFSInputStream}'s loader.
+   * Makes sure both bases, as {@code ours} (the plugin's class loader) resolves them, are defined
+   * by {@link DFSInputStream}'s loader, and that its DFSClient can hold our streams' leases as
+   * stock's ({@code DFSClient#beginFileLease}).
    *
-   * @return whether it is: when not, our input stream cannot be used in this JVM (logged once,
+   * @return whether they are: when not, our streams cannot be used in this JVM (logged once,
    *     with why and what to do)
    */
   public static boolean ensure(ClassLoader ours) {
@@ -58,21 +66,27 @@ public final class StreamBaseLoader {
         ClassLoader hadoop = DFSInputStream.class.getClassLoader();
         String why = null;
         try {
-          if (find(hadoop) == null) {
-            define(ours);
-          }
-          Class<?> seen = find(ours);
-          if (seen == null || seen.getClassLoader() != hadoop) {
-            why = BASE + " is defined by " + (seen == null ? "no class loader" : seen.getClassLoader())
-                + ", not by Hadoop's (" + hadoop + ")";
+          DFSClient.class.getDeclaredMethod("beginFileLease", String.class, DFSOutputStream.class);
+          for (String base : BASES) {
+            if (find(hadoop, base) == null) {
+              define(ours, base);
+            }
+            Class<?> seen = find(ours, base);
+            if (seen == null || seen.getClassLoader() != hadoop) {
+              why = base + " is defined by " + (seen == null ? "no class loader" : seen.getClassLoader())
+                  + ", not by Hadoop's (" + hadoop + ")";
+              break;
+            }
           }
         } catch (IOException e) {
           why = e.getMessage();
+        } catch (NoSuchMethodException e) {
+          why = "this Hadoop's DFSClient has no beginFileLease(String, DFSOutputStream)";
         }
         if (why != null) {
-          LOG.warn("hrdma client: files are read through the stock client in this JVM: {}. Put the plugin jar on"
-              + " the class path of Hadoop's client, or in a parent-first class loader below it (a child-first"
-              + " one, such as Spark's userClassPathFirst, loads its own copy)", why);
+          LOG.warn("hrdma client: files are read and written through the stock client in this JVM: {}. Put the"
+              + " plugin jar on the class path of Hadoop's client, or in a parent-first class loader below it (a"
+              + " child-first one, such as Spark's userClassPathFirst, loads its own copy)", why);
         }
         usable = why == null;
       }
@@ -80,16 +94,16 @@ public final class StreamBaseLoader {
     }
   }
 
-  private static Class<?> find(ClassLoader loader) {
+  private static Class<?> find(ClassLoader loader, String base) {
     try {
-      return Class.forName(BASE, false, loader);
+      return Class.forName(base, false, loader);
     } catch (ClassNotFoundException e) {
       return null;
     }
   }
 
-  private static void define(ClassLoader ours) throws IOException {
-    String resource = BASE.replace('.', '/') + ".class";
+  private static void define(ClassLoader ours, String base) throws IOException {
+    String resource = base.replace('.', '/') + ".class";
     byte[] bytes;
     try (InputStream in = ours.getResourceAsStream(resource)) {
       if (in == null) {
@@ -100,12 +114,12 @@ public final class StreamBaseLoader {
     try {
       MethodHandles.privateLookupIn(DFSInputStream.class, MethodHandles.lookup()).defineClass(bytes);
       LOG.info("hrdma client: {} defined in the class loader of Hadoop's DFSInputStream ({}): the plugin jar"
-          + " was loaded by another one", BASE, DFSInputStream.class.getClassLoader());
+          + " was loaded by another one", base, DFSInputStream.class.getClassLoader());
     } catch (LinkageError e) {
       // another loader path defined it meanwhile (a duplicate definition): find() below decides
-      LOG.debug("hrdma client: defining {}: {}", BASE, e.toString());
+      LOG.debug("hrdma client: defining {}: {}", base, e.toString());
     } catch (IllegalAccessException | SecurityException e) {
-      throw new IOException("cannot define " + BASE + " in Hadoop's package: " + e, e);
+      throw new IOException("cannot define " + base + " in Hadoop's package: " + e, e);
     }
   }
 }
