@@ -76,8 +76,15 @@ final class PluginCluster {
   static MiniDFSCluster start(Configuration conf, Class<?> owner, int dataNodes) throws Exception {
     File base = new File("target/test-dir/" + owner.getSimpleName());
     MiniDFSCluster cluster = new MiniDFSCluster.Builder(conf, base).numDataNodes(dataNodes).build();
-    cluster.waitActive();
-    awaitPluginsServing(cluster);
+    try {
+      cluster.waitActive();
+      awaitPluginsServing(cluster);
+    } catch (Exception | Error e) {
+      // a cluster that did not come up must not outlive its test: its DataNodes' ports and
+      // plugins would be taken for the next test's
+      cluster.shutdown();
+      throw e;
+    }
     return cluster;
   }
 
