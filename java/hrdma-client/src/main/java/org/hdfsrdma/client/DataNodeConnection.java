@@ -142,7 +142,7 @@ final class DataNodeConnection implements EndpointHandler {
       Message m = p.take(timeoutMs);
       try {
         if (m.kind() == MessageKind.ERROR) {
-          LOG.debug("hrdma client: {} reads by value: {}", this, m.error().getMessage());
+          client.sharedMemoryRefused(this, m.error().getStatus() + ": " + m.error().getMessage());
           return;
         }
         HrdmaProtos.ShmGrant g = m.shmGrant();

@@ -157,6 +157,8 @@ public final class RdmaBlockClient implements Closeable {
   private final Object connectLock = new Object();
   private final java.util.concurrent.atomic.AtomicLong protectionFallbacks = new java.util.concurrent.atomic.AtomicLong();
   private final java.util.concurrent.atomic.AtomicBoolean loggedProtection = new java.util.concurrent.atomic.AtomicBoolean();
+  private final java.util.concurrent.atomic.AtomicLong shmRefusals = new java.util.concurrent.atomic.AtomicLong();
+  private final java.util.concurrent.atomic.AtomicBoolean loggedShmRefusal = new java.util.concurrent.atomic.AtomicBoolean();
   private volatile EncryptionKeys keys;
   private volatile boolean closed;
 
@@ -442,6 +444,28 @@ public final class RdmaBlockClient implements Closeable {
    */
   public long protectionFallbacks() {
     return protectionFallbacks.get();
+  }
+
+  /**
+   * Connections to a DataNode on this host whose SHM_REQUEST the DataNode refused (reads by
+   * reference off there, another host, a budget in use, a token refused): they read by value.
+   */
+  public long sharedMemoryRefusals() {
+    return shmRefusals.get();
+  }
+
+  /**
+   * Counts a refused SHM_REQUEST; logs the DataNode's reason once at INFO (an operator sees why
+   * same-host reads go by value), later ones at DEBUG.
+   */
+  void sharedMemoryRefused(DataNodeConnection c, String why) {
+    shmRefusals.incrementAndGet();
+    if (loggedShmRefusal.compareAndSet(false, true)) {
+      LOG.info("hrdma client: {} reads by value, the DataNode refused a shared-memory segment (logged once): {}",
+          c, why);
+    } else {
+      LOG.debug("hrdma client: {} reads by value: {}", c, why);
+    }
   }
 
   /** Counts a connection that could not be protected as configured; logs why once. */

@@ -71,6 +71,7 @@ class DataNodeLimitsTest {
   private static final long IDLE_MS = 4000;
   private static final long PACKET_TIMEOUT_MS = 2000;
   private static final long READ_TIMEOUT_MS = 1000;
+  private static final long HELLO_MS = 3000;
 
   private MiniDFSCluster cluster;
   private Configuration conf;
@@ -85,6 +86,7 @@ class DataNodeLimitsTest {
     conf.setLong("hrdma.datanode.write.packet-timeout-ms", PACKET_TIMEOUT_MS);
     conf.setInt("hrdma.datanode.max-request-bytes", 4096);
     conf.setLong(TransportConf.READ_TIMEOUT_KEY, READ_TIMEOUT_MS);
+    conf.setLong(TransportConf.HELLO_TIMEOUT_KEY, HELLO_MS);
     conf.set("hrdma.datanode.disk.policy.disk", "fifo"); // volume workers a test can hold
     conf.setInt("hrdma.datanode.write.threads", 1); // fewer than the writes a hung volume holds
     // stock's round-robin, with volumes a test can hang inside createRbw
@@ -187,6 +189,38 @@ class DataNodeLimitsTest {
     }
     assertEquals(before + 1, p.idleConnectionsClosed());
     await(() -> p.openConnections() == 0, 10_000, "connections leaked");
+  }
+
+  /**
+   * A plain socket that never says hello is closed once the hello timeout has passed, not before
+   * (a slow but honest peer gets that long), and never counts as a connection.
+   */
+  @Test
+  @Order(3)
+  @Timeout(60)
+  void aConnectionThatNeverSaysHelloIsClosedAfterTheHelloTimeout() throws Exception {
+    RdmaDataNodePlugin p = plugin(dn(0));
+    try (Socket s = new Socket()) {
+      s.connect(pluginAddress(dn(0)), 5000);
+      s.setSoTimeout(30_000);
+      long t0 = System.nanoTime();
+      int r;
+      try {
+        r = s.getInputStream().read();
+        while (r >= 0) { // a HELLO_REPLY refusing it may come first
+          r = s.getInputStream().read();
+        }
+      } catch (SocketTimeoutException e) {
+        throw new AssertionError("a connection that never said hello still open after 30 s", e);
+      } catch (IOException e) {
+        r = -1; // reset: closed too
+      }
+      long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+      System.err.println("hrdma test: silent connection closed after " + ms + " ms");
+      assertEquals(-1, r);
+      assertTrue(ms >= HELLO_MS - 100, "closed after " + ms + " ms, before the hello timeout");
+      assertEquals(0, p.openConnections(), "never admitted");
+    }
   }
 
   /** A plain socket that says hello as the tcp transport does, then sends only a frame's first 16 bytes. */

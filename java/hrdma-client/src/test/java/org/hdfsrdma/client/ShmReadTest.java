@@ -26,6 +26,8 @@ import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PacketHeaderProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
+import org.apache.hadoop.test.GenericTestUtils;
+import org.hdfsrdma.datanode.HrdmaDataNodeKeys;
 import org.hdfsrdma.datanode.RdmaDataNodePlugin;
 import org.hdfsrdma.nativelib.NativeShm;
 import org.hdfsrdma.proto.HrdmaProtos;
@@ -186,6 +188,68 @@ class ShmReadTest {
       }
     }
     assertEquals(byValue, plugin.readPacketsByReference() == refs0, "by reference unless turned off");
+    awaitNothingHeld(mapped0);
+  }
+
+  /**
+   * A DataNode that refuses the segment (here the user's budget, held by other connections)
+   * leaves the connection reading by value, byte-identical; the client counts every refusal and
+   * logs the DataNode's reason once at INFO, so that an operator sees why reads go by value.
+   */
+  @Test
+  void aRefusedSegmentIsCountedAndItsReasonLoggedOnce() throws Exception {
+    byte[] data = PluginCluster.random(BLOCK, 97);
+    Path p = write("ALL_SSD", "refused", data);
+    LocatedBlock lb = firstBlock(p);
+    InetSocketAddress addr = pluginAddress(lb);
+    long mapped0 = NativeShm.mappedBytes();
+    int holders = (int) (HrdmaDataNodeKeys.READ_SHM_MAX_BYTES_PER_CLIENT_DEFAULT
+        / HrdmaDataNodeKeys.READ_SHM_SEGMENT_BYTES_DEFAULT);
+    List<RawPlugin> raws = new ArrayList<>();
+    List<NativeShm.Segment> maps = new ArrayList<>();
+    GenericTestUtils.LogCapturer logs = GenericTestUtils.LogCapturer.captureLogs(
+        org.slf4j.LoggerFactory.getLogger(RdmaBlockClient.class));
+    try {
+      for (int i = 0; i < holders; i++) { // the same user's segments, mapped: they stay
+        RawPlugin raw = new RawPlugin(addr);
+        raws.add(raw);
+        send(raw.ep, MessageKind.SHM_REQUEST, 1, DataNodeConnection.shmRequest(lb.getBlock(), lb.getBlockToken()));
+        Message grant = raw.next();
+        assertEquals(MessageKind.SHM_GRANT, grant.kind(), grant.toString());
+        HrdmaProtos.ShmGrant g = grant.shmGrant();
+        maps.add(NativeShm.open(java.nio.file.Path.of(g.getPath()), g.getBytes()));
+        send(raw.ep, MessageKind.SHM_MAPPED, 1, null);
+      }
+      long refs0 = plugin.readPacketsByReference();
+      try (RdmaDistributedFileSystem fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(),
+          PluginCluster.rdmaClientConf(cluster))) {
+        for (int i = 0; i < 2; i++) { // two connections, each refused
+          byte[] got = new byte[data.length];
+          try (FSDataInputStream in = fs.open(p)) {
+            in.readFully(got);
+          }
+          assertArrayEquals(data, got);
+          assertFalse(fs.blockClient().readsByReference(lb.getLocations()[0]));
+          fs.blockClient().closeConnections();
+        }
+        assertEquals(data.length * 2L, fs.rdmaBytesRead(), "over the plugin's read path, by value");
+        assertEquals(2, fs.blockClient().sharedMemoryRefusals());
+      }
+      assertEquals(refs0, plugin.readPacketsByReference(), "no packet by reference");
+      String out = logs.getOutput();
+      String line = "reads by value, the DataNode refused a shared-memory segment";
+      assertEquals(1, out.split(java.util.regex.Pattern.quote(line), -1).length - 1, "logged once: " + out);
+      assertTrue(out.contains(HrdmaDataNodeKeys.READ_SHM_MAX_BYTES_PER_CLIENT_KEY), "with the DataNode's reason: " + out);
+      assertTrue(out.contains(" INFO "), out);
+    } finally {
+      logs.stopCapturing();
+      for (NativeShm.Segment m : maps) {
+        m.close();
+      }
+      for (RawPlugin r : raws) {
+        r.close();
+      }
+    }
     awaitNothingHeld(mapped0);
   }
 

@@ -139,22 +139,34 @@ final class Connection {
   }
 
   /**
-   * SHM_MAPPED: the client has mapped the segment; its file goes and packets go by reference.
-   * SHM_DECLINED: it cannot; the segment goes now.
+   * SHM_MAPPED (I/O thread, in order with the connection's other requests): the client has
+   * mapped the segment; the packets of every request after this one go by reference. Returns the
+   * segment, whose file the caller removes off the I/O thread, or null (no segment: answered
+   * with an ERROR; closed meanwhile: nothing to do).
    */
-  void segmentAnswered(long id, boolean mapped) {
+  ShmSegment segmentMapped(long id) {
     ShmSegment s = segment();
     if (s == null) {
-      Replies.error(ep, id, Status.ERROR_INVALID, (mapped ? "SHM_MAPPED" : "SHM_DECLINED")
-          + ", but this connection has no shared-memory segment");
+      Replies.error(ep, id, Status.ERROR_INVALID, "SHM_MAPPED, but this connection has no shared-memory segment");
+      return null;
+    }
+    return s.clientMapped() ? s : null;
+  }
+
+  /** SHM_DECLINED: the client cannot map the segment; it goes now (its packets go by value). */
+  void segmentDeclined(long id) {
+    ShmSegment s = segment();
+    if (s == null) {
+      Replies.error(ep, id, Status.ERROR_INVALID, "SHM_DECLINED, but this connection has no shared-memory segment");
       return;
     }
-    if (!mapped) {
-      s.close(); // packets go by value; its file and memory go now
-      return;
-    }
+    s.close(); // its file and memory go now
+  }
+
+  /** The file of a segment the client has mapped goes (read executor: the directory may be on a disk). */
+  void removeSegmentFile(ShmSegment s) {
     try {
-      s.clientMapped();
+      s.removeFile();
     } catch (IOException e) {
       LOG.warn("hrdma datanode: cannot remove the file of {}'s segment {}: {}", ep.remoteAddress(), s.path(),
           e.toString());

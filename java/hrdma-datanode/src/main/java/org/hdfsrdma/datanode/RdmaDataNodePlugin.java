@@ -336,7 +336,10 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     return a != null ? a.getHostAddress() : xfer.getHostString();
   }
 
-  /** The {@code hrdma.*} entries of the DataNode's configuration. */
+  /**
+   * The {@code hrdma.*} entries of the DataNode's configuration (with the hello wait computed
+   * where it is unset: {@link HadoopTransportConf#of}).
+   */
   static TransportConf transportConf(Configuration conf) {
     return HadoopTransportConf.of(conf);
   }

@@ -17,7 +17,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Reads by reference for a same-host client: SHM_REQUEST grants the connection a
  * shared-memory segment (made on the read executor: it makes a file), SHM_MAPPED /
- * SHM_DECLINED answer the grant, SHM_RELEASE gives a packet's slot back. Kept apart from the
+ * SHM_DECLINED answer the grant (SHM_MAPPED takes effect on the I/O thread, before the
+ * connection's next request is dispatched), SHM_RELEASE gives a packet's slot back. Kept apart from the
  * other handlers so that gating this operation stays local. Thread-safe.
  */
 final class ShmHandler implements OpHandler {
@@ -40,12 +41,29 @@ final class ShmHandler implements OpHandler {
           Replies.error(c.endpoint(), m.requestId(), Status.ERROR, ctx.who() + " is stopping");
         }
       }
-      case SHM_MAPPED, SHM_DECLINED -> {
+      case SHM_MAPPED -> {
+        m.release();
+        if (c.isClosed()) {
+          return; // its segment went with it
+        }
+        // mapped at once, here: the client's next request (its first read) is behind this one, and
+        // its packets must find the segment mapped whichever thread serves it
+        ShmSegment s = c.segmentMapped(m.requestId());
+        if (s == null) {
+          return;
+        }
+        try { // removes the segment's file: not on the I/O thread
+          ctx.readExecutor().execute(() -> c.removeSegmentFile(s));
+        } catch (RejectedExecutionException e) {
+          c.endpoint().close(); // stopping: the segment and its file go with the connection
+        }
+      }
+      case SHM_DECLINED -> {
         m.release();
         try { // removes the segment's file: not on the I/O thread
           ctx.readExecutor().execute(() -> {
             if (!c.isClosed()) { // else its segment went with it
-              c.segmentAnswered(m.requestId(), m.kind() == MessageKind.SHM_MAPPED);
+              c.segmentDeclined(m.requestId());
             }
           });
         } catch (RejectedExecutionException e) {

@@ -79,13 +79,26 @@ final class ShmSegment extends SlottedSegment {
     return mem.bytes();
   }
 
-  /** The client has mapped the segment: its file goes, and packets go by reference from now on. */
-  synchronized void clientMapped() throws IOException {
+  /**
+   * The client has mapped the segment (SHM_MAPPED): packets allocated from now on go by
+   * reference. Called on the connection's I/O thread as the message arrives, so that every
+   * request the client sends after SHM_MAPPED (its first read follows at once) finds the
+   * segment mapped; false when the segment has closed meanwhile.
+   */
+  synchronized boolean clientMapped() {
     if (isClosed()) {
-      return;
+      return false;
     }
-    Files.deleteIfExists(mem.path());
     mapped = true;
+    return true;
+  }
+
+  /**
+   * Removes the segment's file once the client has mapped it (nobody else needs it then). Off
+   * the I/O thread: the directory ({@value ReadSettings#SHM_DIR_KEY}) may be on a disk.
+   */
+  void removeFile() throws IOException {
+    Files.deleteIfExists(mem.path());
   }
 
   /** Closes the segment if the client has not mapped it (the map timeout); true if it did. */

@@ -151,7 +151,8 @@ class ShmSegmentTest {
       RegisteredBuffer before = s.allocate(1000);
       assertEquals(0, s.slotsHeld(), "not mapped by the client yet: by value");
       before.release();
-      s.clientMapped();
+      assertTrue(s.clientMapped());
+      s.removeFile();
       assertFalse(Files.exists(s.path()));
       List<RegisteredBuffer> slots = new ArrayList<>();
       for (int i = 0; i < 3; i++) {

@@ -26,6 +26,14 @@ public final class HrdmaTransportKeys {
   public static final String TRANSPORT_CONNECT_TIMEOUT_KEY = "hrdma.transport.connect-timeout-ms";
   public static final int TRANSPORT_CONNECT_TIMEOUT_DEFAULT = 5000;
   /**
+   * How long the accepting side (a DataNode) waits for a new connection's HELLO before closing it
+   * (ms): as long as stock's DataXceiver waits for a connection's first op (dfs.client.socket-timeout),
+   * so that a slow but honest peer (a GC pause, a loaded host) is served and a silent one closed.
+   * Empty: dfs.client.socket-timeout (HadoopTransportConf computes it from a Hadoop configuration).
+   */
+  public static final String TRANSPORT_HELLO_TIMEOUT_KEY = "hrdma.transport.hello-timeout-ms";
+  public static final int TRANSPORT_HELLO_TIMEOUT_DEFAULT = 60_000;
+  /**
    * Whether this side asks its peers to place the data of the packets it sends at page-aligned
    * addresses (ucx, stream), so that DataNodes write it O_DIRECT without a copy. Received hints are
    * honoured either way.

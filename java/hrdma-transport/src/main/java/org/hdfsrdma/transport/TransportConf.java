@@ -27,6 +27,8 @@ public final class TransportConf {
   public static final boolean PLACE_ALIGNED_DEFAULT = HrdmaTransportKeys.TRANSPORT_PLACE_ALIGNED_DEFAULT;
   public static final String CONNECT_TIMEOUT_KEY = HrdmaTransportKeys.TRANSPORT_CONNECT_TIMEOUT_KEY;
   public static final int CONNECT_TIMEOUT_DEFAULT = HrdmaTransportKeys.TRANSPORT_CONNECT_TIMEOUT_DEFAULT;
+  public static final String HELLO_TIMEOUT_KEY = HrdmaTransportKeys.TRANSPORT_HELLO_TIMEOUT_KEY;
+  public static final int HELLO_TIMEOUT_DEFAULT = HrdmaTransportKeys.TRANSPORT_HELLO_TIMEOUT_DEFAULT;
   /**
    * A peer that has sent part of a message (a frame header, some of its bytes) and then
    * nothing for this long is closed: its partial message holds the receiver's memory.

@@ -43,7 +43,7 @@ class ConfigurationRegistryTest extends TestConfigurationFieldsBase {
       HrdmaDataNodeKeys.class, HrdmaClientKeys.class, HrdmaClusterKeys.class);
   /** Keys whose default is computed at run time: their value in the defaults file is empty. */
   static final Set<String> COMPUTED_DEFAULTS = Set.of(HrdmaTransportKeys.TCP_IO_THREADS_KEY,
-      HrdmaDataNodeKeys.WRITE_PACKET_TIMEOUT_MS_KEY);
+      HrdmaDataNodeKeys.WRITE_PACKET_TIMEOUT_MS_KEY, HrdmaTransportKeys.TRANSPORT_HELLO_TIMEOUT_KEY);
   /** Source trees scanned for {@code "hrdma.*"} names: every module's main code. */
   static final List<String> SOURCE_ROOTS = List.of("java", "benchmarks");
   private static final Pattern LITERAL = Pattern.compile("\"(hrdma\\.[A-Za-z0-9_.-]*)\"");

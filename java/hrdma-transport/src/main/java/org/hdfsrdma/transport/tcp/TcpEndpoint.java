@@ -34,6 +34,7 @@ import org.hdfsrdma.transport.NioAddress;
 import org.hdfsrdma.transport.Protocol;
 import org.hdfsrdma.transport.RegisteredBuffer;
 import org.hdfsrdma.transport.Transport;
+import org.hdfsrdma.transport.TransportConf;
 import org.hdfsrdma.transport.TransportException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -298,16 +299,16 @@ public final class TcpEndpoint extends AbstractEndpoint {
       h.addAllTransports(helloTransports);
     }
     channel.writeAndFlush(TcpFrames.control(channel.alloc(), TcpFrames.HELLO, h.build()));
-    startHelloTimer("no hello reply from " + remoteAddress());
+    startHelloTimer("no hello reply from " + remoteAddress(), transport.connectTimeoutMs,
+        TransportConf.CONNECT_TIMEOUT_KEY);
   }
 
-  private void startHelloTimer(String what) {
+  private void startHelloTimer(String what, int ms, String key) {
     timer = channel.eventLoop().schedule(() -> {
       if (!helloDone) {
-        fail(new TransportException.Timeout("tcp: " + what + " within " + transport.connectTimeoutMs
-            + " ms"), null);
+        fail(new TransportException.Timeout("tcp: " + what + " within " + ms + " ms (" + key + ")"), null);
       }
-    }, transport.connectTimeoutMs, TimeUnit.MILLISECONDS);
+    }, ms, TimeUnit.MILLISECONDS);
   }
 
   private void serverHello(int type, ByteBuf payload) {
@@ -445,7 +446,8 @@ public final class TcpEndpoint extends AbstractEndpoint {
       if (connected != null) {
         clientStart();
       } else {
-        startHelloTimer("no HELLO from " + remoteAddress());
+        startHelloTimer("no HELLO from " + remoteAddress(), transport.helloTimeoutMs,
+            TransportConf.HELLO_TIMEOUT_KEY);
       }
       super.channelActive(ctx);
     }

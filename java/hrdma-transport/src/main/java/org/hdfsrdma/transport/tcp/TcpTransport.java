@@ -81,6 +81,8 @@ public final class TcpTransport implements Transport {
   final int credits;
   final int maxMessage;
   final int connectTimeoutMs;
+  /** How long an accepted connection may take to say HELLO. */
+  final int helloTimeoutMs;
   final int readTimeoutMs;
   private final boolean epoll;
   private final EventLoopGroup group;
@@ -98,6 +100,7 @@ public final class TcpTransport implements Transport {
     this.readTimeoutMs = conf.getPositiveInt(TransportConf.READ_TIMEOUT_KEY, TransportConf.READ_TIMEOUT_DEFAULT);
     this.connectTimeoutMs = conf.getPositiveInt(TransportConf.CONNECT_TIMEOUT_KEY,
         TransportConf.CONNECT_TIMEOUT_DEFAULT);
+    this.helloTimeoutMs = conf.getPositiveInt(TransportConf.HELLO_TIMEOUT_KEY, TransportConf.HELLO_TIMEOUT_DEFAULT);
     int threads = conf.getPositiveInt(IO_THREADS_KEY, IO_THREADS_DEFAULT);
     this.epoll = Epoll.isAvailable();
     if (!epoll) {

@@ -50,6 +50,8 @@ abstract class AbstractUcxTransport implements Transport {
   int helloVersion = org.hdfsrdma.transport.Protocol.VERSION;
   private final BufferPool pool;
   private final int connectTimeoutMs;
+  /** How long an accepted connection may take to say hello. */
+  private final int helloTimeoutMs;
   private final String ucxConfig;
   /** Active messages pass no pool registration (hrdma.ucx.remote-access=operation). */
   final boolean operationScoped;
@@ -142,6 +144,7 @@ abstract class AbstractUcxTransport implements Transport {
     this.credits = conf.getPositiveInt(TransportConf.CREDITS_KEY, TransportConf.CREDITS_DEFAULT);
     this.connectTimeoutMs = conf.getPositiveInt(TransportConf.CONNECT_TIMEOUT_KEY,
         TransportConf.CONNECT_TIMEOUT_DEFAULT);
+    this.helloTimeoutMs = conf.getPositiveInt(TransportConf.HELLO_TIMEOUT_KEY, TransportConf.HELLO_TIMEOUT_DEFAULT);
     String access = conf.get(TransportConf.UCX_REMOTE_ACCESS_KEY, TransportConf.UCX_REMOTE_ACCESS_DEFAULT);
     if (!access.equals("operation") && !access.equals("pool")) {
       throw new TransportException(TransportConf.UCX_REMOTE_ACCESS_KEY + " is 'operation' or 'pool', not '"
@@ -341,9 +344,9 @@ abstract class AbstractUcxTransport implements Transport {
     timer.schedule(() -> executeQuietly(() -> {
       if (!c.isOpen() && !c.isDestroyed()) {
         c.fail(new TransportException.Timeout("no hello from " + peer + " within "
-            + connectTimeoutMs + " ms (connection " + token + ")"));
+            + helloTimeoutMs + " ms (" + TransportConf.HELLO_TIMEOUT_KEY + ", connection " + token + ")"));
       }
-    }), connectTimeoutMs, TimeUnit.MILLISECONDS);
+    }), helloTimeoutMs, TimeUnit.MILLISECONDS);
   }
 
   void closeListener(UcxListener l) {

@@ -259,21 +259,55 @@ class TcpBadInputTest {
     }
   }
 
+  /** A peer that says nothing is closed once {@code hrdma.transport.hello-timeout-ms} has passed. */
   @Test
   @Timeout(20)
-  void silentPeerIsDroppedAfterTheConnectTimeout() throws Exception {
+  void silentPeerIsDroppedAfterTheHelloTimeout() throws Exception {
     server.close();
-    server = new TcpTransport(TransportConf.defaults().with(TransportConf.CONNECT_TIMEOUT_KEY, "300"));
+    server = new TcpTransport(TransportConf.defaults().with(TransportConf.HELLO_TIMEOUT_KEY, "300"));
     Listener quick = server.listen(new InetSocketAddress("127.0.0.1", 0), (e, m) -> m.release());
     try (Socket s = new Socket()) {
       s.connect(quick.localAddress(), WAIT_MS);
       s.setSoTimeout(WAIT_MS);
       long t0 = System.nanoTime();
       assertEquals(0, readToEnd(s).length);
-      assertTrue(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(5));
+      // well before the connect timeout (5 s): the wait is the hello timeout's
+      assertTrue(System.nanoTime() - t0 < TimeUnit.MILLISECONDS.toNanos(TransportConf.CONNECT_TIMEOUT_DEFAULT - 2000),
+          "closed after " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0) + " ms");
     }
     listener = server.listen(new InetSocketAddress("127.0.0.1", 0), echo());
     assertNotNull(listener);
+  }
+
+  /**
+   * A slow but honest peer (a GC pause, a loaded host) that says HELLO after the connect timeout
+   * but within the hello timeout is served: the accepting side waits as stock's DataXceiver waits
+   * for a first op, not as long as a connecting side gives a listener to answer.
+   */
+  @Test
+  @Timeout(30)
+  void aLateHelloWithinTheHelloTimeoutIsServed() throws Exception {
+    server.close();
+    server = new TcpTransport(TransportConf.defaults().with(TransportConf.CONNECT_TIMEOUT_KEY, "300")
+        .with(TransportConf.HELLO_TIMEOUT_KEY, "20000"));
+    listener = server.listen(new InetSocketAddress("127.0.0.1", 0), echo());
+    try (Socket s = dial()) {
+      Thread.sleep(1500); // the peer's stall itself: five connect timeouts without a byte
+      DataOutputStream out = new DataOutputStream(s.getOutputStream());
+      out.write(frame(TcpFrames.HELLO, hello(Protocol.VERSION).toByteArray()));
+      out.flush();
+      DataInputStream in = new DataInputStream(s.getInputStream());
+      int len = in.readInt();
+      assertEquals(TcpFrames.HELLO_REPLY, in.readByte());
+      byte[] payload = new byte[len - 1];
+      in.readFully(payload);
+      assertEquals(HelloReply.Status.OK, HelloReply.parseFrom(payload).getStatus());
+      long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(WAIT_MS);
+      while (connected.get() == 0 && System.nanoTime() < end) { // handed to the handler on the event loop
+        Thread.sleep(5);
+      }
+    }
+    passedHello = 1;
   }
 
   /**
