@@ -175,7 +175,7 @@ class ShmHandlerTest {
     c.setLong(ReadSettings.SHM_SEGMENT_BYTES_KEY, 4L * SLOT);
     c.set(ReadSettings.SHM_DIR_KEY, dir.toString());
     return new OpContext(null, ReadSettings.of(c), DataNodeLimits.defaults(), readExecutor, null, null, null, 1,
-        null, null);
+        null, null, null);
   }
 
   private Message message(MessageKind kind, long id) throws Exception {
