@@ -34,6 +34,13 @@ public final class HrdmaTransportKeys {
   public static final String TRANSPORT_HELLO_TIMEOUT_KEY = "hrdma.transport.hello-timeout-ms";
   public static final int TRANSPORT_HELLO_TIMEOUT_DEFAULT = 60_000;
   /**
+   * Most accepted connections per transport that have not said HELLO yet; past it the oldest is
+   * closed (a silent peer may hold one for the whole hello timeout; an honest one says HELLO at
+   * once, so closing the oldest keeps a flood of silent connections from locking it out).
+   */
+  public static final String TRANSPORT_MAX_PENDING_HELLOS_KEY = "hrdma.transport.max-pending-hellos";
+  public static final int TRANSPORT_MAX_PENDING_HELLOS_DEFAULT = 256;
+  /**
    * Whether this side asks its peers to place the data of the packets it sends at page-aligned
    * addresses (ucx, stream), so that DataNodes write it O_DIRECT without a copy. Received hints are
    * honoured either way.

@@ -29,6 +29,9 @@ public final class TransportConf {
   public static final int CONNECT_TIMEOUT_DEFAULT = HrdmaTransportKeys.TRANSPORT_CONNECT_TIMEOUT_DEFAULT;
   public static final String HELLO_TIMEOUT_KEY = HrdmaTransportKeys.TRANSPORT_HELLO_TIMEOUT_KEY;
   public static final int HELLO_TIMEOUT_DEFAULT = HrdmaTransportKeys.TRANSPORT_HELLO_TIMEOUT_DEFAULT;
+  /** Most accepted connections per transport still waiting for their HELLO ({@link PendingHellos}). */
+  public static final String MAX_PENDING_HELLOS_KEY = HrdmaTransportKeys.TRANSPORT_MAX_PENDING_HELLOS_KEY;
+  public static final int MAX_PENDING_HELLOS_DEFAULT = HrdmaTransportKeys.TRANSPORT_MAX_PENDING_HELLOS_DEFAULT;
   /**
    * A peer that has sent part of a message (a frame header, some of its bytes) and then
    * nothing for this long is closed: its partial message holds the receiver's memory.

@@ -31,6 +31,7 @@ import org.hdfsrdma.transport.AbstractEndpoint;
 import org.hdfsrdma.transport.Capability;
 import org.hdfsrdma.transport.EndpointHandler;
 import org.hdfsrdma.transport.NioAddress;
+import org.hdfsrdma.transport.PendingHellos;
 import org.hdfsrdma.transport.Protocol;
 import org.hdfsrdma.transport.RegisteredBuffer;
 import org.hdfsrdma.transport.Transport;
@@ -83,7 +84,7 @@ public final class TcpEndpoint extends AbstractEndpoint {
   private volatile HelloReply helloReply;
   private volatile Hello peerHello;
   // I/O thread only:
-  private boolean helloDone;
+  private volatile boolean helloDone; // read by PendingHellos off the event loop
   private boolean aborting;
   private boolean closeSent;
   private boolean closeWritten;
@@ -143,6 +144,21 @@ public final class TcpEndpoint extends AbstractEndpoint {
 
   TcpFrames.Decoder decoder() {
     return decoder;
+  }
+
+  /** Server side: true until the peer said HELLO or the channel closed (any thread). */
+  boolean awaitingHello() {
+    return !helloDone && channel.isOpen();
+  }
+
+  /** Server side: closes this connection if it is still waiting for its HELLO ({@link PendingHellos}). */
+  void evictBeforeHello(int max) {
+    channel.eventLoop().execute(() -> {
+      if (!helloDone) {
+        fail(new TransportException.Protocol("tcp: more than " + max + " connections waiting for their HELLO ("
+            + TransportConf.MAX_PENDING_HELLOS_KEY + "), the oldest closed"), HelloReply.Status.REFUSED);
+      }
+    });
   }
 
   /** Client side: the server's hello reply, with its offers. Null on the server side. */

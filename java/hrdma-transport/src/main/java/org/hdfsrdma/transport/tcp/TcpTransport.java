@@ -44,6 +44,7 @@ import org.hdfsrdma.transport.Endpoint;
 import org.hdfsrdma.transport.EndpointHandler;
 import org.hdfsrdma.transport.HrdmaTransportKeys;
 import org.hdfsrdma.transport.Listener;
+import org.hdfsrdma.transport.PendingHellos;
 import org.hdfsrdma.transport.RegisteredBuffer;
 import org.hdfsrdma.transport.SlabAllocator;
 import org.hdfsrdma.transport.Transport;
@@ -83,6 +84,9 @@ public final class TcpTransport implements Transport {
   final int connectTimeoutMs;
   /** How long an accepted connection may take to say HELLO. */
   final int helloTimeoutMs;
+  private final int maxPendingHellos;
+  /** Accepted connections that have not said HELLO yet, bounded. */
+  private final PendingHellos pendingHellos;
   final int readTimeoutMs;
   private final boolean epoll;
   private final EventLoopGroup group;
@@ -101,6 +105,9 @@ public final class TcpTransport implements Transport {
     this.connectTimeoutMs = conf.getPositiveInt(TransportConf.CONNECT_TIMEOUT_KEY,
         TransportConf.CONNECT_TIMEOUT_DEFAULT);
     this.helloTimeoutMs = conf.getPositiveInt(TransportConf.HELLO_TIMEOUT_KEY, TransportConf.HELLO_TIMEOUT_DEFAULT);
+    this.maxPendingHellos = conf.getPositiveInt(TransportConf.MAX_PENDING_HELLOS_KEY,
+        TransportConf.MAX_PENDING_HELLOS_DEFAULT);
+    this.pendingHellos = new PendingHellos(maxPendingHellos);
     int threads = conf.getPositiveInt(IO_THREADS_KEY, IO_THREADS_DEFAULT);
     this.epoll = Epoll.isAvailable();
     if (!epoll) {
@@ -175,8 +182,9 @@ public final class TcpTransport implements Transport {
               return;
             }
             newChannel(ch);
-            new TcpEndpoint(TcpTransport.this, ch, (InetSocketAddress) ch.remoteAddress(), handler,
+            TcpEndpoint ep = new TcpEndpoint(TcpTransport.this, ch, (InetSocketAddress) ch.remoteAddress(), handler,
                 null, null, l);
+            pendingHellos.add(ep::awaitingHello, () -> ep.evictBeforeHello(maxPendingHellos));
           }
         });
     ChannelFuture f = b.bind(local).awaitUninterruptibly();
@@ -192,6 +200,11 @@ public final class TcpTransport implements Transport {
       throw new TransportException.Closed("tcp transport closed");
     }
     return l;
+  }
+
+  /** Accepted connections closed before their HELLO to bound those waiting for it ({@link PendingHellos}). */
+  public long pendingHellosEvicted() {
+    return pendingHellos.evicted();
   }
 
   @Override

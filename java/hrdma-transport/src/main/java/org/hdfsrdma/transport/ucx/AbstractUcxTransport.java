@@ -24,6 +24,7 @@ import org.hdfsrdma.transport.Capability;
 import org.hdfsrdma.transport.Endpoint;
 import org.hdfsrdma.transport.EndpointHandler;
 import org.hdfsrdma.transport.Listener;
+import org.hdfsrdma.transport.PendingHellos;
 import org.hdfsrdma.transport.RegisteredBuffer;
 import org.hdfsrdma.transport.Transport;
 import org.hdfsrdma.transport.TransportConf;
@@ -52,6 +53,9 @@ abstract class AbstractUcxTransport implements Transport {
   private final int connectTimeoutMs;
   /** How long an accepted connection may take to say hello. */
   private final int helloTimeoutMs;
+  private final int maxPendingHellos;
+  /** Accepted connections that have not said hello yet, bounded (loop thread). */
+  private final PendingHellos pendingHellos;
   private final String ucxConfig;
   /** Active messages pass no pool registration (hrdma.ucx.remote-access=operation). */
   final boolean operationScoped;
@@ -145,6 +149,9 @@ abstract class AbstractUcxTransport implements Transport {
     this.connectTimeoutMs = conf.getPositiveInt(TransportConf.CONNECT_TIMEOUT_KEY,
         TransportConf.CONNECT_TIMEOUT_DEFAULT);
     this.helloTimeoutMs = conf.getPositiveInt(TransportConf.HELLO_TIMEOUT_KEY, TransportConf.HELLO_TIMEOUT_DEFAULT);
+    this.maxPendingHellos = conf.getPositiveInt(TransportConf.MAX_PENDING_HELLOS_KEY,
+        TransportConf.MAX_PENDING_HELLOS_DEFAULT);
+    this.pendingHellos = new PendingHellos(maxPendingHellos);
     String access = conf.get(TransportConf.UCX_REMOTE_ACCESS_KEY, TransportConf.UCX_REMOTE_ACCESS_DEFAULT);
     if (!access.equals("operation") && !access.equals("pool")) {
       throw new TransportException(TransportConf.UCX_REMOTE_ACCESS_KEY + " is 'operation' or 'pool', not '"
@@ -341,12 +348,23 @@ abstract class AbstractUcxTransport implements Transport {
     }
     c.attach(ep);
     long token = c.token;
+    pendingHellos.add(() -> !c.isOpen() && !c.isDestroyed(), () -> executeQuietly(() -> {
+      if (!c.isOpen() && !c.isDestroyed()) {
+        c.fail(new TransportException.Protocol("more than " + maxPendingHellos + " connections waiting for their hello ("
+            + TransportConf.MAX_PENDING_HELLOS_KEY + "), the oldest closed: " + peer + ", connection " + token));
+      }
+    }));
     timer.schedule(() -> executeQuietly(() -> {
       if (!c.isOpen() && !c.isDestroyed()) {
         c.fail(new TransportException.Timeout("no hello from " + peer + " within "
             + helloTimeoutMs + " ms (" + TransportConf.HELLO_TIMEOUT_KEY + ", connection " + token + ")"));
       }
     }), helloTimeoutMs, TimeUnit.MILLISECONDS);
+  }
+
+  /** Accepted connections closed before their hello to bound those waiting for it ({@link PendingHellos}). */
+  public long pendingHellosEvicted() {
+    return pendingHellos.evicted();
   }
 
   void closeListener(UcxListener l) {

@@ -2,6 +2,7 @@ package org.hdfsrdma.transport.tcp;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -14,6 +15,8 @@ import java.io.InputStream;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -277,6 +280,39 @@ class TcpBadInputTest {
     }
     listener = server.listen(new InetSocketAddress("127.0.0.1", 0), echo());
     assertNotNull(listener);
+  }
+
+  /**
+   * Silent connections may wait a minute for their HELLO, so at most
+   * {@code hrdma.transport.max-pending-hellos} of them are kept: one more closes the oldest (with
+   * a REFUSED reply naming the key), and an honest client is still served (the check after each test).
+   */
+  @Test
+  @Timeout(30)
+  void pastMaxPendingHellosTheOldestSilentConnectionIsClosed() throws Exception {
+    server.close();
+    server = new TcpTransport(TransportConf.defaults().with(TransportConf.MAX_PENDING_HELLOS_KEY, "3"));
+    listener = server.listen(new InetSocketAddress("127.0.0.1", 0), echo());
+    List<Socket> silent = new ArrayList<>();
+    try {
+      for (int i = 0; i < 4; i++) {
+        silent.add(dial());
+        Thread.sleep(300); // accepted in this order (the channels are set up on two event loops)
+      }
+      HelloReply r = reply(readToEnd(silent.get(0)));
+      assertEquals(HelloReply.Status.REFUSED, r.getStatus());
+      assertTrue(r.getError().contains(TransportConf.MAX_PENDING_HELLOS_KEY), r.getError());
+      assertEquals(1, server.pendingHellosEvicted());
+      // the three newer ones are still open: nothing has arrived on them
+      for (Socket s : silent.subList(1, 4)) {
+        s.setSoTimeout(200);
+        assertThrows(java.net.SocketTimeoutException.class, () -> s.getInputStream().read());
+      }
+    } finally {
+      for (Socket s : silent) {
+        s.close();
+      }
+    }
   }
 
   /**
