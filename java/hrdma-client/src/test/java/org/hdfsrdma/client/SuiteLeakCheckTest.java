@@ -13,8 +13,9 @@ import org.junit.jupiter.api.Test;
  * orders classes by {@link Order}): once every cluster and client of the
  * suite is shut down, no plugin runs and nothing of the transports is left
  * in this JVM: no endpoint, pooled buffer, UCX context, worker, endpoint or
- * registered region, no short-circuit verifier or socket thread, no
- * received descriptor held and no received file mapped.
+ * registered region, no short-circuit verifier or socket thread, no thread
+ * standing for a DataNode's write as its replica's writer, no received
+ * descriptor held and no received file mapped.
  */
 @Order(Integer.MAX_VALUE)
 class SuiteLeakCheckTest {
@@ -23,16 +24,19 @@ class SuiteLeakCheckTest {
     String left = ProcessResources.awaitNothingLeft(20_000,
         () -> RdmaDataNodePlugin.running().isEmpty() && verifierThreads().isEmpty()
             && org.hdfsrdma.nativelib.NativeFiles.fdsHeld() == 0 && org.hdfsrdma.nativelib.NativeFiles.mappedBytes() == 0,
-        () -> "plugins " + RdmaDataNodePlugin.running() + ", short-circuit verifier and socket threads "
+        () -> "plugins " + RdmaDataNodePlugin.running() + ", short-circuit verifier, socket and replica writer threads "
             + verifierThreads() + ", received descriptors held " + org.hdfsrdma.nativelib.NativeFiles.fdsHeld()
             + ", bytes of received files mapped " + org.hdfsrdma.nativelib.NativeFiles.mappedBytes());
     assertNull(left, "left after the suite: " + left);
   }
 
-  /** Live threads of the clients' short-circuit verifiers (each client ends its own when closed). */
+  /**
+   * Live threads of the clients' short-circuit verifiers (each client ends its own when closed)
+   * and of the DataNodes' writes (each ends with its write).
+   */
   private static List<String> verifierThreads() {
     return Thread.getAllStackTraces().keySet().stream().map(Thread::getName)
         .filter(n -> n.startsWith(RdmaBlockClient.VERIFIER_THREAD_PREFIX) || n.startsWith("hrdma-scr-client")
-            || n.startsWith("hrdma-dn-scr-")).toList();
+            || n.startsWith("hrdma-dn-scr-") || n.startsWith("hrdma-writer-")).toList();
   }
 }

@@ -106,6 +106,15 @@ final class AckResponder {
     return true;
   }
 
+  /**
+   * A block recovery stops the write (stock interrupts the PacketResponder with its writer): no
+   * ack goes up from now, the last packet's included, and a finalization not begun is not.
+   */
+  synchronized void stop() {
+    ended = true;
+    finalizeDue = false;
+  }
+
   /** The downstream's ack (its I/O thread). */
   synchronized void downstreamAck(PipelineAckProto ack) {
     if (BlockOps.oobIndex(ack) >= 0) {

@@ -14,6 +14,7 @@ import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PipelineAckProto
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
 import org.hdfsrdma.datanode.compat.DataNodeAccess;
 import org.hdfsrdma.datanode.compat.FaultHooks;
+import org.hdfsrdma.datanode.compat.RbwReplica;
 import org.hdfsrdma.protocol.BlockOps;
 import org.hdfsrdma.protocol.Message;
 import org.hdfsrdma.protocol.MessageCodec;
@@ -80,6 +81,9 @@ final class BlockWriteTask implements WriteMirror.Listener {
   private long restartMarkerUntil; // guarded by lock: > 0 once the DataNode shuts down for an upgrade
   private volatile boolean finalizedHere; // the replica was finalized: no restart marker then
   private final java.util.concurrent.CountDownLatch cleanedUp = new java.util.concurrent.CountDownLatch(1);
+  // the thread recorded as the replica's writer, which a block recovery interrupts; null before
+  // the replica exists and for a close recovery (no write follows)
+  private volatile ReplicaWriterThread writerThread;
 
   BlockWriteTask(OpContext ctx, Connection conn, Message request) {
     this.ctx = ctx;
@@ -289,6 +293,78 @@ final class BlockWriteTask implements WriteMirror.Listener {
       }
     }
     return true;
+  }
+
+  /**
+   * Records a thread standing for this write as the replica's writer, in place of the set-up
+   * thread the dataset recorded (set-up executor, after createRbw or recoverRbw): a block
+   * recovery of the replica then stops this write ({@link ReplicaWriterThread}).
+   *
+   * @throws IOException a recovery took the replica over meanwhile: the write does not start
+   */
+  void registerWriter(RbwReplica replica) throws IOException {
+    ReplicaWriterThread w = new ReplicaWriterThread(this, "hrdma-writer-" + setup.block);
+    w.start();
+    // false only where the dataset records no writer (SimulatedFSDataset: its recoveries stop none)
+    boolean mine = replica.handOverWriter(w);
+    // a recovery that came between the dataset's recording this thread and now interrupted it
+    // (and waits for it in vain: it is a pooled thread): the replica is the recovery's
+    boolean interrupted = Thread.interrupted();
+    if (!mine || interrupted) {
+      if (mine) {
+        replica.releaseWriter(w);
+      }
+      w.release();
+      if (interrupted) {
+        throw new IOException("a block recovery took over " + setup.block + " while its write was being set up");
+      }
+      return;
+    }
+    writerThread = w;
+  }
+
+  /**
+   * A block recovery stops this write (the replica's writer thread was interrupted, as stock's
+   * xceiver is by {@code ReplicaInPipeline#stopWriter}): no ack goes upstream from now; a write
+   * still going gets an ERROR for its request id (the client, or the DataNode upstream, sees
+   * this node fail the write, as stock's upstream sees the interrupted xceiver's socket close,
+   * while the other writes and reads sharing the connection go on; the client's pipeline
+   * recovery then asks the NameNode, which refuses it when the lease was recovered); no packet
+   * is written after the one in flight; and this returns once the replica's files are closed:
+   * the caller's thread ending is what tells the recovery the replica is quiescent. Waits
+   * without a bound, as a writer stuck in a disk write does: the recovery's own timeout
+   * ({@code dfs.datanode.xceiver.stop.timeout.millis}) fails that recovery meanwhile.
+   */
+  void stopForRecovery() {
+    boolean live = !responder.ended();
+    responder.stop();
+    synchronized (lock) {
+      live &= !aborted && !finished;
+      aborted = true; // no packet is taken from the queue from now
+    }
+    LOG.info("hrdma datanode: a block recovery stops the {}write of {} from {}", live ? "" : "ending ",
+        setup.block, up.remoteAddress());
+    if (live) {
+      // a write that ended (done, failed, replaced by a pipeline recovery) told its upstream already
+      Replies.error(up, id, Status.ERROR, "DataNode " + dn.datanodeUuid() + " stopped the write of "
+          + setup.block + ": the block is being recovered");
+    }
+    while (true) {
+      Thread.interrupted(); // another recovery attempt asking again: this one is stopping already
+      if (stop(ctx.setupTimeoutMs())) {
+        break;
+      }
+      LOG.warn("hrdma datanode: the write of {} has not stopped yet for a block recovery (a disk write in"
+          + " flight?)", setup.block);
+    }
+    while (true) {
+      try {
+        cleanedUp.await();
+        return;
+      } catch (InterruptedException e) {
+        // as above
+      }
+    }
   }
 
   private void failUnlocked(String why) {
@@ -575,6 +651,11 @@ final class BlockWriteTask implements WriteMirror.Listener {
       } catch (IOException e) {
         LOG.warn("hrdma datanode: closing {} failed: {}", setup.block, e.toString());
       }
+    }
+    ReplicaWriterThread w = writerThread;
+    if (w != null) {
+      setup.replica.releaseWriter(w);
+      w.release();
     }
     if (setup.registered) {
       ctx.writers().release(setup.block, this);

@@ -326,14 +326,14 @@ final class PipelineSetup {
         ExtendedBlock reserve = new ExtendedBlock(block);
         reserve.setNumBytes(reservation(block.getNumBytes(), dn.estimatedBlockSize()));
         replica = dn.createRbw(BlockOps.storageType(op), BlockOps.storageId(op), reserve, false);
-        replica.clearWriter();
+        task.registerWriter(replica);
         replica.openStreams(checksum);
         reserveBytes = reserve.getNumBytes();
       }
       case PIPELINE_SETUP_STREAMING_RECOVERY -> {
         // truncated to what every node acknowledged; the client sends the unacknowledged packets again
         replica = dn.recoverRbw(block, newGs, op.getMinBytesRcvd(), op.getMaxBytesRcvd());
-        replica.clearWriter();
+        task.registerWriter(replica);
         block.setGenerationStamp(newGs);
         replica.openStreamsForRecovery(checksum);
         reserveBytes = dn.estimatedBlockSize(); // hrdma disk: as for a new replica

@@ -71,4 +71,22 @@ class AckResponderTest {
     // not taken for an ack out of order: the packet's own ack pairs with its own
     assertEquals(List.of("0[SUCCESS, SUCCESS]"), shown(acks));
   }
+
+  @Test
+  void aStopForABlockRecoverySendsNoAckAfterItNotEvenTheLastOnesOrFinalizes() {
+    r.pipeline("blk", null, true, true, true);
+    r.processed(0, 512, Status.SUCCESS, false);
+    r.processed(1, 700, Status.SUCCESS, true);
+    r.downstreamAck(BlockOps.pipelineAck(0, List.of(Status.SUCCESS)));
+    assertEquals(List.of("0[SUCCESS, SUCCESS]"), shown(acks));
+    r.downstreamAck(BlockOps.pipelineAck(1, List.of(Status.SUCCESS)));
+    assertTrue(r.finalizeDue(), "the last packet acked downstream: finalizing is due");
+    r.stop();
+    assertFalse(r.finalizeDue(), "a stopped write finalizes nothing");
+    r.finalized(true);
+    r.processed(2, 900, Status.SUCCESS, false);
+    r.downstreamAck(BlockOps.pipelineAck(2, List.of(Status.SUCCESS)));
+    assertEquals(List.of("0[SUCCESS, SUCCESS]"), shown(acks), "acks after the stop");
+    assertTrue(r.ended());
+  }
 }

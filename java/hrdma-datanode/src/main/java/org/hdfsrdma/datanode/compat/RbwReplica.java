@@ -82,11 +82,22 @@ public final class RbwReplica implements AutoCloseable {
   }
 
   /**
-   * Stock records the creating thread as the replica's writer, which
-   * recovery interrupts; our writes run on pooled threads, so none is recorded.
+   * Makes {@code writer} the replica's writer in place of the calling thread, which the dataset
+   * recorded when it created or took over the replica (stock: the xceiver thread stays the
+   * writer). A block recovery interrupts the replica's writer and joins it before it touches
+   * the replica ({@code ReplicaInPipeline#stopWriter}); our writes run on pooled threads, so a
+   * thread that stands for the write is recorded instead.
+   *
+   * @return false when the replica's writer is not the calling thread: the dataset records
+   *     none (SimulatedFSDataset's replicas take no writer; its recoveries stop none)
    */
-  public void clearWriter() {
-    replica().setWriter(null);
+  public boolean handOverWriter(Thread writer) {
+    return replica().attemptToSetWriter(Thread.currentThread(), writer);
+  }
+
+  /** Clears the replica's writer if it is still {@code writer} (the write ended). */
+  public void releaseWriter(Thread writer) {
+    replica().attemptToSetWriter(writer, null);
   }
 
   /**
