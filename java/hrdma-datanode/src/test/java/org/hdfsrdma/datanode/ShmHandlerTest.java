@@ -5,32 +5,21 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.AbstractExecutorService;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
 import org.hdfsrdma.protocol.Message;
 import org.hdfsrdma.protocol.MessageCodec;
 import org.hdfsrdma.protocol.MessageKind;
 import org.hdfsrdma.protocol.SameHost;
-import org.hdfsrdma.transport.AbstractEndpoint;
-import org.hdfsrdma.transport.BufferAllocator;
 import org.hdfsrdma.transport.BufferPool;
-import org.hdfsrdma.transport.Capability;
-import org.hdfsrdma.transport.Endpoint;
-import org.hdfsrdma.transport.EndpointHandler;
-import org.hdfsrdma.transport.Listener;
 import org.hdfsrdma.transport.RegisteredBuffer;
 import org.hdfsrdma.transport.SlabAllocator;
-import org.hdfsrdma.transport.Transport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -96,79 +85,6 @@ class ShmHandlerTest {
     }
   }
 
-  /** A connection whose sends complete at once; keeps the kinds of the messages sent. */
-  private final class Wire extends AbstractEndpoint {
-    final List<MessageKind> sent = new ArrayList<>();
-    final Transport transport = new Transport() {
-      @Override
-      public String name() {
-        return "fake";
-      }
-
-      @Override
-      public Set<Capability> capabilities() {
-        return EnumSet.noneOf(Capability.class);
-      }
-
-      @Override
-      public BufferAllocator allocator() {
-        return pool;
-      }
-
-      @Override
-      public Listener listen(InetSocketAddress local, EndpointHandler handler) {
-        throw new UnsupportedOperationException();
-      }
-
-      @Override
-      public CompletableFuture<Endpoint> connect(InetSocketAddress remote, EndpointHandler handler) {
-        throw new UnsupportedOperationException();
-      }
-
-      @Override
-      public void close() {}
-    };
-
-    Wire() {
-      super(new InetSocketAddress("127.0.0.1", 1), (e, m) -> m.release());
-      helloDone(1 << 20, 1 << 20, 1 << 20, EnumSet.noneOf(Capability.class));
-    }
-
-    @Override
-    public Transport transport() {
-      return transport;
-    }
-
-    @Override
-    protected boolean inIoThread() {
-      return true;
-    }
-
-    @Override
-    protected void executeOnIo(Runnable task) {
-      task.run();
-    }
-
-    @Override
-    protected void doSend(RegisteredBuffer message, CompletableFuture<Void> done) {
-      try {
-        sent.add(MessageCodec.decode(message).kind());
-      } catch (java.net.ProtocolException e) {
-        throw new AssertionError(e);
-      } finally {
-        message.release();
-      }
-      done.complete(null);
-    }
-
-    @Override
-    protected void doSendCredits(int messages) {}
-
-    @Override
-    protected void doClose() {
-      closed(null);
-    }
-  }
 
   private OpContext context(Held readExecutor) {
     Configuration c = new Configuration(false);
@@ -186,7 +102,10 @@ class ShmHandlerTest {
   void aMappedSegmentTakesTheNextRequestsPacketsBeforeTheReadExecutorRuns() throws Exception {
     Held readExecutor = new Held();
     OpContext ctx = context(readExecutor);
-    Wire ep = new Wire();
+    List<MessageKind> sent = new ArrayList<>();
+    RecordingWire ep = new RecordingWire(pool, m -> sent.add(m.kind()), e -> {
+      throw new AssertionError(e);
+    });
     Connection c = new Connection(ep, 4);
     ShmSegment s = ctx.shm().grant(SameHost.name(), "user a", pool, SLOT);
     assertTrue(c.segment(s));
@@ -202,7 +121,7 @@ class ShmHandlerTest {
     assertTrue(Files.exists(s.path()), "the file's removal waits for the read executor");
     readExecutor.runAll();
     assertFalse(Files.exists(s.path()), "then the mapped segment's file goes");
-    assertEquals(List.of(), ep.sent, "nothing to answer");
+    assertEquals(List.of(), sent, "nothing to answer");
     c.close();
     ep.close();
     assertTrue(ep.closeFuture().isDone(), "the fake connection closed: nothing left for the suite's leak check");
@@ -213,11 +132,14 @@ class ShmHandlerTest {
   void mappedWithoutASegmentIsRefusedAndDeclinedFreesItOnTheReadExecutor() throws Exception {
     Held readExecutor = new Held();
     OpContext ctx = context(readExecutor);
-    Wire ep = new Wire();
+    List<MessageKind> sent = new ArrayList<>();
+    RecordingWire ep = new RecordingWire(pool, m -> sent.add(m.kind()), e -> {
+      throw new AssertionError(e);
+    });
     Connection c = new Connection(ep, 4);
     ShmHandler h = new ShmHandler(ctx);
     h.handle(c, message(MessageKind.SHM_MAPPED, 3));
-    assertEquals(List.of(MessageKind.ERROR), ep.sent, "SHM_MAPPED without a segment");
+    assertEquals(List.of(MessageKind.ERROR), sent, "SHM_MAPPED without a segment");
 
     ShmSegment s = ctx.shm().grant(SameHost.name(), "user a", pool, SLOT);
     assertTrue(c.segment(s));

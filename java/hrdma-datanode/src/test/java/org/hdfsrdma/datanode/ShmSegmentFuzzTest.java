@@ -7,32 +7,21 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.code_intelligence.jazzer.api.FuzzedDataProvider;
 import com.code_intelligence.jazzer.junit.FuzzTest;
 import java.io.IOException;
-import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.hdfsrdma.nativelib.NativeShm;
-import org.hdfsrdma.protocol.Message;
 import org.hdfsrdma.protocol.MessageCodec;
 import org.hdfsrdma.protocol.MessageKind;
-import org.hdfsrdma.transport.AbstractEndpoint;
-import org.hdfsrdma.transport.BufferAllocator;
 import org.hdfsrdma.transport.BufferPool;
-import org.hdfsrdma.transport.Capability;
-import org.hdfsrdma.transport.Endpoint;
-import org.hdfsrdma.transport.EndpointHandler;
-import org.hdfsrdma.transport.Listener;
 import org.hdfsrdma.transport.RegisteredBuffer;
 import org.hdfsrdma.transport.SlabAllocator;
-import org.hdfsrdma.transport.Transport;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 
@@ -62,82 +51,6 @@ class ShmSegmentFuzzTest {
     Files.deleteIfExists(dir);
   }
 
-  /** A connection whose sends complete at once; keeps the DATA_REFs' offsets. */
-  private static final class Wire extends AbstractEndpoint {
-    final List<Long> refs = new ArrayList<>();
-    final Transport transport = new Transport() {
-      @Override
-      public String name() {
-        return "fake";
-      }
-
-      @Override
-      public Set<Capability> capabilities() {
-        return EnumSet.noneOf(Capability.class);
-      }
-
-      @Override
-      public BufferAllocator allocator() {
-        return POOL;
-      }
-
-      @Override
-      public Listener listen(InetSocketAddress local, EndpointHandler handler) {
-        throw new UnsupportedOperationException();
-      }
-
-      @Override
-      public CompletableFuture<Endpoint> connect(InetSocketAddress remote, EndpointHandler handler) {
-        throw new UnsupportedOperationException();
-      }
-
-      @Override
-      public void close() {}
-    };
-
-    Wire() {
-      super(new InetSocketAddress("127.0.0.1", 1), (e, m) -> m.release());
-      helloDone(1 << 20, 1 << 20, 1 << 20, EnumSet.noneOf(Capability.class));
-    }
-
-    @Override
-    public Transport transport() {
-      return transport;
-    }
-
-    @Override
-    protected boolean inIoThread() {
-      return true;
-    }
-
-    @Override
-    protected void executeOnIo(Runnable task) {
-      task.run();
-    }
-
-    @Override
-    protected void doSend(RegisteredBuffer message, CompletableFuture<Void> done) {
-      try {
-        Message m = MessageCodec.decode(message);
-        if (m.kind() == MessageKind.DATA_REF) {
-          refs.add(m.shmRef().getOffset());
-        }
-      } catch (java.net.ProtocolException e) {
-        // a packet sent by value (no slot): its bytes are zeros
-      } finally {
-        message.release();
-      }
-      done.complete(null);
-    }
-
-    @Override
-    protected void doSendCredits(int messages) {}
-
-    @Override
-    protected void doClose() {
-      closed(null);
-    }
-  }
 
   @FuzzTest(maxDuration = "30s")
   void releases(FuzzedDataProvider data) throws Exception {
@@ -150,7 +63,13 @@ class ShmSegmentFuzzTest {
     AtomicBoolean unmapped = new AtomicBoolean();
     ShmSegment seg = new ShmSegment(mem, POOL, slotBytes, new AtomicLong(), () -> unmapped.set(true));
     seg.clientMapped();
-    Wire ep = new Wire();
+    List<Long> refs = new ArrayList<>();
+    // a packet sent by value (no slot) is raw bytes of zeros here: not a message
+    RecordingWire ep = new RecordingWire(POOL, m -> {
+      if (m.kind() == MessageKind.DATA_REF) {
+        refs.add(m.shmRef().getOffset());
+      }
+    }, e -> { });
     Map<Long, CompletableFuture<Void>> held = new LinkedHashMap<>();
     List<CompletableFuture<Void>> sends = new ArrayList<>();
     boolean closed = false;
@@ -166,11 +85,11 @@ class ShmSegmentFuzzTest {
           for (int k = 0; k < size; k++) {
             p.nio().put(k, (byte) 0);
           }
-          int before = ep.refs.size();
+          int before = refs.size();
           CompletableFuture<Void> f = ShmSegment.send(ep, i, p);
           sends.add(f);
-          if (ep.refs.size() > before) {
-            long offset = ep.refs.get(ep.refs.size() - 1);
+          if (refs.size() > before) {
+            long offset = refs.get(refs.size() - 1);
             assertTrue(offset >= 0 && offset + size <= (long) slotBytes * slots, "a reference outside the segment");
             assertFalse(held.containsKey(offset), "two packets in one slot");
             held.put(offset, f);
