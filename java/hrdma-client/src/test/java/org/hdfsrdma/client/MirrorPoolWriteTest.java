@@ -3,11 +3,12 @@ package org.hdfsrdma.client;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.hdfsrdma.client.PluginCluster.awaitValue;
+import static org.hdfsrdma.client.PluginCluster.writeShmSum;
 
 import java.io.File;
 import java.io.IOException;
 import java.util.List;
-import java.util.function.LongSupplier;
 import java.util.function.ToLongFunction;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataOutputStream;
@@ -60,17 +61,6 @@ class MirrorPoolWriteTest {
     PluginCluster.shutdown(null, cluster);
   }
 
-  private static long sum(ToLongFunction<RdmaDataNodePlugin.WriteShmStats> f) {
-    long n = 0;
-    for (RdmaDataNodePlugin p : RdmaDataNodePlugin.running()) {
-      RdmaDataNodePlugin.WriteShmStats s = p.writeShm();
-      if (s != null) {
-        n += f.applyAsLong(s);
-      }
-    }
-    return n;
-  }
-
   private static long mirrors(ToLongFunction<RdmaDataNodePlugin.MirrorStats> f) {
     long n = 0;
     for (RdmaDataNodePlugin p : RdmaDataNodePlugin.running()) {
@@ -80,14 +70,6 @@ class MirrorPoolWriteTest {
       }
     }
     return n;
-  }
-
-  private static void await(LongSupplier value, long want, String what) throws InterruptedException {
-    long until = System.nanoTime() + 30_000_000_000L;
-    while (value.getAsLong() != want && System.nanoTime() < until) {
-      Thread.sleep(20);
-    }
-    assertEquals(want, value.getAsLong(), what);
   }
 
   private void writeSmallFiles(FileSystem fs, String dir, int files, long seed) throws Exception {
@@ -107,11 +89,11 @@ class MirrorPoolWriteTest {
   void smallFilesReuseTheConnectionsAndSegmentsDownstreamAndLeaveNothingHeldOnceIdle() throws Exception {
     int files = 12;
     // what another test left kept goes first: the counts below start from nothing held downstream
-    await(() -> mirrors(RdmaDataNodePlugin.MirrorStats::live), 0, "connections downstream before");
+    awaitValue(() -> mirrors(RdmaDataNodePlugin.MirrorStats::live), 0, "connections downstream before");
     long shm0 = NativeShm.mappedBytes();
     long fdMapped0 = NativeFiles.mappedBytes();
     long fds0 = NativeFiles.fdsHeld();
-    long granted0 = sum(RdmaDataNodePlugin.WriteShmStats::granted);
+    long granted0 = writeShmSum(RdmaDataNodePlugin.WriteShmStats::granted);
     long opened0 = mirrors(RdmaDataNodePlugin.MirrorStats::opened);
     long reused0 = mirrors(RdmaDataNodePlugin.MirrorStats::reused);
     long expired0 = mirrors(RdmaDataNodePlugin.MirrorStats::expired);
@@ -125,7 +107,7 @@ class MirrorPoolWriteTest {
       // few more are made where a write starts before the last one on that pair gave its connection
       // back, or carries the request id the kept one's last write had (the ids come from the client's
       // connections, so two pipelines through one pair can bring the same id in turn)
-      long granted = sum(RdmaDataNodePlugin.WriteShmStats::granted) - granted0;
+      long granted = writeShmSum(RdmaDataNodePlugin.WriteShmStats::granted) - granted0;
       assertTrue(granted <= files + files / 2, "write segments granted for " + files + " files: " + granted);
       long opened = mirrors(RdmaDataNodePlugin.MirrorStats::opened) - opened0;
       assertTrue(opened <= files + files / 2, "connections downstream for " + files + " files: " + opened);
@@ -133,15 +115,15 @@ class MirrorPoolWriteTest {
       assertTrue(reused >= 2L * files - opened, "every hop opened a connection or reused one: " + reused);
     }
     // idle for longer than the pool keeps them: closed, and with them every segment downstream
-    await(() -> mirrors(RdmaDataNodePlugin.MirrorStats::live), 0, "connections downstream");
+    awaitValue(() -> mirrors(RdmaDataNodePlugin.MirrorStats::live), 0, "connections downstream");
     assertTrue(mirrors(RdmaDataNodePlugin.MirrorStats::expired) > expired0, "closed as idle");
-    await(() -> sum(RdmaDataNodePlugin.WriteShmStats::forwardSegments), 0, "the forwarders' segments");
-    await(() -> sum(RdmaDataNodePlugin.WriteShmStats::segments), 0, "the DataNodes' write segments");
-    await(WriteSegment::live, 0, "senders' write segments");
-    await(NativeShm::mappedBytes, shm0, "segments mapped by their DataNodes");
-    await(NativeFiles::mappedBytes, fdMapped0, "segments mapped by their senders");
-    await(NativeFiles::fdsHeld, fds0, "descriptors held");
-    await(() -> RdmaDataNodePlugin.running().stream().mapToLong(RdmaDataNodePlugin::openConnections).sum(), 0,
+    awaitValue(() -> writeShmSum(RdmaDataNodePlugin.WriteShmStats::forwardSegments), 0, "the forwarders' segments");
+    awaitValue(() -> writeShmSum(RdmaDataNodePlugin.WriteShmStats::segments), 0, "the DataNodes' write segments");
+    awaitValue(WriteSegment::live, 0, "senders' write segments");
+    awaitValue(NativeShm::mappedBytes, shm0, "segments mapped by their DataNodes");
+    awaitValue(NativeFiles::mappedBytes, fdMapped0, "segments mapped by their senders");
+    awaitValue(NativeFiles::fdsHeld, fds0, "descriptors held");
+    awaitValue(() -> RdmaDataNodePlugin.running().stream().mapToLong(RdmaDataNodePlugin::openConnections).sum(), 0,
         "connections the DataNodes serve");
   }
 

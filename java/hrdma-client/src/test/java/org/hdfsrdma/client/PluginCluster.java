@@ -96,6 +96,27 @@ final class PluginCluster {
     PluginMiniClusters.awaitServing(cluster);
   }
 
+  /** The sum of {@code f} over the write-segment statistics of every running plugin. */
+  static long writeShmSum(java.util.function.ToLongFunction<RdmaDataNodePlugin.WriteShmStats> f) {
+    long n = 0;
+    for (RdmaDataNodePlugin p : RdmaDataNodePlugin.running()) {
+      RdmaDataNodePlugin.WriteShmStats s = p.writeShm();
+      if (s != null) {
+        n += f.applyAsLong(s);
+      }
+    }
+    return n;
+  }
+
+  /** Waits up to 30 s for {@code value} to become {@code want} (released asynchronously), then asserts it. */
+  static void awaitValue(java.util.function.LongSupplier value, long want, String what) throws InterruptedException {
+    long until = System.nanoTime() + 30_000_000_000L;
+    while (value.getAsLong() != want && System.nanoTime() < until) {
+      Thread.sleep(20);
+    }
+    assertEquals(want, value.getAsLong(), what);
+  }
+
   /** Closes {@code fs} and shuts {@code cluster} down; either may be null (a setup that failed). */
   static void shutdown(org.apache.hadoop.fs.FileSystem fs, MiniDFSCluster cluster) throws java.io.IOException {
     try {

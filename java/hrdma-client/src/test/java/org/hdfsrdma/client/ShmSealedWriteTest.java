@@ -3,10 +3,10 @@ package org.hdfsrdma.client;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.hdfsrdma.client.PluginCluster.awaitValue;
+import static org.hdfsrdma.client.PluginCluster.writeShmSum;
 
 import java.io.IOException;
-import java.util.function.LongSupplier;
-import java.util.function.ToLongFunction;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
@@ -44,33 +44,14 @@ class ShmSealedWriteTest {
     PluginCluster.shutdown(null, cluster);
   }
 
-  private static long sum(ToLongFunction<RdmaDataNodePlugin.WriteShmStats> f) {
-    long n = 0;
-    for (RdmaDataNodePlugin p : RdmaDataNodePlugin.running()) {
-      RdmaDataNodePlugin.WriteShmStats s = p.writeShm();
-      if (s != null) {
-        n += f.applyAsLong(s);
-      }
-    }
-    return n;
-  }
-
-  private static void await(LongSupplier value, long want, String what) throws InterruptedException {
-    long until = System.nanoTime() + 20_000_000_000L;
-    while (value.getAsLong() != want && System.nanoTime() < until) {
-      Thread.sleep(20);
-    }
-    assertEquals(want, value.getAsLong(), what);
-  }
-
   @Test
   void anEncryptedReplication3WriteGoesByReference() throws Exception {
     byte[] data = PluginCluster.random(BLOCK + 4321, 33);
     Path p = new Path("/sealed/shm");
     long fdMapped0 = NativeFiles.mappedBytes();
     long fds0 = NativeFiles.fdsHeld();
-    long refs0 = sum(RdmaDataNodePlugin.WriteShmStats::byReference);
-    long forwarded0 = sum(RdmaDataNodePlugin.WriteShmStats::forwardedByReference);
+    long refs0 = writeShmSum(RdmaDataNodePlugin.WriteShmStats::byReference);
+    long forwarded0 = writeShmSum(RdmaDataNodePlugin.WriteShmStats::forwardedByReference);
     try (RdmaDistributedFileSystem fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(),
         PluginCluster.rdmaClientConf(cluster))) {
       long before = fs.rdmaBytesWritten();
@@ -78,8 +59,8 @@ class ShmSealedWriteTest {
         out.write(data);
       }
       assertEquals(data.length, fs.rdmaBytesWritten() - before, "every byte over hrdma, none by the stock path");
-      long refs = sum(RdmaDataNodePlugin.WriteShmStats::byReference) - refs0;
-      long forwarded = sum(RdmaDataNodePlugin.WriteShmStats::forwardedByReference) - forwarded0;
+      long refs = writeShmSum(RdmaDataNodePlugin.WriteShmStats::byReference) - refs0;
+      long forwarded = writeShmSum(RdmaDataNodePlugin.WriteShmStats::forwardedByReference) - forwarded0;
       assertTrue(refs >= 3 * (data.length >> 20), "packets by reference: " + refs);
       assertTrue(forwarded >= 2 * (data.length >> 20), "forwarded by reference: " + forwarded);
     }
@@ -88,10 +69,10 @@ class ShmSealedWriteTest {
       in.readFully(got);
     }
     assertArrayEquals(data, got);
-    await(() -> sum(RdmaDataNodePlugin.WriteShmStats::segments), 0, "the DataNodes' write segments");
-    await(() -> sum(RdmaDataNodePlugin.WriteShmStats::forwardSegments), 0, "the forwarders' segments");
-    await(WriteSegment::live, 0, "senders' write segments");
-    await(NativeFiles::mappedBytes, fdMapped0, "segments mapped by their senders");
-    await(NativeFiles::fdsHeld, fds0, "descriptors held");
+    awaitValue(() -> writeShmSum(RdmaDataNodePlugin.WriteShmStats::segments), 0, "the DataNodes' write segments");
+    awaitValue(() -> writeShmSum(RdmaDataNodePlugin.WriteShmStats::forwardSegments), 0, "the forwarders' segments");
+    awaitValue(WriteSegment::live, 0, "senders' write segments");
+    awaitValue(NativeFiles::mappedBytes, fdMapped0, "segments mapped by their senders");
+    awaitValue(NativeFiles::fdsHeld, fds0, "descriptors held");
   }
 }

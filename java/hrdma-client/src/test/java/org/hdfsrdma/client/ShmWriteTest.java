@@ -4,11 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.hdfsrdma.client.PluginCluster.awaitValue;
+import static org.hdfsrdma.client.PluginCluster.writeShmSum;
 
 import java.io.File;
 import java.io.IOException;
 import java.util.List;
-import java.util.function.LongSupplier;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
@@ -65,36 +66,17 @@ class ShmWriteTest {
     return RdmaDataNodePlugin.running();
   }
 
-  private long sum(java.util.function.ToLongFunction<RdmaDataNodePlugin.WriteShmStats> f) {
-    long n = 0;
-    for (RdmaDataNodePlugin p : plugins()) {
-      RdmaDataNodePlugin.WriteShmStats s = p.writeShm();
-      if (s != null) {
-        n += f.applyAsLong(s);
-      }
-    }
-    return n;
-  }
-
-  private static void await(LongSupplier value, long want, String what) throws InterruptedException {
-    long until = System.nanoTime() + 20_000_000_000L;
-    while (value.getAsLong() != want && System.nanoTime() < until) {
-      Thread.sleep(20);
-    }
-    assertEquals(want, value.getAsLong(), what);
-  }
-
   /** Once the client is closed: no write segment on either side, no mapping, no descriptor. */
   private void awaitNothingHeld(long shm0, long fdMapped0, long fds0) throws InterruptedException {
-    await(() -> sum(RdmaDataNodePlugin.WriteShmStats::segments), 0, "the DataNodes' write segments");
-    await(() -> sum(RdmaDataNodePlugin.WriteShmStats::bytes), 0, "the DataNodes' write segment bytes");
-    await(() -> sum(RdmaDataNodePlugin.WriteShmStats::pending), 0, "grants not fetched");
-    await(() -> sum(RdmaDataNodePlugin.WriteShmStats::forwardSegments), 0, "the forwarders' segments");
-    await(WriteSegment::live, 0, "senders' write segments");
-    await(NativeShm::mappedBytes, shm0, "segments mapped by their DataNodes");
-    await(NativeFiles::mappedBytes, fdMapped0, "segments mapped by their senders");
-    await(NativeFiles::fdsHeld, fds0, "descriptors held");
-    await(() -> plugins().stream().mapToLong(RdmaDataNodePlugin::buffersOutstanding).sum(), 0,
+    awaitValue(() -> writeShmSum(RdmaDataNodePlugin.WriteShmStats::segments), 0, "the DataNodes' write segments");
+    awaitValue(() -> writeShmSum(RdmaDataNodePlugin.WriteShmStats::bytes), 0, "the DataNodes' write segment bytes");
+    awaitValue(() -> writeShmSum(RdmaDataNodePlugin.WriteShmStats::pending), 0, "grants not fetched");
+    awaitValue(() -> writeShmSum(RdmaDataNodePlugin.WriteShmStats::forwardSegments), 0, "the forwarders' segments");
+    awaitValue(WriteSegment::live, 0, "senders' write segments");
+    awaitValue(NativeShm::mappedBytes, shm0, "segments mapped by their DataNodes");
+    awaitValue(NativeFiles::mappedBytes, fdMapped0, "segments mapped by their senders");
+    awaitValue(NativeFiles::fdsHeld, fds0, "descriptors held");
+    awaitValue(() -> plugins().stream().mapToLong(RdmaDataNodePlugin::buffersOutstanding).sum(), 0,
         "the DataNodes' transport buffers");
   }
 
@@ -114,11 +96,11 @@ class ShmWriteTest {
     long shm0 = NativeShm.mappedBytes();
     long fdMapped0 = NativeFiles.mappedBytes();
     long fds0 = NativeFiles.fdsHeld();
-    long refs0 = sum(RdmaDataNodePlugin.WriteShmStats::byReference);
-    long granted0 = sum(RdmaDataNodePlugin.WriteShmStats::granted);
-    long passed0 = sum(RdmaDataNodePlugin.WriteShmStats::passed);
-    long forwarded0 = sum(RdmaDataNodePlugin.WriteShmStats::forwardedByReference);
-    long bad0 = sum(RdmaDataNodePlugin.WriteShmStats::badReferences);
+    long refs0 = writeShmSum(RdmaDataNodePlugin.WriteShmStats::byReference);
+    long granted0 = writeShmSum(RdmaDataNodePlugin.WriteShmStats::granted);
+    long passed0 = writeShmSum(RdmaDataNodePlugin.WriteShmStats::passed);
+    long forwarded0 = writeShmSum(RdmaDataNodePlugin.WriteShmStats::forwardedByReference);
+    long bad0 = writeShmSum(RdmaDataNodePlugin.WriteShmStats::badReferences);
     try (RdmaDistributedFileSystem fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(),
         PluginCluster.rdmaClientConf(cluster))) {
       long before = fs.rdmaBytesWritten();
@@ -128,16 +110,16 @@ class ShmWriteTest {
         out.write(data, 1000, data.length - 1000);
       }
       assertEquals(data.length, fs.rdmaBytesWritten() - before, "every byte over hrdma");
-      assertTrue(sum(RdmaDataNodePlugin.WriteShmStats::granted) > granted0, "a segment for the client");
-      assertEquals(sum(RdmaDataNodePlugin.WriteShmStats::granted) - granted0,
-          sum(RdmaDataNodePlugin.WriteShmStats::passed) - passed0, "every grant fetched once");
+      assertTrue(writeShmSum(RdmaDataNodePlugin.WriteShmStats::granted) > granted0, "a segment for the client");
+      assertEquals(writeShmSum(RdmaDataNodePlugin.WriteShmStats::granted) - granted0,
+          writeShmSum(RdmaDataNodePlugin.WriteShmStats::passed) - passed0, "every grant fetched once");
       // 1 MiB packets: at least one per MiB of data reached a DataNode by reference
-      long refs = sum(RdmaDataNodePlugin.WriteShmStats::byReference) - refs0;
+      long refs = writeShmSum(RdmaDataNodePlugin.WriteShmStats::byReference) - refs0;
       assertTrue(refs >= replication * (data.length >> 20), "packets by reference: " + refs);
       // each DataNode but the last forwards by reference to the next, on this host
-      long forwarded = sum(RdmaDataNodePlugin.WriteShmStats::forwardedByReference) - forwarded0;
+      long forwarded = writeShmSum(RdmaDataNodePlugin.WriteShmStats::forwardedByReference) - forwarded0;
       assertTrue(forwarded >= (replication - 1) * (data.length >> 20), "forwarded by reference: " + forwarded);
-      assertEquals(bad0, sum(RdmaDataNodePlugin.WriteShmStats::badReferences), "no reference refused");
+      assertEquals(bad0, writeShmSum(RdmaDataNodePlugin.WriteShmStats::badReferences), "no reference refused");
     }
     assertArrayEquals(data, readBack(p, data.length));
     assertEquals(replication, stock.getFileBlockLocations(p, 0, 1)[0].getHosts().length);
@@ -148,8 +130,8 @@ class ShmWriteTest {
   void offOnTheClientWritesByValue() throws Exception {
     byte[] data = PluginCluster.random(BLOCK + 777, 9);
     Path p = new Path("/shmwrite/off");
-    long granted0 = sum(RdmaDataNodePlugin.WriteShmStats::granted);
-    long refs0 = sum(RdmaDataNodePlugin.WriteShmStats::byReference);
+    long granted0 = writeShmSum(RdmaDataNodePlugin.WriteShmStats::granted);
+    long refs0 = writeShmSum(RdmaDataNodePlugin.WriteShmStats::byReference);
     Configuration c = PluginCluster.rdmaClientConf(cluster);
     c.setBoolean(RdmaBlockClient.SHM_WRITES_KEY, false);
     try (RdmaDistributedFileSystem fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), c)) {
@@ -158,8 +140,8 @@ class ShmWriteTest {
       }
     }
     assertArrayEquals(data, readBack(p, data.length));
-    assertEquals(granted0, sum(RdmaDataNodePlugin.WriteShmStats::granted), "no segment asked for");
-    assertEquals(refs0, sum(RdmaDataNodePlugin.WriteShmStats::byReference), "nothing by reference");
+    assertEquals(granted0, writeShmSum(RdmaDataNodePlugin.WriteShmStats::granted), "no segment asked for");
+    assertEquals(refs0, writeShmSum(RdmaDataNodePlugin.WriteShmStats::byReference), "nothing by reference");
   }
 
   @Test
@@ -219,7 +201,7 @@ class ShmWriteTest {
         DataNodeConnection conn = connectionWithSegment(fs);
         WriteSegment seg = conn.writeSegment();
         conn.close(); // as if the DataNode or the link died: its segment goes, the pipeline is recovered
-        await(() -> seg.isClosed() ? 1 : 0, 1, "the client's segment closed with its connection");
+        awaitValue(() -> seg.isClosed() ? 1 : 0, 1, "the client's segment closed with its connection");
         out.write(data, BLOCK / 2, data.length - BLOCK / 2);
       }
       assertTrue(fs.pipelineRecoveries() > recoveries0, "the pipeline was recovered");
@@ -320,14 +302,14 @@ class ShmWriteTest {
       assertTrue(again.getMessage().contains("ERROR_ACCESS_TOKEN"), again.getMessage());
       assertEquals(fds0, NativeFiles.fdsHeld());
     }
-    await(() -> plugin.writeShm().segments(), 0, "the segment goes with its connection");
+    awaitValue(() -> plugin.writeShm().segments(), 0, "the segment goes with its connection");
     assertEquals(0, kept.buffer().get(0), "its memory freed by the DataNode: the kept mapping reads zeros");
     kept.close();
     try (RawPlugin raw = new RawPlugin(plugin0Address())) {
       assertEquals(org.hdfsrdma.protocol.MessageKind.WRITE_SHM_GRANT, ask(raw, b, writeToken(b)).kind());
       assertEquals(1, plugin.writeShm().pending());
       // never fetched: freed by the map timeout while the connection stays open
-      await(() -> plugin.writeShm().mapTimeouts(), timeouts0 + 1, "the map timeout");
+      awaitValue(() -> plugin.writeShm().mapTimeouts(), timeouts0 + 1, "the map timeout");
       assertEquals(0, plugin.writeShm().pending());
       assertEquals(0, plugin.writeShm().segments());
     }
@@ -398,8 +380,8 @@ class ShmWriteTest {
     }
     assertEquals(bad0 + 1, plugin.writeShm().badReferences(), "refused as malformed");
     assertEquals(refs0, plugin.writeShm().byReference(), "nothing taken as a packet");
-    await(() -> plugin.writeShm().segments(), 0, "the segment goes with the connection");
-    await(NativeFiles::mappedBytes, fdMapped0, "the sender's mapping");
+    awaitValue(() -> plugin.writeShm().segments(), 0, "the segment goes with the connection");
+    awaitValue(NativeFiles::mappedBytes, fdMapped0, "the sender's mapping");
   }
 
   @Test
