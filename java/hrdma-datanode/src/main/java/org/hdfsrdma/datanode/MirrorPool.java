@@ -274,11 +274,7 @@ final class MirrorPool implements AutoCloseable {
       }
       if (m.kind() == MessageKind.WRITE_SHM_RELEASE) {
         try {
-          WriteSegment s = segment;
-          long offset = m.writeShmRelease().getOffset();
-          if (s == null || !s.released(offset)) {
-            throw new ProtocolException("WRITE_SHM_RELEASE of offset " + offset + ", which " + name + " does not hold");
-          }
+          WriteMirror.release(segment, m, name);
         } catch (ProtocolException e) {
           WriteMirror w = current;
           if (w != null) {

@@ -290,6 +290,18 @@ final class WriteMirror implements EndpointHandler {
     onDecoded(endpoint, m);
   }
 
+  /**
+   * Frees the slot of {@code s} that a WRITE_SHM_RELEASE from {@code name} names.
+   *
+   * @throws ProtocolException no segment, or a slot it does not hold: the peer's error
+   */
+  static void release(WriteSegment s, Message m, String name) throws ProtocolException {
+    long offset = m.writeShmRelease().getOffset();
+    if (s == null || !s.released(offset)) {
+      throw new ProtocolException("WRITE_SHM_RELEASE of offset " + offset + ", which " + name + " does not hold");
+    }
+  }
+
   /** A message from downstream, decoded (the connection's I/O thread); takes it over. */
   void onDecoded(Endpoint endpoint, Message m) {
     if (m.requestId() == SEGMENT_REQUEST_ID && !segmentAnswer.isDone() && (m.kind() == MessageKind.WRITE_SHM_GRANT
@@ -301,11 +313,7 @@ final class WriteMirror implements EndpointHandler {
     }
     if (m.kind() == MessageKind.WRITE_SHM_RELEASE) {
       try {
-        WriteSegment s = segment;
-        long offset = m.writeShmRelease().getOffset();
-        if (s == null || !s.released(offset)) {
-          throw new ProtocolException("WRITE_SHM_RELEASE of offset " + offset + ", which " + name + " does not hold");
-        }
+        release(segment, m, name);
       } catch (ProtocolException e) {
         String why = "bad message from " + name + ": " + e.getMessage();
         listener.onDownstreamFailed(why);
