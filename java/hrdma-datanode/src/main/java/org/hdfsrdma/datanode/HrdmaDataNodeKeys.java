@@ -180,6 +180,12 @@ public final class HrdmaDataNodeKeys {
   public static final String DISK_DROP_BYTES_KEY = "hrdma.datanode.disk.drop-cache-bytes";
   public static final long DISK_DROP_BYTES_DEFAULT = 8L << 20;
   /**
+   * A write's packet is written by the thread that verified it when its volume is idle (nothing
+   * queued or in flight), not handed to the volume's disk worker and back.
+   */
+  public static final String DISK_WRITE_WHEN_IDLE_HERE_KEY = "hrdma.datanode.disk.write-when-idle-here";
+  public static final boolean DISK_WRITE_WHEN_IDLE_HERE_DEFAULT = true;
+  /**
    * Reads on volumes with the ssd or adaptive policy: O_DIRECT through an io_uring, several requests in
    * flight per refill of the read-ahead window.
    */

@@ -479,11 +479,16 @@ public final class DiskIo implements AutoCloseable {
 
     /** Runs {@code write} (the bytes [offset, offset + len) of the block) on the volume's device. */
     public void write(long offset, int len, VolumeScheduler.IoAction<?> write) throws IOException {
-      sched.call(this, true, offset, len, () -> {
+      VolumeScheduler.IoAction<Void> run = () -> {
         write.run();
         behind(offset + len);
         return null;
-      });
+      };
+      if (settings.writeWhenIdleHere()) {
+        sched.callHere(this, true, offset, len, run); // the caller is a write executor, never an I/O thread
+      } else {
+        sched.call(this, true, offset, len, run);
+      }
     }
 
     private void behind(long end) {

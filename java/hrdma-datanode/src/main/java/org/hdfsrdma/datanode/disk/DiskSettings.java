@@ -19,7 +19,7 @@ public record DiskSettings(boolean schedulerEnabled, Map<StorageType, String> po
     double adaptiveDrop, double adaptiveGain, int adaptiveCalmWindows, int fifoDepth, int maxQueued,
     int maxQueuedPerStream, long maxWaitNanos, long queueTimeoutNanos, boolean preallocate,
     Map<StorageType, String> writeModeByType, Map<String, String> writeModeByDir, boolean dropBehindReads,
-    long dropBytes, boolean directReads, int readAheadBytes) {
+    long dropBytes, boolean directReads, int readAheadBytes, boolean writeWhenIdleHere) {
 
   public static final String PREFIX = HrdmaDataNodeKeys.DISK_PREFIX;
   /** false: every volume's I/O runs on the caller's thread, unscheduled (for comparisons). */
@@ -86,6 +86,8 @@ public record DiskSettings(boolean schedulerEnabled, Map<StorageType, String> po
   /** The read-ahead window of one direct read stream (depth x request size is capped by it). */
   public static final String READ_AHEAD_BYTES_KEY = HrdmaDataNodeKeys.DISK_READ_AHEAD_BYTES_KEY;
   public static final int READ_AHEAD_BYTES_DEFAULT = HrdmaDataNodeKeys.DISK_READ_AHEAD_BYTES_DEFAULT;
+  public static final String WRITE_WHEN_IDLE_HERE_KEY = HrdmaDataNodeKeys.DISK_WRITE_WHEN_IDLE_HERE_KEY;
+  public static final boolean WRITE_WHEN_IDLE_HERE_DEFAULT = HrdmaDataNodeKeys.DISK_WRITE_WHEN_IDLE_HERE_DEFAULT;
 
   /**
    * What a volume's block writes leave in the page cache. {@code auto} in the
@@ -216,7 +218,8 @@ public record DiskSettings(boolean schedulerEnabled, Map<StorageType, String> po
         conf.getBoolean(DROP_BEHIND_READS_KEY, DROP_BEHIND_READS_DEFAULT),
         positiveLong(conf, DROP_BYTES_KEY, DROP_BYTES_DEFAULT, 64L << 10, 1L << 30),
         conf.getBoolean(DIRECT_READS_KEY, DIRECT_READS_DEFAULT),
-        positiveInt(conf, READ_AHEAD_BYTES_KEY, READ_AHEAD_BYTES_DEFAULT, 64 << 10, 256 << 20));
+        positiveInt(conf, READ_AHEAD_BYTES_KEY, READ_AHEAD_BYTES_DEFAULT, 64 << 10, 256 << 20),
+        conf.getBoolean(WRITE_WHEN_IDLE_HERE_KEY, WRITE_WHEN_IDLE_HERE_DEFAULT));
   }
 
   public DiskSettings {

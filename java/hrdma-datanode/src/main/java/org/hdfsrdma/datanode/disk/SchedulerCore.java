@@ -151,6 +151,41 @@ public final class SchedulerCore {
     return r;
   }
 
+  /**
+   * Dispatches {@code r} to run on its caller's thread, as {@link #poll} would dispatch it
+   * to a worker, when the volume is idle (nothing queued, nothing in flight); the caller
+   * then runs it and calls {@link #complete}. False, nothing changed, when the volume is busy:
+   * the request is to be queued as any other. Requests that come meanwhile queue behind it
+   * and the workers serve them up to the policy's depth, this one counted in it.
+   */
+  public boolean dispatchHere(DiskRequest r, long now) {
+    if (queued > 0 || inFlight > 0) {
+      return false;
+    }
+    Stream s = streams.get(r.stream);
+    if (s == null) {
+      s = new Stream(r.stream);
+      streams.put(r.stream, s);
+    }
+    if (!s.hasQueued() && s.inFlight == 0) {
+      ring.add(s);
+    }
+    r.seq = seq++;
+    r.submittedNanos = now;
+    r.startedNanos = now;
+    if (s != current) {
+      current = s;
+      s.sliceBytes = 0;
+    }
+    s.sliceBytes += r.length;
+    s.inFlight++;
+    inFlight++;
+    noteRun(s.key, r.offset, r.length);
+    s.nextOffset = r.offset + r.length;
+    stats.dispatched(queued, inFlight, now);
+    return true;
+  }
+
   private long wake = Long.MAX_VALUE;
 
   /** After a null {@link #poll}: when to poll again without a new event (Long.MAX_VALUE: only on an event). */

@@ -118,6 +118,53 @@ public final class VolumeScheduler implements AutoCloseable {
   }
 
   /**
+   * As {@link #call}, but when the volume is idle (nothing queued, nothing in flight) the
+   * action runs here, on the caller's thread, counted by the scheduler as a dispatched
+   * request: no hand-off to a worker and back for a stream that has the volume to itself
+   * (a write's packets, one at a time). When the volume is busy it is queued as by
+   * {@link #call}. Only for callers that may wait on the disk (never a transport I/O thread);
+   * the action is not interrupted by the caller's interrupt here either (it runs to its end).
+   */
+  public <T> T callHere(Object stream, boolean write, long offset, int length, IoAction<T> action)
+      throws IOException {
+    if (policy.inline()) {
+      return call(stream, write, offset, length, action);
+    }
+    DiskRequest r = new DiskRequest(stream, write, offset, length);
+    boolean here;
+    lock.lock();
+    try {
+      if (closed) {
+        throw new IOException("volume " + name + ": disk scheduler closed");
+      }
+      // callers waiting for room in the queue go first
+      here = !lock.hasWaiters(space) && core.dispatchHere(r, System.nanoTime());
+    } finally {
+      lock.unlock();
+    }
+    if (!here) {
+      return call(stream, write, offset, length, action);
+    }
+    boolean ok = false;
+    try {
+      T v = action.run();
+      ok = true;
+      return v;
+    } finally {
+      lock.lock();
+      try {
+        core.complete(r, ok ? r.length : 0, System.nanoTime());
+        if (core.queued() > 0) {
+          work.signal(); // others queued while this ran: a worker takes them now
+        }
+        space.signalAll();
+      } finally {
+        lock.unlock();
+      }
+    }
+  }
+
+  /**
    * Queues {@code action} as {@link #call} does, without waiting for it: the
    * future completes when it has run (read-ahead). Waits for room when the
    * queue is full. With the inline policy it runs here and now.

@@ -74,6 +74,92 @@ class VolumeSchedulerTest {
     }
   }
 
+  /**
+   * A write on an idle volume runs on its caller's thread (no hand-off to a worker and back),
+   * counted as any request; the caller gets its result when the write has ended.
+   */
+  @Test
+  void callHereRunsOnTheCallersThreadWhenTheVolumeIsIdle() throws Exception {
+    try (VolumeScheduler s = new VolumeScheduler("v", new Policies.RoundRobin("ssd", 1, 4096), 4, 4, 10 * SEC,
+        30 * SEC)) {
+      Thread caller = Thread.currentThread();
+      for (int i = 0; i < 3; i++) {
+        Thread ran = s.callHere("w", true, i * 4096L, 4096, Thread::currentThread);
+        assertEquals(caller, ran);
+      }
+      VolumeStats.Snapshot snap = s.stats().snapshot();
+      assertEquals(3, snap.requests());
+      assertEquals(3 * 4096, snap.bytesWritten());
+      assertEquals(0, snap.inFlight());
+    }
+  }
+
+  /** On a busy volume a write waits its turn and runs on a worker, as any request. */
+  @Test
+  void callHereOnABusyVolumeQueuesForAWorker() throws Exception {
+    CountDownLatch running = new CountDownLatch(1);
+    CountDownLatch gate = new CountDownLatch(1);
+    ExecutorService callers = Executors.newFixedThreadPool(2);
+    try (VolumeScheduler s = new VolumeScheduler("v", new Policies.RoundRobin("ssd", 1, 4096), 4, 4, 10 * SEC,
+        30 * SEC)) {
+      Future<String> first = callers.submit(() -> s.call("r", false, 0, 1, () -> {
+        running.countDown();
+        await(gate);
+        return Thread.currentThread().getName();
+      }));
+      running.await();
+      Thread[] caller = new Thread[1];
+      Future<Thread> second = callers.submit(() -> {
+        caller[0] = Thread.currentThread();
+        return s.callHere("w", true, 0, 4096, Thread::currentThread);
+      });
+      Thread.sleep(200);
+      assertFalse(second.isDone(), "ran beside a request in flight, past the policy's depth of 1");
+      gate.countDown();
+      assertTrue(first.get().startsWith("hrdma-disk-v-"));
+      Thread ran = second.get();
+      assertTrue(ran.getName().startsWith("hrdma-disk-v-"), ran.getName());
+      assertFalse(ran == caller[0]);
+    } finally {
+      callers.shutdownNow();
+    }
+  }
+
+  /**
+   * A request that comes while one runs on its caller's thread (depth 1) waits for it, and a
+   * worker serves it as soon as it ends: the end of a request run here wakes the workers.
+   */
+  @Test
+  void aRequestQueuedBehindOneRunHereIsServedWhenItEnds() throws Exception {
+    CountDownLatch running = new CountDownLatch(1);
+    CountDownLatch gate = new CountDownLatch(1);
+    AtomicInteger order = new AtomicInteger();
+    ExecutorService callers = Executors.newFixedThreadPool(2);
+    try (VolumeScheduler s = new VolumeScheduler("v", new Policies.RoundRobin("ssd", 1, 4096), 4, 4, 10 * SEC,
+        30 * SEC)) {
+      Future<Integer> here = callers.submit(() -> s.callHere("w", true, 0, 4096, () -> {
+        running.countDown();
+        await(gate);
+        return order.incrementAndGet();
+      }));
+      running.await();
+      Future<Integer> queued = callers.submit(() -> s.call("r", false, 0, 1, order::incrementAndGet));
+      long end = System.nanoTime() + 10 * SEC;
+      while (s.stats().snapshot().queued() < 1 && System.nanoTime() < end) {
+        Thread.sleep(5);
+      }
+      Thread.sleep(100);
+      assertEquals(1, s.stats().snapshot().queued(), "waits behind the request run here");
+      assertEquals(1, s.stats().snapshot().inFlight());
+      assertFalse(queued.isDone());
+      gate.countDown();
+      assertEquals(1, here.get());
+      assertEquals(2, queued.get(10, TimeUnit.SECONDS));
+    } finally {
+      callers.shutdownNow();
+    }
+  }
+
   @Test
   void aFullQueuePushesBackOnCallersAndDrainsInOrder() throws Exception {
     CountDownLatch gate = new CountDownLatch(1);
