@@ -115,8 +115,13 @@ final class AckResponder {
     finalizeDue = false;
   }
 
-  /** The downstream's ack (its I/O thread). */
-  synchronized void downstreamAck(PipelineAckProto ack) {
+  /**
+   * The downstream's ack (its I/O thread): the ack it completes goes upstream from here. True
+   * when the write executor has work because of it: the replica is to be finalized
+   * ({@link #finalizeDue}) or the write ended (an error ack went up); false for the acks of the
+   * packets in between, so that relaying them wakes no other thread.
+   */
+  synchronized boolean downstreamAck(PipelineAckProto ack) {
     if (BlockOps.oobIndex(ack) >= 0) {
       // stock (PacketResponder#run): relayed at once, this node's SUCCESS first, out of the seqno
       // order (it acknowledges no packet); the write goes on until the downstream goes away. An
@@ -128,10 +133,11 @@ final class AckResponder {
         LOG.info("hrdma datanode: relaying an out of band ack {} for {}", statuses, what);
         oobUpstream.ack(BlockOps.pipelineAck(BlockOps.OOB_SEQNO, statuses));
       }
-      return;
+      return ended;
     }
     downAcks.add(ack);
     sendLocked();
+    return finalizeDue || ended;
   }
 
   /** The downstream failed; false when it had already. */

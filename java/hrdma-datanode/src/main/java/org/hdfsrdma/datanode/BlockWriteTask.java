@@ -375,8 +375,11 @@ final class BlockWriteTask implements WriteMirror.Listener {
 
   @Override
   public void onDownstreamAck(PipelineAckProto ack) {
-    responder.downstreamAck(ack);
-    schedule(); // finalizes or ends the write when the ack asks for it
+    // the ack goes upstream from this thread; the executor is woken only to finalize the replica
+    // or clean up an ended write, not for every packet's ack
+    if (responder.downstreamAck(ack)) {
+      schedule();
+    }
   }
 
   /**

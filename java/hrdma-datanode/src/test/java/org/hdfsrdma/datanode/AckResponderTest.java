@@ -89,4 +89,36 @@ class AckResponderTest {
     assertEquals(List.of("0[SUCCESS, SUCCESS]"), shown(acks), "acks after the stop");
     assertTrue(r.ended());
   }
+
+  @Test
+  void anAckGoesUpOnlyOnceThisNodesWriteAndTheDownstreamsAckAreBothIn() {
+    r.pipeline("blk", null, true, true, true);
+    // the downstream may ack before this node's disk write has ended: the ack waits for it
+    assertFalse(r.downstreamAck(BlockOps.pipelineAck(0, List.of(Status.SUCCESS))), "nothing for the executor");
+    assertEquals(List.of(), acks, "packet 0 is not written here yet");
+    r.processed(0, 512, Status.SUCCESS, false);
+    assertEquals(List.of("0[SUCCESS, SUCCESS]"), shown(acks));
+    // and the other way round: written here, the ack waits for the downstream's
+    r.processed(1, 1024, Status.SUCCESS, false);
+    assertEquals(1, acks.size(), "packet 1 is not acked downstream yet");
+    assertFalse(r.downstreamAck(BlockOps.pipelineAck(1, List.of(Status.SUCCESS))), "relayed on this thread");
+    assertEquals(List.of("0[SUCCESS, SUCCESS]", "1[SUCCESS, SUCCESS]"), shown(acks));
+    // the last packet: its downstream ack wakes the executor to finalize, and its ack waits for that
+    r.processed(2, 1500, Status.SUCCESS, true);
+    assertTrue(r.downstreamAck(BlockOps.pipelineAck(2, List.of(Status.SUCCESS))), "finalizing is the executor's");
+    assertTrue(r.finalizeDue());
+    assertEquals(2, acks.size(), "the last ack waits for the replica to be finalized");
+    r.finalized(true);
+    assertEquals(List.of("0[SUCCESS, SUCCESS]", "1[SUCCESS, SUCCESS]", "2[SUCCESS, SUCCESS]"), shown(acks));
+    assertTrue(r.ended());
+  }
+
+  @Test
+  void aDownstreamErrorEndsTheWriteAndWakesTheExecutorToCleanUp() {
+    r.pipeline("blk", null, true, true, true);
+    r.processed(0, 512, Status.SUCCESS, false);
+    assertTrue(r.downstreamAck(BlockOps.pipelineAck(0, List.of(Status.ERROR))));
+    assertEquals(List.of("0[SUCCESS, ERROR]"), shown(acks));
+    assertTrue(r.ended());
+  }
 }
