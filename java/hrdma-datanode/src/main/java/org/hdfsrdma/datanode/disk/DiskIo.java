@@ -416,7 +416,9 @@ public final class DiskIo implements AutoCloseable {
      * packet the transport placed so), else copied through an aligned buffer. Returns the bytes written: 0 when
      * direct writes are off, refused on this volume, or do not fit here;
      * the caller writes the rest through the page cache. Call inside a
-     * {@link #write} action (on the volume's I/O worker).
+     * {@link #write} action (on the volume's I/O worker, or on the write
+     * executor's thread while the volume is idle: the staging buffer is the
+     * running thread's).
      *
      * @throws IOException the device failed the write (as a buffered write's error would)
      */
