@@ -73,6 +73,21 @@ public abstract class TransportContractTest {
     return -1;
   }
 
+  /** A connection that never says HELLO (a silent or hostile peer), opened by {@link #silentPeer}. */
+  public interface SilentPeer extends AutoCloseable {
+    /** Whether the other side closed this connection within {@code waitMs}. */
+    boolean closedByServer(long waitMs) throws Exception;
+
+    @Override
+    void close() throws java.io.IOException;
+  }
+
+  /** Opens a connection to {@code address} over the transport under test that never says HELLO. */
+  protected abstract SilentPeer silentPeer(InetSocketAddress address) throws Exception;
+
+  /** Accepted connections {@code t} closed to bound those waiting for their hello. */
+  protected abstract long pendingHellosEvicted(Transport t);
+
   /** Releases whatever arrives. */
   protected static final EndpointHandler RELEASE = (endpoint, message) -> message.release();
 
@@ -708,5 +723,37 @@ public abstract class TransportContractTest {
     assertTrue(e.getCause().getMessage().contains(TransportConf.HELLO_TIMEOUT_KEY), e.getCause().getMessage());
     assertTrue(ms >= helloMs, "gave up after " + ms + " ms, before the hello timeout");
     Thread.sleep(3000); // the server's late answer finds the connection closed: nothing stays open
+  }
+
+  /**
+   * At most {@code hrdma.transport.max-pending-hellos} accepted connections wait for their hello:
+   * one more closes the oldest (counted), the newer ones stay, and an honest client is served.
+   */
+  @Test
+  @Timeout(60)
+  void pastMaxPendingHellosTheOldestSilentConnectionIsClosed() throws Exception {
+    start(baseConf().with(TransportConf.MAX_PENDING_HELLOS_KEY, "3"), baseConf(), RELEASE);
+    List<SilentPeer> silent = new ArrayList<>();
+    try {
+      for (int i = 0; i < 4; i++) {
+        silent.add(silentPeer(listener.localAddress()));
+        Thread.sleep(300); // accepted in this order
+      }
+      assertTrue(silent.get(0).closedByServer(WAIT_MS), "the oldest silent connection was not closed");
+      assertEquals(1, pendingHellosEvicted(server));
+      for (SilentPeer p : silent.subList(1, 4)) {
+        assertFalse(p.closedByServer(200), "a newer silent connection was closed");
+      }
+      // an honest client is served, and while it waits for its own hello it is one of the
+      // four: the oldest silent connection left makes room
+      Endpoint c = connect(RELEASE);
+      c.send(client.allocator().allocate(100)).get(WAIT_MS, TimeUnit.MILLISECONDS);
+      assertTrue(silent.get(1).closedByServer(WAIT_MS), "the next oldest silent connection was not closed");
+      assertEquals(2, pendingHellosEvicted(server));
+    } finally {
+      for (SilentPeer p : silent) {
+        p.close();
+      }
+    }
   }
 }

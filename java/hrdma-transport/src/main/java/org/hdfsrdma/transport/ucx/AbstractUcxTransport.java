@@ -51,6 +51,8 @@ abstract class AbstractUcxTransport implements Transport {
   int helloVersion = org.hdfsrdma.transport.Protocol.VERSION;
   private final BufferPool pool;
   private final int connectTimeoutMs;
+  /** Tests: false makes this side's client connections silent (no HELLO), as a hostile peer's. */
+  volatile boolean sayHello = true;
   /** How long an accepted connection may take to say hello. */
   private final int helloTimeoutMs;
   private final int maxPendingHellos;

@@ -84,14 +84,16 @@ abstract class UcxConnection extends AbstractEndpoint implements UcxWorkerLoop.E
           .setMaxMessageSize(transport.maxMessage)
           .setCredits(transport.credits)
           .build();
-      sendControl(HELLO, hello.toByteArray(), (st, len) -> {
-        if (st >= 0 && state == State.HELLO_WAIT) {
-          // UCX sends a message only once the endpoint is wired up: from here on the peer
-          // owes us a reply, and we wait for it as long as it waits for ours.
-          helloSent = true;
-          transport.awaitHelloReply(this);
-        }
-      });
+      if (transport.sayHello) {
+        sendControl(HELLO, hello.toByteArray(), (st, len) -> {
+          if (st >= 0 && state == State.HELLO_WAIT) {
+            // UCX sends a message only once the endpoint is wired up: from here on the peer
+            // owes us a reply, and we wait for it as long as it waits for ours.
+            helloSent = true;
+            transport.awaitHelloReply(this);
+          }
+        });
+      }
     }
   }
 
