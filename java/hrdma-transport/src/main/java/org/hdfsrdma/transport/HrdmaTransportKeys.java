@@ -22,13 +22,18 @@ public final class HrdmaTransportKeys {
   /** Largest message accepted from a peer, in bytes; a larger frame closes the connection. */
   public static final String TRANSPORT_MAX_MESSAGE_KEY = "hrdma.transport.max-message-bytes";
   public static final int TRANSPORT_MAX_MESSAGE_DEFAULT = 16 << 20;
-  /** How long a connection attempt (including transport negotiation) may take. */
+  /**
+   * How long the connection itself may take to come up (the tcp connect, UCX's wire-up), per
+   * transport tried; the peer's hello reply is then waited for {@link #TRANSPORT_HELLO_TIMEOUT_KEY}.
+   */
   public static final String TRANSPORT_CONNECT_TIMEOUT_KEY = "hrdma.transport.connect-timeout-ms";
   public static final int TRANSPORT_CONNECT_TIMEOUT_DEFAULT = 5000;
   /**
-   * How long the accepting side (a DataNode) waits for a new connection's HELLO before closing it
-   * (ms): as long as stock's DataXceiver waits for a connection's first op (dfs.client.socket-timeout),
-   * so that a slow but honest peer (a GC pause, a loaded host) is served and a silent one closed.
+   * How long the accepting side (a DataNode) waits for a new connection's HELLO before closing it,
+   * and the connecting side (a client) for the HELLO reply once the connection is up (ms): as long
+   * as stock's DataXceiver waits for a connection's first op and stock's client for a DataNode's
+   * responses (dfs.client.socket-timeout), so that a slow but honest peer (a GC pause, a loaded
+   * host) is served and a silent one closed.
    * Empty: dfs.client.socket-timeout (HadoopTransportConf computes it from a Hadoop configuration).
    */
   public static final String TRANSPORT_HELLO_TIMEOUT_KEY = "hrdma.transport.hello-timeout-ms";

@@ -73,6 +73,21 @@ public abstract class TransportContractTest {
     return -1;
   }
 
+  /** A connection that never says HELLO (a silent or hostile peer), opened by {@link #silentPeer}. */
+  public interface SilentPeer extends AutoCloseable {
+    /** Whether the other side closed this connection within {@code waitMs}. */
+    boolean closedByServer(long waitMs) throws Exception;
+
+    @Override
+    void close() throws java.io.IOException;
+  }
+
+  /** Opens a connection to {@code address} over the transport under test that never says HELLO. */
+  protected abstract SilentPeer silentPeer(InetSocketAddress address) throws Exception;
+
+  /** Accepted connections {@code t} closed to bound those waiting for their hello. */
+  protected abstract long pendingHellosEvicted(Transport t);
+
   /** Releases whatever arrives. */
   protected static final EndpointHandler RELEASE = (endpoint, message) -> message.release();
 
@@ -109,6 +124,16 @@ public abstract class TransportContractTest {
   /** Records server-side endpoints so the teardown can close and check them. */
   private EndpointHandler tracking(EndpointHandler h) {
     return new EndpointHandler() {
+      @Override
+      public String admit(InetSocketAddress remote) {
+        return h.admit(remote);
+      }
+
+      @Override
+      public void onAbandoned(InetSocketAddress remote) {
+        h.onAbandoned(remote);
+      }
+
       @Override
       public void onConnected(Endpoint endpoint) {
         endpoints.add(endpoint);
@@ -640,5 +665,95 @@ public abstract class TransportContractTest {
     c.send(client.allocator().allocate(max)).get(WAIT_MS, TimeUnit.MILLISECONDS);
     awaitTrue(() -> got.get() == max, () -> "the largest allowed message did not arrive");
     assertFalse(c.closeFuture().isDone(), "a refused send must not close the endpoint");
+  }
+
+  // --- the hello --------------------------------------------------------------
+
+  /**
+   * A server whose answer to a hello takes {@code ms}: a loaded DataNode (its admission blocks
+   * the I/O thread here only to make it late; real handlers must not block).
+   */
+  private static EndpointHandler answersLate(long ms) {
+    return new EndpointHandler() {
+      @Override
+      public String admit(InetSocketAddress remote) {
+        try {
+          Thread.sleep(ms);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+        return null;
+      }
+
+      @Override
+      public void onMessage(Endpoint endpoint, RegisteredBuffer message) {
+        message.release();
+      }
+    };
+  }
+
+  /**
+   * A peer that answers our hello after the connect timeout but within the hello timeout is
+   * served: the connecting side waits for the reply as long as the accepting side waits for a
+   * hello (dfs.client.socket-timeout on a cluster, as stock's client waits for a DataNode's
+   * responses), not the connect timeout.
+   */
+  @Test
+  @Timeout(60)
+  void aHelloReplyLaterThanTheConnectTimeoutIsServed() throws Exception {
+    start(baseConf(), baseConf().with(TransportConf.CONNECT_TIMEOUT_KEY, "300")
+        .with(TransportConf.HELLO_TIMEOUT_KEY, "20000"), answersLate(1500));
+    Endpoint c = connect(RELEASE);
+    c.send(client.allocator().allocate(100)).get(WAIT_MS, TimeUnit.MILLISECONDS);
+    assertFalse(c.closeFuture().isDone());
+  }
+
+  /** A peer that never answers our hello fails the connect after the hello timeout, naming it. */
+  @Test
+  @Timeout(60)
+  void aPeerThatNeverRepliesFailsAfterTheHelloTimeout() throws Exception {
+    int helloMs = 1500;
+    start(baseConf(), baseConf().with(TransportConf.CONNECT_TIMEOUT_KEY, "300")
+        .with(TransportConf.HELLO_TIMEOUT_KEY, String.valueOf(helloMs)), answersLate(helloMs + 2500L));
+    long t0 = System.nanoTime();
+    CompletableFuture<Endpoint> f = client.connect(listener.localAddress(), RELEASE);
+    ExecutionException e = assertThrows(ExecutionException.class, () -> f.get(WAIT_MS, TimeUnit.MILLISECONDS));
+    long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+    assertInstanceOf(TransportException.Timeout.class, e.getCause());
+    assertTrue(e.getCause().getMessage().contains(TransportConf.HELLO_TIMEOUT_KEY), e.getCause().getMessage());
+    assertTrue(ms >= helloMs, "gave up after " + ms + " ms, before the hello timeout");
+    Thread.sleep(3000); // the server's late answer finds the connection closed: nothing stays open
+  }
+
+  /**
+   * At most {@code hrdma.transport.max-pending-hellos} accepted connections wait for their hello:
+   * one more closes the oldest (counted), the newer ones stay, and an honest client is served.
+   */
+  @Test
+  @Timeout(60)
+  void pastMaxPendingHellosTheOldestSilentConnectionIsClosed() throws Exception {
+    start(baseConf().with(TransportConf.MAX_PENDING_HELLOS_KEY, "3"), baseConf(), RELEASE);
+    List<SilentPeer> silent = new ArrayList<>();
+    try {
+      for (int i = 0; i < 4; i++) {
+        silent.add(silentPeer(listener.localAddress()));
+        Thread.sleep(300); // accepted in this order
+      }
+      assertTrue(silent.get(0).closedByServer(WAIT_MS), "the oldest silent connection was not closed");
+      assertEquals(1, pendingHellosEvicted(server));
+      for (SilentPeer p : silent.subList(1, 4)) {
+        assertFalse(p.closedByServer(200), "a newer silent connection was closed");
+      }
+      // an honest client is served, and while it waits for its own hello it is one of the
+      // four: the oldest silent connection left makes room
+      Endpoint c = connect(RELEASE);
+      c.send(client.allocator().allocate(100)).get(WAIT_MS, TimeUnit.MILLISECONDS);
+      assertTrue(silent.get(1).closedByServer(WAIT_MS), "the next oldest silent connection was not closed");
+      assertEquals(2, pendingHellosEvicted(server));
+    } finally {
+      for (SilentPeer p : silent) {
+        p.close();
+      }
+    }
   }
 }

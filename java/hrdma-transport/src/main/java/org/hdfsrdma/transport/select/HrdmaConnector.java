@@ -101,14 +101,16 @@ public final class HrdmaConnector implements AutoCloseable {
     this.order = conf.order();
     int connectMs = conf.getPositiveInt(TransportConf.CONNECT_TIMEOUT_KEY,
         TransportConf.CONNECT_TIMEOUT_DEFAULT);
-    // A transport's own connect timeout should fire first; this is the backstop.
-    this.waitMs = 2L * connectMs + 1000;
+    int helloMs = conf.getPositiveInt(TransportConf.HELLO_TIMEOUT_KEY, TransportConf.HELLO_TIMEOUT_DEFAULT);
+    // A transport's own timeouts (the connect timeout for the connection itself, the hello
+    // timeout for the peer's hello reply) should fire first; this is the backstop.
+    this.waitMs = (long) connectMs + helloMs + 1000;
   }
 
   /**
    * Negotiates a connection to the server whose tcp service port is
-   * {@code service}. Blocks the calling thread (not an I/O thread) for at most
-   * a few connect timeouts.
+   * {@code service}. Blocks the calling thread (not an I/O thread) for at most a connect
+   * timeout and a hello timeout per transport tried.
    *
    * @throws TransportException the service port cannot be reached or refuses
    *     the hello (its subclass says which), or {@link NegotiationException}

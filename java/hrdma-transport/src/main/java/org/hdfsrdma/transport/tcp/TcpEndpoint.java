@@ -315,8 +315,12 @@ public final class TcpEndpoint extends AbstractEndpoint {
       h.addAllTransports(helloTransports);
     }
     channel.writeAndFlush(TcpFrames.control(channel.alloc(), TcpFrames.HELLO, h.build()));
-    startHelloTimer("no hello reply from " + remoteAddress(), transport.connectTimeoutMs,
-        TransportConf.CONNECT_TIMEOUT_KEY);
+    // The connection is up: the peer's answer is now a reply of a DataNode, waited for as stock's
+    // client waits for a DataNode's responses (dfs.client.socket-timeout), as long as the peer
+    // waits for our hello, not the connect timeout, which would send clients of a loaded but
+    // honest DataNode to the stock path.
+    startHelloTimer("no hello reply from " + remoteAddress(), transport.helloTimeoutMs,
+        TransportConf.HELLO_TIMEOUT_KEY);
   }
 
   private void startHelloTimer(String what, int ms, String key) {

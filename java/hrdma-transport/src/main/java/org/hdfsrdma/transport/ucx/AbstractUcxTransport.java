@@ -51,6 +51,8 @@ abstract class AbstractUcxTransport implements Transport {
   int helloVersion = org.hdfsrdma.transport.Protocol.VERSION;
   private final BufferPool pool;
   private final int connectTimeoutMs;
+  /** Tests: false makes this side's client connections silent (no HELLO), as a hostile peer's. */
+  volatile boolean sayHello = true;
   /** How long an accepted connection may take to say hello. */
   private final int helloTimeoutMs;
   private final int maxPendingHellos;
@@ -428,16 +430,26 @@ abstract class AbstractUcxTransport implements Transport {
       f.completeExceptionally(new TransportException.Closed("transport closed"));
       return f;
     }
+    // The connect timeout bounds the wire-up; once our HELLO has left, the reply has its own,
+    // longer wait (awaitHelloReply).
     timer.schedule(() -> {
       if (!f.isDone()) {
         executeQuietly(() -> {
           if (!f.isDone()) {
-            TransportException t = new TransportException.Timeout("connect to " + remote
-                + " over " + name() + " did not finish within " + connectTimeoutMs + " ms");
+            UcxConnection mine = null;
             for (UcxConnection c : connections) {
-              if (c.client && c.remoteAddress().equals(remote) && !c.isOpen()) {
-                c.fail(t);
+              if (c.client && c.connectFuture() == f) {
+                mine = c;
               }
+            }
+            if (mine != null && mine.helloSent()) {
+              return;
+            }
+            TransportException t = new TransportException.Timeout("connect to " + remote
+                + " over " + name() + " did not finish within " + connectTimeoutMs + " ms ("
+                + TransportConf.CONNECT_TIMEOUT_KEY + ")");
+            if (mine != null) {
+              mine.fail(t);
             }
             f.completeExceptionally(t);
           }
@@ -445,6 +457,21 @@ abstract class AbstractUcxTransport implements Transport {
       }
     }, connectTimeoutMs, TimeUnit.MILLISECONDS);
     return f;
+  }
+
+  /**
+   * Our HELLO on client connection {@code c} has left (loop thread): its reply is waited for
+   * {@value TransportConf#HELLO_TIMEOUT_KEY}, as long as the peer waits for a hello and as stock's
+   * client waits for a DataNode's responses (dfs.client.socket-timeout), so that a loaded but
+   * honest DataNode is not left for the stock path after the connect timeout.
+   */
+  void awaitHelloReply(UcxConnection c) {
+    timer.schedule(() -> executeQuietly(() -> {
+      if (c.inHello()) {
+        c.fail(new TransportException.Timeout("no hello reply from " + c.remoteAddress() + " over " + name()
+            + " within " + helloTimeoutMs + " ms (" + TransportConf.HELLO_TIMEOUT_KEY + ")"));
+      }
+    }), helloTimeoutMs, TimeUnit.MILLISECONDS);
   }
 
   private void executeQuietly(Runnable r) {

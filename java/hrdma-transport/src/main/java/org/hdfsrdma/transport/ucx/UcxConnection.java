@@ -54,6 +54,7 @@ abstract class UcxConnection extends AbstractEndpoint implements UcxWorkerLoop.E
   private final CompletableFuture<org.hdfsrdma.transport.Endpoint> connected;
   private final Map<ByteBuffer, Long> rkeys = new HashMap<>();
   private Throwable failure;
+  private boolean helloSent; // loop thread
 
   UcxConnection(AbstractUcxTransport transport, InetSocketAddress remote, EndpointHandler handler,
       boolean client, CompletableFuture<org.hdfsrdma.transport.Endpoint> connected) {
@@ -83,8 +84,32 @@ abstract class UcxConnection extends AbstractEndpoint implements UcxWorkerLoop.E
           .setMaxMessageSize(transport.maxMessage)
           .setCredits(transport.credits)
           .build();
-      sendControl(HELLO, hello.toByteArray());
+      if (transport.sayHello) {
+        sendControl(HELLO, hello.toByteArray(), (st, len) -> {
+          if (st >= 0 && state == State.HELLO_WAIT) {
+            // UCX sends a message only once the endpoint is wired up: from here on the peer
+            // owes us a reply, and we wait for it as long as it waits for ours.
+            helloSent = true;
+            transport.awaitHelloReply(this);
+          }
+        });
+      }
     }
+  }
+
+  /** Whether our HELLO has left (client, loop thread): the connection is up, the reply is owed. */
+  final boolean helloSent() {
+    return helloSent;
+  }
+
+  /** Whether the hello exchange is still under way (loop thread). */
+  final boolean inHello() {
+    return state == State.HELLO_WAIT;
+  }
+
+  /** The future {@link AbstractUcxTransport#connect} returned for this connection. */
+  final CompletableFuture<org.hdfsrdma.transport.Endpoint> connectFuture() {
+    return connected;
   }
 
   private static java.util.List<String> wire(Set<Capability> caps) {
@@ -168,6 +193,11 @@ abstract class UcxConnection extends AbstractEndpoint implements UcxWorkerLoop.E
   }
 
   private void sendControl(int kind, byte[] bytes) {
+    sendControl(kind, bytes, null);
+  }
+
+  /** {@code sent}: also told the send's status (loop thread), or null. */
+  private void sendControl(int kind, byte[] bytes, UcxWorkerLoop.Completion sent) {
     RegisteredBuffer b;
     try {
       b = transport.allocator().allocate(Math.max(1, bytes.length));
@@ -180,6 +210,9 @@ abstract class UcxConnection extends AbstractEndpoint implements UcxWorkerLoop.E
     sendFrame(kind, b, (st, len) -> {
       if (st < 0 && state == State.OPEN) {
         fail(UcxErrors.of("send control message", st));
+      }
+      if (sent != null) {
+        sent.done(st, len);
       }
     });
   }

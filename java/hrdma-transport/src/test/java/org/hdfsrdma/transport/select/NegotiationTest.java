@@ -195,7 +195,8 @@ class NegotiationTest {
   @Timeout(30)
   void hangingTransportTimesOutAndFallsBack() throws Exception {
     startServer("hanging,tcp");
-    connector = new HrdmaConnector(conf("hanging,tcp").with(TransportConf.CONNECT_TIMEOUT_KEY, "200"));
+    connector = new HrdmaConnector(conf("hanging,tcp").with(TransportConf.CONNECT_TIMEOUT_KEY, "200")
+        .with(TransportConf.HELLO_TIMEOUT_KEY, "200")); // it neither connects nor replies
     ClientHandler h = new ClientHandler();
     Connection c = connector.connect(server.serviceAddress(), h);
     assertEquals("tcp", c.transport());

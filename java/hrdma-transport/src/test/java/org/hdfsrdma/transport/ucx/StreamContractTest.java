@@ -1,5 +1,6 @@
 package org.hdfsrdma.transport.ucx;
 
+import java.net.InetSocketAddress;
 import org.hdfsrdma.transport.Transport;
 import org.hdfsrdma.transport.TransportConf;
 import org.hdfsrdma.transport.TransportContractTest;
@@ -19,5 +20,15 @@ class StreamContractTest extends TransportContractTest {
   @Override
   protected int openEndpoints(Transport t) {
     return ((AbstractUcxTransport) t).openEndpoints();
+  }
+
+  @Override
+  protected long pendingHellosEvicted(Transport t) {
+    return ((AbstractUcxTransport) t).pendingHellosEvicted();
+  }
+
+  @Override
+  protected SilentPeer silentPeer(InetSocketAddress address) throws Exception {
+    return UcxSilentPeers.open(true, baseConf(), address);
   }
 }
