@@ -143,20 +143,13 @@ final class PipelineSetup {
       return refuse(Status.ERROR, "the earlier write of " + block + " on DataNode " + dn.datanodeUuid()
           + " did not stop within " + ctx.setupTimeoutMs() + " ms", true);
     }
-    try {
-      openReplica(op);
-    } catch (IOException | RuntimeException e) {
-      return refuse(Status.ERROR, "DataNode " + dn.datanodeUuid() + " cannot " + (stage
-          == BlockConstructionStage.PIPELINE_SETUP_CREATE ? "create " : "recover (" + stage + ") ") + block + ": "
-          + e, true);
-    }
-    if (task.abandoned()) {
-      // the replica took long (a slow volume) and upstream left meanwhile: no downstream set-up
-      // for nobody; the replica stays RBW, as stock's when its client goes
-      return refuse(Status.ERROR, "the write of " + block + " was abandoned during its set-up", true);
-    }
     DatanodeInfo[] targets = BlockOps.targets(op);
-    if (targets.length > 0) {
+    if (targets.length == 0) {
+      String refused = openLocal(op);
+      if (refused != null) {
+        return refuse(Status.ERROR, refused, true);
+      }
+    } else {
       DatanodeInfo next = targets[0];
       mirrorName = next.getXferAddr();
       InetSocketAddress nextAddress = new InetSocketAddress(next.getIpAddr(), RdmaPorts.pluginPort(next, dn.conf()));
@@ -167,6 +160,7 @@ final class PipelineSetup {
       BlockOpResponseProto resp;
       WriteMirror d = null;
       boolean fresh = true;
+      boolean localOpened = false;
       try {
         FaultHooks.failMirrorConnection(); // stock's hook: a throw is an unreachable mirror
         // downstream, this DataNode proves itself as stock's does: its own encryption key, the write's token
@@ -224,6 +218,17 @@ final class PipelineSetup {
           }
           e.send(MessageCodec.encode(e.transport().allocator(), MessageKind.WRITE_REQUEST,
               id, BlockOps.forwardWriteBlock(op), null));
+          if (!localOpened) {
+            // the local replica while the DataNodes downstream set up theirs: the request went on
+            // first, so this node's createRbw no longer adds to the pipeline's set-up time. Refused
+            // here, the write ends as any refusal: the task's clean-up closes this connection, and the
+            // downstream ends its write as when an upstream goes
+            localOpened = true;
+            String refused = openLocal(op);
+            if (refused != null) {
+              return refuse(Status.ERROR, refused, true);
+            }
+          }
           try {
             resp = d.response.get(ctx.setupTimeoutMs(), TimeUnit.MILLISECONDS);
             break;
@@ -263,6 +268,21 @@ final class PipelineSetup {
     LOG.info("hrdma datanode: receiving {} from {}{}", block, up.remoteAddress(),
         mirrorName == null ? "" : ", mirror " + mirrorName);
     return true;
+  }
+
+  /**
+   * Creates or recovers this node's replica ({@link #openReplica}); the reason to refuse the
+   * write (this node's problem), or null. A write abandoned meanwhile (a slow volume, upstream
+   * gone) is refused too: the replica stays RBW, as stock's when its client goes.
+   */
+  private String openLocal(OpWriteBlockProto op) {
+    try {
+      openReplica(op);
+    } catch (IOException | RuntimeException e) {
+      return "DataNode " + dn.datanodeUuid() + " cannot " + (stage == BlockConstructionStage.PIPELINE_SETUP_CREATE
+          ? "create " : "recover (" + stage + ") ") + block + ": " + e;
+    }
+    return task.abandoned() ? "the write of " + block + " was abandoned during its set-up" : null;
   }
 
   /**
