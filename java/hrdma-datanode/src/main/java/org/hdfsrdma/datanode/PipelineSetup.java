@@ -76,6 +76,11 @@ final class PipelineSetup {
   boolean fromClient;  // a client's write (stock verifies its checksums at the last node only)
   boolean oobAcks;     // upstream takes out-of-band acks (BlockOps#OOB_ACKS_FIELD)
   private boolean firstOfPipeline; // no DataNode before this one (a cache-first volume caches it)
+  // a new connection's write segment to map after the WRITE_RESPONSE (mapSegmentLater), or null
+  private WriteMirror segmentMirror;
+  private DatanodeInfo segmentFrom;
+  private org.apache.hadoop.security.token.Token<org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier>
+      segmentToken;
 
   PipelineSetup(OpContext ctx, BlockWriteTask task, Endpoint up, Message request, WriteMirror.Listener listener) {
     this.ctx = ctx;
@@ -262,7 +267,11 @@ final class PipelineSetup {
         return false;
       }
       if (askSegment && fresh) {
-        mapSegment(d, next, BlockOps.token(op));
+        // mapped once the WRITE_RESPONSE is out (mapSegmentLater): the set-up does not wait for it
+        d.mapping(true);
+        segmentMirror = d;
+        segmentFrom = next;
+        segmentToken = BlockOps.token(op);
       }
     }
     LOG.info("hrdma datanode: receiving {} from {}{}", block, up.remoteAddress(),
@@ -300,6 +309,35 @@ final class PipelineSetup {
       case SASL -> pool + "/user " + (creds.token() == null ? "" : creds.token().decodeIdentifier().getUserId());
     };
     return new MirrorPool.Key(address, wire.mode(), who);
+  }
+
+  /**
+   * After the WRITE_RESPONSE went upstream: the next DataNode's write segment of a new connection
+   * is fetched and mapped on {@code executor} (a set-up thread: the fetch waits on that DataNode's
+   * domain socket), or here when the executor takes no more. Until it is mapped the packets go on
+   * by value, as when no slot is free; once mapped the connection forwards by reference, this
+   * write's later packets and, kept by the pool, the next writes' (a write that ends first gives
+   * its connection back with the segment still coming). The set-up no longer waits for the fetch
+   * and the mapping (4-40 ms on this machine) before answering.
+   */
+  void mapSegmentLater(java.util.concurrent.Executor executor) {
+    WriteMirror d = segmentMirror;
+    if (d == null) {
+      return;
+    }
+    segmentMirror = null;
+    Runnable map = () -> {
+      try {
+        mapSegment(d, segmentFrom, segmentToken);
+      } finally {
+        d.mapping(false);
+      }
+    };
+    try {
+      executor.execute(map);
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      map.run();
+    }
   }
 
   /**
