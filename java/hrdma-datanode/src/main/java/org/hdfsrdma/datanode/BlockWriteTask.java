@@ -529,6 +529,7 @@ final class BlockWriteTask implements WriteMirror.Listener {
           }
           // this node takes heartbeats; the client sends them if every node downstream does too
           sendUp(MessageKind.WRITE_RESPONSE, BlockOps.writeResponseOk(setup.downstreamHeartbeats));
+          setup.mapSegmentLater(ctx.writeExecutor());
           try {
             FaultHooks.writeBlockAfterFlush(); // stock's hook once the connect ack is out
           } catch (IOException e) {

@@ -29,6 +29,8 @@ final class OpContext {
   private final WriterRegistry writers;
   private final MirrorPool mirrors;
   private final AtomicLong preparedAhead = new AtomicLong();
+  private final java.util.concurrent.atomic.AtomicBoolean connectorPrepared =
+      new java.util.concurrent.atomic.AtomicBoolean();
 
   OpContext(DataNodeAccess dn, ReadSettings settings, DataNodeLimits limits, ExecutorService readExecutor,
       VolumeExecutors volumeExecutors, ExecutorService writeExecutor, Supplier<HrdmaConnector> connector, long setupTimeoutMs, DiskIo disk,
@@ -86,6 +88,30 @@ final class OpContext {
   /** The connector to the next DataNode of a write pipeline (made on first use). */
   HrdmaConnector connector() {
     return connector.get();
+  }
+
+  /**
+   * Once, at this DataNode's first write (any: the last of a pipeline forwards nothing yet):
+   * makes the forwarding connector and its transports on a thread of its own, so that the first
+   * write this DataNode forwards does not wait for them ({@link HrdmaConnector#prepare}).
+   * Decided at a write, not at start, because the connector shares the JVM's transports only
+   * when other DataNode plugins run in it, which is known once the DataNodes have started.
+   * Never blocks (called on an I/O thread).
+   */
+  void prepareConnector() {
+    if (!connectorPrepared.compareAndSet(false, true)) {
+      return;
+    }
+    Thread t = new Thread(() -> {
+      try {
+        connector.get().prepare();
+      } catch (RuntimeException e) { // stopping: the connector is made on use, if ever
+        org.slf4j.LoggerFactory.getLogger(OpContext.class).debug("hrdma datanode: no connector prepared: {}",
+            e.toString());
+      }
+    }, "hrdma-dn-connector-prepare");
+    t.setDaemon(true);
+    t.start();
   }
 
   long setupTimeoutMs() {

@@ -76,6 +76,11 @@ final class PipelineSetup {
   boolean fromClient;  // a client's write (stock verifies its checksums at the last node only)
   boolean oobAcks;     // upstream takes out-of-band acks (BlockOps#OOB_ACKS_FIELD)
   private boolean firstOfPipeline; // no DataNode before this one (a cache-first volume caches it)
+  // a new connection's write segment to map after the WRITE_RESPONSE (mapSegmentLater), or null
+  private WriteMirror segmentMirror;
+  private DatanodeInfo segmentFrom;
+  private org.apache.hadoop.security.token.Token<org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier>
+      segmentToken;
 
   PipelineSetup(OpContext ctx, BlockWriteTask task, Endpoint up, Message request, WriteMirror.Listener listener) {
     this.ctx = ctx;
@@ -143,20 +148,13 @@ final class PipelineSetup {
       return refuse(Status.ERROR, "the earlier write of " + block + " on DataNode " + dn.datanodeUuid()
           + " did not stop within " + ctx.setupTimeoutMs() + " ms", true);
     }
-    try {
-      openReplica(op);
-    } catch (IOException | RuntimeException e) {
-      return refuse(Status.ERROR, "DataNode " + dn.datanodeUuid() + " cannot " + (stage
-          == BlockConstructionStage.PIPELINE_SETUP_CREATE ? "create " : "recover (" + stage + ") ") + block + ": "
-          + e, true);
-    }
-    if (task.abandoned()) {
-      // the replica took long (a slow volume) and upstream left meanwhile: no downstream set-up
-      // for nobody; the replica stays RBW, as stock's when its client goes
-      return refuse(Status.ERROR, "the write of " + block + " was abandoned during its set-up", true);
-    }
     DatanodeInfo[] targets = BlockOps.targets(op);
-    if (targets.length > 0) {
+    if (targets.length == 0) {
+      String refused = openLocal(op);
+      if (refused != null) {
+        return refuse(Status.ERROR, refused, true);
+      }
+    } else {
       DatanodeInfo next = targets[0];
       mirrorName = next.getXferAddr();
       InetSocketAddress nextAddress = new InetSocketAddress(next.getIpAddr(), RdmaPorts.pluginPort(next, dn.conf()));
@@ -167,6 +165,7 @@ final class PipelineSetup {
       BlockOpResponseProto resp;
       WriteMirror d = null;
       boolean fresh = true;
+      boolean localOpened = false;
       try {
         FaultHooks.failMirrorConnection(); // stock's hook: a throw is an unreachable mirror
         // downstream, this DataNode proves itself as stock's does: its own encryption key, the write's token
@@ -224,6 +223,17 @@ final class PipelineSetup {
           }
           e.send(MessageCodec.encode(e.transport().allocator(), MessageKind.WRITE_REQUEST,
               id, BlockOps.forwardWriteBlock(op), null));
+          if (!localOpened) {
+            // the local replica while the DataNodes downstream set up theirs: the request went on
+            // first, so this node's createRbw no longer adds to the pipeline's set-up time. Refused
+            // here, the write ends as any refusal: the task's clean-up closes this connection, and the
+            // downstream ends its write as when an upstream goes
+            localOpened = true;
+            String refused = openLocal(op);
+            if (refused != null) {
+              return refuse(Status.ERROR, refused, true);
+            }
+          }
           try {
             resp = d.response.get(ctx.setupTimeoutMs(), TimeUnit.MILLISECONDS);
             break;
@@ -257,12 +267,31 @@ final class PipelineSetup {
         return false;
       }
       if (askSegment && fresh) {
-        mapSegment(d, next, BlockOps.token(op));
+        // mapped once the WRITE_RESPONSE is out (mapSegmentLater): the set-up does not wait for it
+        d.mapping(true);
+        segmentMirror = d;
+        segmentFrom = next;
+        segmentToken = BlockOps.token(op);
       }
     }
     LOG.info("hrdma datanode: receiving {} from {}{}", block, up.remoteAddress(),
         mirrorName == null ? "" : ", mirror " + mirrorName);
     return true;
+  }
+
+  /**
+   * Creates or recovers this node's replica ({@link #openReplica}); the reason to refuse the
+   * write (this node's problem), or null. A write abandoned meanwhile (a slow volume, upstream
+   * gone) is refused too: the replica stays RBW, as stock's when its client goes.
+   */
+  private String openLocal(OpWriteBlockProto op) {
+    try {
+      openReplica(op);
+    } catch (IOException | RuntimeException e) {
+      return "DataNode " + dn.datanodeUuid() + " cannot " + (stage == BlockConstructionStage.PIPELINE_SETUP_CREATE
+          ? "create " : "recover (" + stage + ") ") + block + ": " + e;
+    }
+    return task.abandoned() ? "the write of " + block + " was abandoned during its set-up" : null;
   }
 
   /**
@@ -280,6 +309,35 @@ final class PipelineSetup {
       case SASL -> pool + "/user " + (creds.token() == null ? "" : creds.token().decodeIdentifier().getUserId());
     };
     return new MirrorPool.Key(address, wire.mode(), who);
+  }
+
+  /**
+   * After the WRITE_RESPONSE went upstream: the next DataNode's write segment of a new connection
+   * is fetched and mapped on {@code executor} (a set-up thread: the fetch waits on that DataNode's
+   * domain socket), or here when the executor takes no more. Until it is mapped the packets go on
+   * by value, as when no slot is free; once mapped the connection forwards by reference, this
+   * write's later packets and, kept by the pool, the next writes' (a write that ends first gives
+   * its connection back with the segment still coming). The set-up no longer waits for the fetch
+   * and the mapping (4-40 ms on this machine) before answering.
+   */
+  void mapSegmentLater(java.util.concurrent.Executor executor) {
+    WriteMirror d = segmentMirror;
+    if (d == null) {
+      return;
+    }
+    segmentMirror = null;
+    Runnable map = () -> {
+      try {
+        mapSegment(d, segmentFrom, segmentToken);
+      } finally {
+        d.mapping(false);
+      }
+    };
+    try {
+      executor.execute(map);
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      map.run();
+    }
   }
 
   /**

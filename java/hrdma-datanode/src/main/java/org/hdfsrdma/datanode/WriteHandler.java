@@ -22,7 +22,10 @@ final class WriteHandler implements OpHandler {
   @Override
   public void handle(Connection c, Message m) {
     switch (m.kind()) {
-      case WRITE_REQUEST -> c.startWrite(new BlockWriteTask(ctx, c, m));
+      case WRITE_REQUEST -> {
+        ctx.prepareConnector();
+        c.startWrite(new BlockWriteTask(ctx, c, m));
+      }
       case DATA_PACKET -> {
         BlockWriteTask w = c.write(m.requestId());
         if (w == null) {

@@ -53,6 +53,8 @@ final class WriteMirror implements EndpointHandler {
   /** Same-host writes by reference downstream: the next DataNode's segment, once mapped; else null. */
   private volatile WriteSegment segment;
   private boolean closed; // guarded by this
+  // the set-up maps the segment after its WRITE_RESPONSE: an answer that came is the mapper's to take
+  private boolean mapping; // guarded by this
   private final AtomicLong forwardedByReference;
   private final MirrorPool pool;           // null: the connection is this write's own
   private final MirrorPool.Pooled pooled;  // the pool's connection this write borrows, or null
@@ -124,6 +126,22 @@ final class WriteMirror implements EndpointHandler {
 
   WriteSegment segment() {
     return segment;
+  }
+
+  /**
+   * {@code on}: the segment answer is taken by a mapper after the set-up ({@link #close} leaves
+   * an answer that came to it); off: the mapper is done, and an answer it left is dropped if the
+   * write closed meanwhile.
+   */
+  void mapping(boolean on) {
+    boolean drop;
+    synchronized (this) {
+      mapping = on;
+      drop = !on && closed;
+    }
+    if (drop) {
+      dropSegmentAnswer();
+    }
   }
 
   /**
@@ -258,7 +276,14 @@ final class WriteMirror implements EndpointHandler {
    */
   void close(boolean cleanly) {
     closeSegment();
-    dropSegmentAnswer();
+    boolean mapper;
+    synchronized (this) {
+      // an answer still to come would go to the connection's next write: nobody waits for it then
+      mapper = mapping && segmentAnswer.isDone();
+    }
+    if (!mapper) {
+      dropSegmentAnswer();
+    }
     if (pooled != null) {
       pool.give(pooled, cleanly && !broken);
       return;

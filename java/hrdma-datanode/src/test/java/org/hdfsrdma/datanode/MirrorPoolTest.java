@@ -149,4 +149,49 @@ class MirrorPoolTest {
 
     assertEquals(0, pool.liveConnections());
   }
+
+  /**
+   * A new connection's write segment is mapped after the set-up answered upstream: a small write
+   * may end (and give its connection back) before its mapper took the next DataNode's answer,
+   * which then stays for the mapper; a write that ends with no answer come yet leaves none behind
+   * (a late one would go to the connection's next write, which releases it), and nothing is held.
+   */
+  @Test
+  void aSegmentAnswerStaysForItsMapperWhenTheWriteEndsFirst() throws Exception {
+    org.hdfsrdma.transport.BufferPool buffers = new org.hdfsrdma.transport.BufferPool(
+        org.hdfsrdma.transport.SlabAllocator.DIRECT, 1 << 16, 1 << 20);
+    MirrorPool pool = new MirrorPool(4, 60_000);
+    MirrorPool.Pooled p = connected(pool, A);
+    org.hdfsrdma.proto.HrdmaProtos.WriteShmGrant grant = org.hdfsrdma.proto.HrdmaProtos.WriteShmGrant.newBuilder()
+        .setBytes(1 << 20).setSlotBytes(1 << 18).build();
+
+    WriteMirror w = new WriteMirror("dn2", endpoint(), QUIET, new java.util.concurrent.atomic.AtomicLong(), pool, p);
+    p.lend(w, 1);
+    w.mapping(true);
+    p.onMessage(p.ep, org.hdfsrdma.protocol.MessageCodec.encode(buffers,
+        org.hdfsrdma.protocol.MessageKind.WRITE_SHM_GRANT, WriteMirror.SEGMENT_REQUEST_ID, grant));
+    w.close(true); // the write ended before its mapper ran
+    org.hdfsrdma.protocol.Message m = w.takeSegmentAnswer(1000);
+    assertEquals(org.hdfsrdma.protocol.MessageKind.WRITE_SHM_GRANT, m.kind(), "the answer is the mapper's");
+    m.release();
+    w.mapping(false);
+    assertSame(p, pool.take(A, 2), "the clean write's connection is kept");
+
+    WriteMirror early = new WriteMirror("dn2", endpoint(), QUIET, new java.util.concurrent.atomic.AtomicLong(), pool,
+        p);
+    p.lend(early, 2);
+    early.mapping(true);
+    early.close(true); // no answer yet: nobody waits for it
+    org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class, () -> early.takeSegmentAnswer(1000));
+    early.mapping(false);
+    WriteMirror next = new WriteMirror("dn2", endpoint(), QUIET, new java.util.concurrent.atomic.AtomicLong(), pool,
+        pool.take(A, 3));
+    p.lend(next, 3);
+    p.onMessage(p.ep, org.hdfsrdma.protocol.MessageCodec.encode(buffers,
+        org.hdfsrdma.protocol.MessageKind.WRITE_SHM_GRANT, WriteMirror.SEGMENT_REQUEST_ID, grant));
+    next.close(true); // the late answer went to the next write, which did not ask: released
+    assertEquals(0, buffers.buffersOutstanding(), "no message held");
+    pool.close();
+    assertEquals(0, pool.liveConnections());
+  }
 }

@@ -169,6 +169,34 @@ public final class HrdmaConnector implements AutoCloseable {
         + " (server offers " + HrdmaServer.describe(reply.getOffersList()) + ")", attempts);
   }
 
+  /**
+   * Creates the transports a first {@link #connect} would create (tcp for the hello, and the first
+   * of the others in this side's order that can run here), so that it does not wait for them:
+   * a UCX transport's context, worker and I/O thread take tens to hundreds of milliseconds, which
+   * a forwarding DataNode's first write would otherwise spend (ConnectorPrepareTest). One that
+   * cannot be created is left to {@code connect}, which tries it again and says why. Blocks while
+   * it creates them (not on an I/O thread); never throws.
+   */
+  public void prepare() {
+    try {
+      tcp();
+    } catch (TransportException | RuntimeException e) {
+      LOG.debug("hrdma: cannot prepare tcp: {}", e.toString());
+      return;
+    }
+    for (String name : order) {
+      if (name.equals(TcpTransportProvider.NAME)) {
+        continue;
+      }
+      try {
+        transport(name);
+        return;
+      } catch (TransportException | RuntimeException e) {
+        LOG.debug("hrdma: cannot prepare {}: {}", name, e.toString());
+      }
+    }
+  }
+
   private <T extends Endpoint> T await(CompletableFuture<T> f, String name, InetSocketAddress target)
       throws TransportException {
     try {
