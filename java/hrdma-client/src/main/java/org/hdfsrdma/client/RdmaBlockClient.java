@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -155,6 +156,9 @@ public final class RdmaBlockClient implements Closeable {
   /** By DataNode (uuid and plugin address). */
   private final ConcurrentHashMap<String, DataNodeConnection> cache = new ConcurrentHashMap<>();
   private final Object connectLock = new Object();
+  /** Connects under way, by the {@link #cache}'s key: the threads that want the same DataNode wait for one. */
+  private final ConcurrentHashMap<String, CompletableFuture<DataNodeConnection>> connecting =
+      new ConcurrentHashMap<>();
   private final java.util.concurrent.atomic.AtomicLong protectionFallbacks = new java.util.concurrent.atomic.AtomicLong();
   private final java.util.concurrent.atomic.AtomicBoolean loggedProtection = new java.util.concurrent.atomic.AtomicBoolean();
   private final java.util.concurrent.atomic.AtomicLong shmRefusals = new java.util.concurrent.atomic.AtomicLong();
@@ -516,24 +520,72 @@ public final class RdmaBlockClient implements Closeable {
       c.touch();
       return c;
     }
+    // one connect per DataNode at a time, outside any client-wide lock: a DataNode that accepts and
+    // never answers holds up only the threads that want that DataNode, each sharing its outcome
+    CompletableFuture<DataNodeConnection> mine = new CompletableFuture<>();
+    CompletableFuture<DataNodeConnection> inFlight = connecting.putIfAbsent(key, mine);
+    if (inFlight != null) {
+      return awaitConnect(inFlight, dn);
+    }
+    try {
+      c = cache.get(key);
+      if (c == null || !c.isOpen()) {
+        c = connect(dn, address, key, token, forShm);
+      } else {
+        c.touch();
+      }
+      mine.complete(c);
+      return c;
+    } catch (IOException | RuntimeException | Error e) {
+      mine.completeExceptionally(e);
+      throw e;
+    } finally {
+      connecting.remove(key, mine);
+    }
+  }
+
+  /** Another thread's connect to {@code dn}: its connection, or its failure (as this thread's own). */
+  private static DataNodeConnection awaitConnect(CompletableFuture<DataNodeConnection> f, DatanodeInfo dn)
+      throws IOException {
+    try {
+      DataNodeConnection c = f.get();
+      c.touch();
+      return c;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new java.io.InterruptedIOException("interrupted while waiting for a connection to " + dn);
+    } catch (java.util.concurrent.ExecutionException e) {
+      Throwable t = e.getCause();
+      if (t instanceof IOException io) {
+        throw io; // its own type: a ProtectionException sends this caller to the stock path too
+      }
+      if (t instanceof RuntimeException re) {
+        throw re;
+      }
+      throw new IOException("connecting to " + dn + " failed: " + t, t);
+    }
+  }
+
+  /** A new connection to {@code dn} (the only connect to it in flight), cached. */
+  private DataNodeConnection connect(DatanodeInfo dn, InetSocketAddress address, String key,
+      Token<BlockTokenIdentifier> token, LocatedBlock forShm) throws IOException {
     synchronized (connectLock) {
       if (closed) {
         throw new IOException("RdmaBlockClient is closed");
       }
-      c = cache.get(key);
-      if (c != null && c.isOpen()) {
-        c.touch();
-        return c;
-      }
-      c = new DataNodeConnection(dn.getXferAddr() + " (" + dn.getDatanodeUuid() + ")", address, this);
-      DataEncryptionKey[] dek = new DataEncryptionKey[1];
-      WireProtection wire = wire(address.getPort(), dek);
-      if (wire.refusal() != null) {
-        protectionFallback(wire.refusal());
-        throw new ClientGate.ProtectionException(wire.refusal());
-      }
-      ClientGate gate = new ClientGate(c);
-      Connection conn = connector.connect(address, gate);
+    }
+    DataNodeConnection c = new DataNodeConnection(dn.getXferAddr() + " (" + dn.getDatanodeUuid() + ")", address,
+        this);
+    DataEncryptionKey[] dek = new DataEncryptionKey[1];
+    WireProtection wire = wire(address.getPort(), dek);
+    if (wire.refusal() != null) {
+      protectionFallback(wire.refusal());
+      throw new ClientGate.ProtectionException(wire.refusal());
+    }
+    ClientGate gate = new ClientGate(c);
+    Connection conn = connector.connect(address, gate);
+    boolean ok = false;
+    try {
       Endpoint ep;
       try {
         ep = gate.handshake(conn.endpoint(), wire, new ClientGate.Credentials(dek[0], token), timeoutMs);
@@ -549,10 +601,21 @@ public final class RdmaBlockClient implements Closeable {
       if (shmReads && forShm != null && org.hdfsrdma.protocol.SameHost.isLocal(address)) {
         c.mapSegment(timeoutMs, forShm.getBlock(), forShm.getBlockToken());
       }
-      LOG.debug("hrdma client: connected to {}", c);
-      cache.put(key, c);
-      evictIdle(c);
+      synchronized (connectLock) {
+        if (closed) {
+          throw new IOException("RdmaBlockClient is closed");
+        }
+        LOG.debug("hrdma client: connected to {}", c);
+        cache.put(key, c);
+        evictIdle(c);
+      }
+      ok = true;
       return c;
+    } finally {
+      if (!ok) {
+        c.close();
+        conn.endpoint().close();
+      }
     }
   }
 

@@ -355,6 +355,18 @@ public final class RdmaBlockWriter implements Closeable {
   }
 
   /**
+   * How long the client waits for the pipeline's WRITE_RESPONSE: as stock's client
+   * (DataStreamer: the socket timeout and 5 s per DataNode), and a connect timeout, longer than
+   * the first DataNode waits for its mirror ({@code PipelineSetup}: the set-up timeout and 5 s per
+   * DataNode after it), so that a DataNode downstream that does not answer is named in the
+   * firstBadLink rather than the first DataNode blamed for the wait.
+   */
+  long setupWaitMs() {
+    return timeoutMs + 5000L * nodes.length + conf.getInt(org.hdfsrdma.transport.TransportConf.CONNECT_TIMEOUT_KEY,
+        org.hdfsrdma.transport.TransportConf.CONNECT_TIMEOUT_DEFAULT);
+  }
+
+  /**
    * Sends {@code op} to the first of {@link #nodes}, waits for its
    * WRITE_RESPONSE and starts a responder for the new request.
    *
@@ -383,7 +395,7 @@ public final class RdmaBlockWriter implements Closeable {
       try {
         c.send(MessageCodec.encode(c.endpoint().transport().allocator(), MessageKind.WRITE_REQUEST, p.id(), op,
             null), p);
-        m = p.take(timeoutMs);
+        m = p.take(setupWaitMs());
       } catch (InterruptedIOException e) {
         throw e;
       } catch (IOException e) {

@@ -183,6 +183,72 @@ class HeartbeatWriteTest {
     assertArrayEquals(new byte[] {0x31, 0x32}, readBack(f));
   }
 
+  /**
+   * After the writer's last packet no packet or heartbeat comes; a downstream DataNode that is
+   * slow but acks (each of its acks held 0.7 s, the packets' in all over twice the first
+   * DataNode's 2 s packet timeout) is progress to the first DataNode, as stock's PacketResponder
+   * counts it: every packet is acked, the last one too, and the write is not timed out. On the
+   * wire, a writer that sends its packets and the last one at once.
+   */
+  @Test
+  void aSlowButAckingDownstreamKeepsTheWriteAliveAfterTheLastPacket() throws Exception {
+    Configuration conf = timeouts(PluginCluster.baseConf());
+    long packetTimeoutMs = 2000;
+    conf.setLong(HrdmaDataNodeKeys.WRITE_PACKET_TIMEOUT_MS_KEY, packetTimeoutMs);
+    cluster = PluginCluster.start(conf, getClass(), 2);
+    AtomicInteger delayed = new AtomicInteger();
+    DataNodeFaultInjector.set(new DataNodeFaultInjector() {
+      @Override
+      public void delaySendingAckToUpstream(String upstream) {
+        // the last DataNode acks on its volume's write executor, after the packet's disk write
+        String t = Thread.currentThread().getName();
+        if (t.startsWith("hrdma-dn-write-") && !t.startsWith("hrdma-dn-write-setup-")) {
+          delayed.incrementAndGet();
+          try {
+            Thread.sleep(700);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        }
+      }
+    });
+    ClientProtocol nn = cluster.getFileSystem().getClient().getNamenode();
+    String client = cluster.getFileSystem().getClient().getClientName();
+    String path = "/hb/slow-downstream";
+    HdfsFileStatus st = nn.create(path, FsPermission.getFileDefault(), client,
+        new EnumSetWritable<>(EnumSet.of(CreateFlag.CREATE)), true, (short) 2, PluginCluster.BLOCK,
+        org.apache.hadoop.crypto.CryptoProtocolVersion.supported(), null, null);
+    LocatedBlock lb = nn.addBlock(path, client, null, null, st.getFileId(), null, null);
+    DatanodeInfo first = lb.getLocations()[0];
+    int packets = 6;
+    try (RawPlugin raw = new RawPlugin(new java.net.InetSocketAddress(first.getIpAddr(),
+        RdmaPorts.pluginPort(first, cluster.getConfiguration(0))))) {
+      raw.ep.send(MessageCodec.encode(raw.ep.transport().allocator(), MessageKind.WRITE_REQUEST, 1,
+          BlockOps.writeBlock(lb.getBlock(), lb.getBlockToken(), client, lb.getLocations(), lb.getStorageTypes(),
+              lb.getStorageIDs(), DataChecksum.newDataChecksum(DataChecksum.Type.CRC32C, PluginCluster.BPC)), null));
+      Message r = raw.next();
+      assertEquals(MessageKind.WRITE_RESPONSE, r.kind());
+      assertEquals(Status.SUCCESS, r.writeResponse().getStatus(), r.writeResponse().getMessage());
+      for (int i = 0; i < packets; i++) {
+        byte[] data = PluginCluster.random(PluginCluster.BPC, 10 + i);
+        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+        crc.update(data);
+        ByteBuffer body = ByteBuffer.allocate(4 + data.length).putInt((int) crc.getValue()).put(data).flip();
+        send(raw, 1, BlockOps.packetHeader(i, (long) i * data.length, false, data.length, false), body);
+      }
+      send(raw, 1, BlockOps.packetHeader(packets, (long) packets * PluginCluster.BPC, true, 0, false), null);
+      long t0 = System.nanoTime();
+      for (int i = 0; i <= packets; i++) {
+        PipelineAckProto a = ack(raw);
+        assertEquals(i, a.getSeqno());
+        assertEquals(List.of(Status.SUCCESS, Status.SUCCESS), BlockOps.ackStatuses(a));
+      }
+      long ms = (System.nanoTime() - t0) / 1_000_000;
+      assertTrue(delayed.get() > packets, "the downstream's acks were not held: " + delayed.get());
+      assertTrue(ms > packetTimeoutMs, "the acks came too fast to show anything: " + ms + " ms");
+    }
+  }
+
   private static void send(RawPlugin raw, long id, org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos
       .PacketHeaderProto h, ByteBuffer payload) throws IOException {
     raw.ep.send(MessageCodec.encode(raw.ep.transport().allocator(), MessageKind.DATA_PACKET, id, h, payload));

@@ -376,7 +376,10 @@ final class BlockWriteTask implements WriteMirror.Listener {
   @Override
   public void onDownstreamAck(PipelineAckProto ack) {
     // the ack goes upstream from this thread; the executor is woken only to finalize the replica
-    // or clean up an ended write, not for every packet's ack
+    // or clean up an ended write, not for every packet's ack. An ack is progress (as stock's
+    // PacketResponder counts it): after the client's last packet no packet or heartbeat comes,
+    // and a slow but acking downstream must not make this write time out
+    lastPacketNanos = System.nanoTime();
     if (responder.downstreamAck(ack)) {
       schedule();
     }

@@ -166,6 +166,12 @@ final class PipelineSetup {
       WriteMirror d = null;
       boolean fresh = true;
       boolean localOpened = false;
+      // one deadline for the whole set-up downstream (connect, handshake, its answer), as stock's
+      // DataNode waits for its mirror: the set-up timeout and 5 s per DataNode downstream, so that
+      // each DataNode gives up on its mirror before the one upstream of it (and the client) gives up
+      // on it, and the firstBadLink that reaches the client names the DataNode that did not answer
+      long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(mirrorSetupMs(ctx.setupTimeoutMs(),
+          targets.length));
       try {
         FaultHooks.failMirrorConnection(); // stock's hook: a throw is an unreachable mirror
         // downstream, this DataNode proves itself as stock's does: its own encryption key, the write's token
@@ -186,8 +192,8 @@ final class PipelineSetup {
             ClientGate gate = new ClientGate(pc != null ? pc : d);
             Endpoint e;
             try {
-              HrdmaConnector.Connection c = ctx.connector().connect(nextAddress, gate);
-              e = gate.handshake(c.endpoint(), wire, creds, ctx.setupTimeoutMs());
+              HrdmaConnector.Connection c = ctx.connector().connect(nextAddress, gate, leftMs(deadline));
+              e = gate.handshake(c.endpoint(), wire, creds, Math.max(1, leftMs(deadline)));
             } catch (IOException | RuntimeException ex) {
               if (pc != null) {
                 pc.close();
@@ -235,7 +241,7 @@ final class PipelineSetup {
             }
           }
           try {
-            resp = d.response.get(ctx.setupTimeoutMs(), TimeUnit.MILLISECONDS);
+            resp = d.response.get(leftMs(deadline), TimeUnit.MILLISECONDS);
             break;
           } catch (ExecutionException ex) {
             if (fresh) {
@@ -277,6 +283,20 @@ final class PipelineSetup {
     LOG.info("hrdma datanode: receiving {} from {}{}", block, up.remoteAddress(),
         mirrorName == null ? "" : ", mirror " + mirrorName);
     return true;
+  }
+
+  /** Milliseconds left until {@code deadline} (a {@link System#nanoTime()}), never negative. */
+  private static long leftMs(long deadline) {
+    return Math.max(0, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()));
+  }
+
+  /**
+   * How long a DataNode with {@code downstream} DataNodes after it waits for its mirror's set-up
+   * (stock's DataXceiver: the socket timeout and 5 s per target); the client waits longer
+   * ({@code RdmaBlockWriter}: its timeout and 5 s per DataNode of the pipeline).
+   */
+  static long mirrorSetupMs(long setupTimeoutMs, int downstream) {
+    return setupTimeoutMs + 5000L * downstream;
   }
 
   /**

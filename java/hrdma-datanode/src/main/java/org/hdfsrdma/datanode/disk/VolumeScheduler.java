@@ -122,8 +122,11 @@ public final class VolumeScheduler implements AutoCloseable {
    * action runs here, on the caller's thread, counted by the scheduler as a dispatched
    * request: no hand-off to a worker and back for a stream that has the volume to itself
    * (a write's packets, one at a time). When the volume is busy it is queued as by
-   * {@link #call}. Only for callers that may wait on the disk (never a transport I/O thread);
-   * the action is not interrupted by the caller's interrupt here either (it runs to its end).
+   * {@link #call}. Only for callers that may wait on the disk (never a transport I/O thread).
+   * An interrupt of the caller pending when the action starts is held until it ends (a
+   * FileChannel would close on it mid-write) and then restored; one that lands while the action
+   * runs reaches it as it would any code on that thread, so an owner stops such a thread
+   * without interrupting it first (the DataNode's {@code VolumeExecutors#shutdown}).
    */
   public <T> T callHere(Object stream, boolean write, long offset, int length, IoAction<T> action)
       throws IOException {
@@ -146,11 +149,15 @@ public final class VolumeScheduler implements AutoCloseable {
       return call(stream, write, offset, length, action);
     }
     boolean ok = false;
+    boolean interrupted = Thread.interrupted();
     try {
       T v = action.run();
       ok = true;
       return v;
     } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
       lock.lock();
       try {
         core.complete(r, ok ? r.length : 0, System.nanoTime());

@@ -94,6 +94,29 @@ class VolumeSchedulerTest {
     }
   }
 
+  /**
+   * An interrupt pending on the caller when its write runs here does not reach the write (a
+   * FileChannel would close on it, the replica's channel mid-packet); the caller has it back after.
+   */
+  @Test
+  void callHereHoldsACallersPendingInterruptUntilTheWriteEnds(@org.junit.jupiter.api.io.TempDir
+      java.nio.file.Path dir) throws Exception {
+    try (VolumeScheduler s = new VolumeScheduler("v", new Policies.RoundRobin("ssd", 1, 4096), 4, 4, 10 * SEC,
+        30 * SEC);
+        java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(dir.resolve("blk"),
+            java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE)) {
+      Thread.currentThread().interrupt();
+      try {
+        int n = s.callHere("w", true, 0, 4096, () -> ch.write(java.nio.ByteBuffer.allocate(4096), 0));
+        assertEquals(4096, n);
+        assertTrue(Thread.currentThread().isInterrupted(), "the caller's interrupt was lost");
+      } finally {
+        Thread.interrupted();
+      }
+      assertTrue(ch.isOpen(), "the write closed the channel");
+    }
+  }
+
   /** On a busy volume a write waits its turn and runs on a worker, as any request. */
   @Test
   void callHereOnABusyVolumeQueuesForAWorker() throws Exception {

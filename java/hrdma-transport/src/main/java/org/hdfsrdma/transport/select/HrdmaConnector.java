@@ -110,7 +110,9 @@ public final class HrdmaConnector implements AutoCloseable {
   /**
    * Negotiates a connection to the server whose tcp service port is
    * {@code service}. Blocks the calling thread (not an I/O thread) for at most a connect
-   * timeout and a hello timeout per transport tried.
+   * timeout and a hello timeout (and a second), all transports tried together: one deadline
+   * for the bootstrap and every transport after it, so that a server that accepts and never
+   * answers costs its caller one wait, not one per transport.
    *
    * @throws TransportException the service port cannot be reached or refuses
    *     the hello (its subclass says which), or {@link NegotiationException}
@@ -118,8 +120,19 @@ public final class HrdmaConnector implements AutoCloseable {
    */
   public Connection connect(InetSocketAddress service, EndpointHandler handler)
       throws TransportException {
+    return connect(service, handler, waitMs);
+  }
+
+  /**
+   * As {@link #connect(InetSocketAddress, EndpointHandler)}, within {@code budgetMs} (at most
+   * the connector's own deadline): a caller that must answer its own peer in time (a DataNode
+   * setting up a pipeline) bounds the connect by what it has left.
+   */
+  public Connection connect(InetSocketAddress service, EndpointHandler handler, long budgetMs)
+      throws TransportException {
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(Math.max(1, Math.min(budgetMs, waitMs)));
     Gate bootstrapGate = new Gate(handler);
-    TcpEndpoint bootstrap = await(tcp().connect(service, bootstrapGate, order), "tcp", service);
+    TcpEndpoint bootstrap = await(tcp().connect(service, bootstrapGate, order), "tcp", service, deadline);
     HelloReply reply = bootstrap.helloReply();
     Map<String, TransportAddress> offered = new LinkedHashMap<>();
     for (TransportAddress a : reply.getOffersList()) {
@@ -149,7 +162,7 @@ public final class HrdmaConnector implements AutoCloseable {
       Gate gate = new Gate(handler);
       try {
         Transport t = transport(name);
-        Endpoint ep = await(t.connect(target, gate), name, target);
+        Endpoint ep = await(t.connect(target, gate), name, target, deadline);
         attempts.add(new Attempt(name, null));
         bootstrapGate.discard();
         bootstrap.close();
@@ -197,10 +210,11 @@ public final class HrdmaConnector implements AutoCloseable {
     }
   }
 
-  private <T extends Endpoint> T await(CompletableFuture<T> f, String name, InetSocketAddress target)
-      throws TransportException {
+  private <T extends Endpoint> T await(CompletableFuture<T> f, String name, InetSocketAddress target,
+      long deadline) throws TransportException {
+    long leftMs = Math.max(0, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()));
     try {
-      return f.get(waitMs, TimeUnit.MILLISECONDS);
+      return f.get(leftMs, TimeUnit.MILLISECONDS);
     } catch (ExecutionException e) {
       if (e.getCause() instanceof TransportException te) {
         throw te;
@@ -214,7 +228,7 @@ public final class HrdmaConnector implements AutoCloseable {
         }
       });
       throw new TransportException.Timeout(name + ": connecting to " + target + " did not finish within "
-          + waitMs + " ms");
+          + leftMs + " ms (the connect's deadline)");
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       f.whenComplete((ep, t) -> {

@@ -19,8 +19,8 @@ import org.hdfsrdma.transport.tcp.TcpTransport;
 
 /**
  * Test-only transports, registered in the test resources' META-INF/services:
- * {@code broken} (listens, but every connect fails), {@code hanging} (every
- * connect never completes) and {@code tcp2} (tcp under another name, to
+ * {@code broken} (listens, but every connect fails), {@code hanging} and
+ * {@code hanging2} (every connect never completes) and {@code tcp2} (tcp under another name, to
  * test choosing a transport other than the bootstrap).
  */
 final class FakeTransports {
@@ -47,6 +47,24 @@ final class FakeTransports {
     @Override
     public String name() {
       return "hanging";
+    }
+
+    @Override
+    public String unavailabilityCause() {
+      return null;
+    }
+
+    @Override
+    public Transport create(TransportConf conf) {
+      return new Fake(name(), true);
+    }
+  }
+
+  /** A second {@code hanging}, to try two in a row. */
+  public static final class Hanging2 implements TransportProvider {
+    @Override
+    public String name() {
+      return "hanging2";
     }
 
     @Override

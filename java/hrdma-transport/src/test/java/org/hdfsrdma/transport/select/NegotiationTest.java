@@ -205,6 +205,44 @@ class NegotiationTest {
     exchange(c, h);
   }
 
+  /**
+   * One deadline for the whole negotiation (a connect and a hello timeout and a second), not one
+   * per transport: two hanging transports in a row cost one wait, and the bootstrap (tcp) is
+   * chosen after them.
+   */
+  @Test
+  @Timeout(30)
+  void twoHangingTransportsShareOneDeadline() throws Exception {
+    startServer("hanging,hanging2,tcp");
+    connector = new HrdmaConnector(conf("hanging,hanging2,tcp").with(TransportConf.CONNECT_TIMEOUT_KEY, "200")
+        .with(TransportConf.HELLO_TIMEOUT_KEY, "2000")); // a deadline of 3.2 s
+    ClientHandler h = new ClientHandler();
+    long t0 = System.nanoTime();
+    Connection c = connector.connect(server.serviceAddress(), h);
+    long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+    assertEquals("tcp", c.transport());
+    assertTrue(c.attempts().get(0).failure().contains("did not finish"), c.attempts().toString());
+    assertTrue(c.attempts().get(1).failure().contains("did not finish"), c.attempts().toString());
+    assertTrue(ms < 5000, "each hanging transport had its own deadline: " + ms + " ms");
+    exchange(c, h);
+  }
+
+  /** A caller's budget (a DataNode's pipeline set-up) bounds the negotiation below its own deadline. */
+  @Test
+  @Timeout(30)
+  void aCallersBudgetBoundsTheNegotiation() throws Exception {
+    startServer("hanging,tcp");
+    connector = new HrdmaConnector(conf("hanging,tcp").with(TransportConf.CONNECT_TIMEOUT_KEY, "200")
+        .with(TransportConf.HELLO_TIMEOUT_KEY, "10000"));
+    ClientHandler h = new ClientHandler();
+    long t0 = System.nanoTime();
+    Connection c = connector.connect(server.serviceAddress(), h, 500);
+    long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+    assertEquals("tcp", c.transport());
+    assertTrue(ms < 5000, "the budget of 500 ms was not kept: " + ms + " ms");
+    exchange(c, h);
+  }
+
   @Test
   @Timeout(30)
   void nothingWorksSaysWhyForEach() throws Exception {
