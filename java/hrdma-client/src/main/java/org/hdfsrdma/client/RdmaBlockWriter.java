@@ -124,10 +124,12 @@ public final class RdmaBlockWriter implements Closeable {
   /**
    * What a writer needs to recover its pipeline: the client (NameNode proxy,
    * client name) and its configuration, the file, its replication, and a
-   * callback run after each recovery (a metric).
+   * callback run after each recovery (a metric); and the file's block size, the
+   * length hint a new block's request carries (as stock's DataStreamer sends it:
+   * the DataNode creates the replica with it, reserving that much).
    */
   public record RecoveryContext(DFSClient dfs, String src, long fileId, short replication,
-      Runnable onRecovered) {}
+      Runnable onRecovered, long blockSize) {}
 
   private static final byte[] EMPTY = new byte[0];
   /** A socket timeout of 0: wait for acks without a limit (stock: no read timeout). */
@@ -292,7 +294,11 @@ public final class RdmaBlockWriter implements Closeable {
     this.nodes = lb.getLocations();
     this.storageTypes = lb.getStorageTypes();
     this.storageIds = lb.getStorageIDs();
-    openPipeline(BlockOps.writeBlock(block, lb.getBlockToken(), client.clientName(), nodes, storageTypes,
+    // the request carries the file's block size as the block's length (stock: DataStreamer
+    // #createBlockOutputStream); without a file (a bare writer) 0: the DataNode's own
+    ExtendedBlock request = new ExtendedBlock(block);
+    request.setNumBytes(recovery == null ? 0 : recovery.blockSize());
+    openPipeline(BlockOps.writeBlock(request, lb.getBlockToken(), client.clientName(), nodes, storageTypes,
         storageIds, sum));
   }
 

@@ -166,7 +166,7 @@ final class RdmaOutputStream extends HrdmaOutputStreamBase {
     this.blockWriteRetries = conf.getInt(HdfsClientConfigKeys.BlockWrite.RETRIES_KEY,
         HdfsClientConfigKeys.BlockWrite.RETRIES_DEFAULT);
     this.recovery = new RdmaBlockWriter.RecoveryContext(fs.getClient(), src, fileId, replication,
-        fs::countPipelineRecovery);
+        fs::countPipelineRecovery, blockSize);
     // as stock: a block is allocated once a stock packet's data (dfs.client-write-packet-size) is written
     int packet = StockPacketSize.dataBytes(conf.getInt(HdfsClientConfigKeys.DFS_CLIENT_WRITE_PACKET_SIZE_KEY,
         HdfsClientConfigKeys.DFS_CLIENT_WRITE_PACKET_SIZE_DEFAULT), checksum.getBytesPerChecksum(),

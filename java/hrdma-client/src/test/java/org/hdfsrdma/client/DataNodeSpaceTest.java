@@ -110,4 +110,101 @@ class DataNodeSpaceTest {
       PluginCluster.shutdown(fs, cluster);
     }
   }
+  /**
+   * A replica is created with the client's length hint, the file's block size, as stock's
+   * DataXceiver passes it to {@code createRbw} (the dataset reserves that much and picks a volume
+   * with room for it), also when it exceeds the DataNode's own dfs.blocksize (Hadoop's
+   * TestWriteBlockGetsBlockLengthHint). Before, the plugin cut it to the DataNode's block size.
+   */
+  @Test
+  void aNewReplicaIsCreatedWithTheFilesBlockSizeAsStock() throws Exception {
+    Configuration conf = PluginCluster.baseConf();
+    conf.setLong(org.apache.hadoop.hdfs.DFSConfigKeys.DFS_BLOCK_SIZE_KEY, SMALL_BLOCK);
+    conf.set(org.apache.hadoop.hdfs.DFSConfigKeys.DFS_DATANODE_FSDATASET_FACTORY_KEY,
+        RecordingDataset.Factory.class.getName());
+    conf.set(org.hdfsrdma.transport.TransportConf.CONNECT_TIMEOUT_KEY, "30000"); // a loaded machine: no stock fallback
+    MiniDFSCluster cluster = PluginCluster.start(conf, getClass(), 1);
+    RdmaDistributedFileSystem fs = null;
+    try {
+      fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), PluginCluster.rdmaClientConf(cluster));
+      int fileBlock = 4 * SMALL_BLOCK;
+      RecordingDataset.CREATED.clear();
+      write(cluster.getFileSystem(), new Path("/hint/stock"), 300, fileBlock);
+      assertEquals(java.util.List.of((long) fileBlock), RecordingDataset.CREATED, "stock's createRbw length");
+      RecordingDataset.CREATED.clear();
+      write(fs, new Path("/hint/ours"), 300, fileBlock);
+      assertEquals(0, fs.stockWriteFallbacks(), "no write went to the stock path");
+      assertEquals(300, fs.rdmaBytesWritten(), "written over hrdma");
+      assertEquals(java.util.List.of((long) fileBlock), RecordingDataset.CREATED, "our createRbw length");
+    } finally {
+      PluginCluster.shutdown(fs, cluster);
+    }
+  }
+
+  /**
+   * A dataset whose createRbw throws an Error (pluggable code may) fails the write at once, as
+   * stock's DataXceiver does by closing its connection on any Throwable. Before, the plugin's
+   * set-up thread died unanswered and the client waited out its 60 s set-up timeout per try.
+   */
+  @Test
+  void aDatasetThrowingAnErrorFailsTheWriteAtOnce() throws Exception {
+    Configuration conf = PluginCluster.baseConf();
+    conf.set(org.apache.hadoop.hdfs.DFSConfigKeys.DFS_DATANODE_FSDATASET_FACTORY_KEY,
+        RecordingDataset.Factory.class.getName());
+    conf.set(org.hdfsrdma.transport.TransportConf.CONNECT_TIMEOUT_KEY, "30000");
+    MiniDFSCluster cluster = PluginCluster.start(conf, getClass(), 1);
+    RdmaDistributedFileSystem fs = null;
+    try {
+      fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), PluginCluster.rdmaClientConf(cluster));
+      RecordingDataset.failCreate = true;
+      long t0 = System.nanoTime();
+      RdmaDistributedFileSystem f = fs;
+      IOException e = org.junit.jupiter.api.Assertions.assertThrows(IOException.class,
+          () -> write(f, new Path("/hint/failing"), 300, SMALL_BLOCK));
+      long ms = (System.nanoTime() - t0) / 1_000_000;
+      for (Throwable c = e; c != null; c = c.getCause()) {
+        org.junit.jupiter.api.Assertions.assertFalse(c instanceof java.net.SocketTimeoutException,
+            "the DataNode left the set-up unanswered: " + e);
+      }
+      org.junit.jupiter.api.Assertions.assertTrue(ms < 60_000, "failed after " + ms + " ms: " + e);
+    } finally {
+      RecordingDataset.failCreate = false;
+      PluginCluster.shutdown(fs, cluster);
+    }
+  }
+
+  /** SimulatedFSDataset recording the length each new replica is created with. */
+  public static class RecordingDataset extends SimulatedFSDataset {
+    static final java.util.List<Long> CREATED = new java.util.concurrent.CopyOnWriteArrayList<>();
+    static volatile boolean failCreate;
+
+    RecordingDataset(DataNode dn, org.apache.hadoop.hdfs.server.datanode.DataStorage storage, Configuration conf) {
+      super(dn, storage, conf);
+    }
+
+    @Override
+    public synchronized org.apache.hadoop.hdfs.server.datanode.ReplicaHandler createRbw(
+        org.apache.hadoop.fs.StorageType type, String storageId, ExtendedBlock b, boolean lazyPersist)
+        throws IOException {
+      CREATED.add(b.getNumBytes());
+      if (failCreate) {
+        throw new AssertionError("createRbw refused by the test");
+      }
+      return super.createRbw(type, storageId, b, lazyPersist);
+    }
+
+    /** Named by dfs.datanode.fsdataset.factory. */
+    public static class Factory extends FsDatasetSpi.Factory<SimulatedFSDataset> {
+      @Override
+      public SimulatedFSDataset newInstance(DataNode dn, org.apache.hadoop.hdfs.server.datanode.DataStorage storage,
+          Configuration conf) {
+        return new RecordingDataset(dn, storage, conf);
+      }
+
+      @Override
+      public boolean isSimulated() {
+        return true;
+      }
+    }
+  }
 }

@@ -126,19 +126,20 @@ class RdmaBlockWriterTest {
   }
 
   /**
-   * The block's numBytes in a WRITE_REQUEST is the client's word: a client that claims a
-   * block of 1 TiB (sent raw: our writer sends 0, as stock's) gets a replica that reserves
-   * and preallocates no more than the block size; before, the volume reserved the 1 TiB.
+   * The block's numBytes in a WRITE_REQUEST is the file's block size, what the dataset creates
+   * the replica with and reserves, as stock's DataXceiver passes it on: a claim of 1 PiB (sent
+   * raw) that no volume has room for is refused with the dataset's out-of-space error, as stock
+   * refuses it, and reserves nothing.
    */
   @Test
   @Timeout(120)
-  void aHugeClaimedBlockSizeReservesOnlyTheBlockSize() throws Exception {
+  void aHugeClaimedBlockSizeIsRefusedAndReservesNothing() throws Exception {
     String path = "/ours/huge-claim";
     HdfsFileStatus st = create(path, 1);
     LocatedBlock lb = addBlock(path, st);
     org.apache.hadoop.hdfs.protocol.ExtendedBlock claimed = new org.apache.hadoop.hdfs.protocol.ExtendedBlock(
         lb.getBlock());
-    claimed.setNumBytes(1L << 40);
+    claimed.setNumBytes(1L << 50);
     org.apache.hadoop.hdfs.protocol.DatanodeInfo target = lb.getLocations()[0];
     org.apache.hadoop.hdfs.server.datanode.DataNode dn = cluster.getDataNode(target.getIpcPort());
     long before = reservedOn(dn);
@@ -151,11 +152,10 @@ class RdmaBlockWriterTest {
                   BPC)), null));
       org.hdfsrdma.protocol.Message m = raw.next();
       assertEquals(org.hdfsrdma.protocol.MessageKind.WRITE_RESPONSE, m.kind());
-      assertEquals(org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status.SUCCESS,
+      assertEquals(org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status.ERROR,
           m.writeResponse().getStatus(), m.writeResponse().getMessage());
-      long reserved = reservedOn(dn) - before;
-      System.err.println("hrdma test: reserved for the replica of a block claimed 1 TiB: " + reserved);
-      assertTrue(reserved > 0 && reserved <= BLOCK, "reserved " + reserved + " bytes, more than the block size");
+      assertTrue(m.writeResponse().getMessage().contains("Out of space"), m.writeResponse().getMessage());
+      assertEquals(before, reservedOn(dn), "reserved for a refused replica");
     }
   }
 

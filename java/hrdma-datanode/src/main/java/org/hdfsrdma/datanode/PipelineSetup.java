@@ -42,8 +42,8 @@ import org.slf4j.LoggerFactory;
  * DataXceiver thread blocks the same way, and only its own write): the block token is
  * checked as stock checks it (mode WRITE, the storage
  * types and ids of this node and those downstream); the replica is created
- * ({@code createRbw}, with a reservation and preallocation bounded by the block size this
- * DataNode knows) or recovered, by stage; when the request names downstream targets, the
+ * ({@code createRbw} with the client's length hint, as stock; our preallocation bounded by the
+ * block size this DataNode knows) or recovered, by stage; when the request names downstream targets, the
  * request goes on to the next DataNode's plugin and its WRITE_RESPONSE is awaited; a refusal
  * is answered here with WRITE_RESPONSE ({@code firstBadLink} names the node that failed, as
  * stock). What it opened stays in its fields for the task to use and close.
@@ -307,7 +307,11 @@ final class PipelineSetup {
   private String openLocal(OpWriteBlockProto op) {
     try {
       openReplica(op);
-    } catch (IOException | RuntimeException e) {
+    } catch (VirtualMachineError e) {
+      throw e;
+    } catch (IOException | RuntimeException | Error e) {
+      // an Error too (a dataset is pluggable code): stock's DataXceiver ends on any Throwable and
+      // its client learns at once; unanswered, ours would wait out its set-up timeout
       return "DataNode " + dn.datanodeUuid() + " cannot " + (stage == BlockConstructionStage.PIPELINE_SETUP_CREATE
           ? "create " : "recover (" + stage + ") ") + block + ": " + e;
     }
@@ -401,12 +405,15 @@ final class PipelineSetup {
     long newGs = op.getLatestGenerationStamp();
     switch (stage) {
       case PIPELINE_SETUP_CREATE -> {
-        ExtendedBlock reserve = new ExtendedBlock(block);
-        reserve.setNumBytes(reservation(block.getNumBytes(), dn.estimatedBlockSize()));
-        replica = dn.createRbw(BlockOps.storageType(op), BlockOps.storageId(op), reserve, false);
+        // the dataset gets the client's length hint, as stock's DataXceiver gives it (the file's
+        // block size; 0: this DataNode's): it reserves that much and chooses a volume with room
+        // for it. Our preallocation stays bounded by this DataNode's block size.
+        ExtendedBlock create = new ExtendedBlock(block);
+        create.setNumBytes(lengthHint(block.getNumBytes(), dn.estimatedBlockSize()));
+        replica = dn.createRbw(BlockOps.storageType(op), BlockOps.storageId(op), create, false);
         task.registerWriter(replica);
         replica.openStreams(checksum);
-        reserveBytes = reserve.getNumBytes();
+        reserveBytes = reservation(block.getNumBytes(), dn.estimatedBlockSize());
       }
       case PIPELINE_SETUP_STREAMING_RECOVERY -> {
         // truncated to what every node acknowledged; the client sends the unacknowledged packets again
@@ -461,11 +468,22 @@ final class PipelineSetup {
   }
 
   /**
-   * What a new replica reserves and preallocates: the client's numBytes is only its word, so
-   * it counts only up to the block size this DataNode knows (dfs.blocksize, what stock reserves
-   * for a replica being written); 0 or less, or more, takes that block size.
+   * What our disk path preallocates for a new replica (stock preallocates nothing): the
+   * client's numBytes is only its word, so it counts only up to the block size this DataNode
+   * knows (dfs.blocksize); 0 or less, or more, takes that block size.
    */
   static long reservation(long clientBytes, long blockSize) {
     return clientBytes > 0 && clientBytes <= blockSize ? clientBytes : blockSize;
+  }
+
+  /**
+   * The length a new replica is created with ({@code createRbw}): the client's numBytes, the
+   * file's block size, as stock's DataXceiver#writeBlock passes it on; 0 (stock) or less takes
+   * this DataNode's block size. A length no volume has room for is refused by the dataset
+   * (DiskOutOfSpaceException), as stock. (Stock's NameNode sets no upper limit on a file's block
+   * size, so there is none to bound this by; a client can ask stock's own port for the same.)
+   */
+  static long lengthHint(long clientBytes, long blockSize) {
+    return clientBytes > 0 ? clientBytes : blockSize;
   }
 }
