@@ -102,15 +102,7 @@ public final class SchedulerCore {
     if (queued >= maxQueued || (s != null && s.queue.size() >= maxQueuedPerStream)) {
       return false;
     }
-    if (s == null) {
-      s = new Stream(r.stream);
-      streams.put(r.stream, s);
-    }
-    if (!s.hasQueued() && s.inFlight == 0) {
-      ring.add(s);
-    }
-    r.seq = seq++;
-    r.submittedNanos = now;
+    s = admit(s, r, now);
     s.queue.add(r);
     queued++;
     stats.queued(queued, inFlight);
@@ -137,6 +129,26 @@ public final class SchedulerCore {
     }
     DiskRequest r = s.queue.poll();
     queued--;
+    start(s, r, now);
+    return r;
+  }
+
+  /** {@code r}'s stream ({@code s}, or a new one), in the ring when it was idle; numbers {@code r}. */
+  private Stream admit(Stream s, DiskRequest r, long now) {
+    if (s == null) {
+      s = new Stream(r.stream);
+      streams.put(r.stream, s);
+    }
+    if (!s.hasQueued() && s.inFlight == 0) {
+      ring.add(s);
+    }
+    r.seq = seq++;
+    r.submittedNanos = now;
+    return s;
+  }
+
+  /** Counts {@code r}, of stream {@code s}, as dispatched now. */
+  private void start(Stream s, DiskRequest r, long now) {
     if (s != current) {
       current = s;
       s.sliceBytes = 0;
@@ -148,7 +160,6 @@ public final class SchedulerCore {
     noteRun(s.key, r.offset, r.length);
     s.nextOffset = r.offset + r.length;
     stats.dispatched(queued, inFlight, now);
-    return r;
   }
 
   /**
@@ -162,27 +173,7 @@ public final class SchedulerCore {
     if (queued > 0 || inFlight > 0) {
       return false;
     }
-    Stream s = streams.get(r.stream);
-    if (s == null) {
-      s = new Stream(r.stream);
-      streams.put(r.stream, s);
-    }
-    if (!s.hasQueued() && s.inFlight == 0) {
-      ring.add(s);
-    }
-    r.seq = seq++;
-    r.submittedNanos = now;
-    r.startedNanos = now;
-    if (s != current) {
-      current = s;
-      s.sliceBytes = 0;
-    }
-    s.sliceBytes += r.length;
-    s.inFlight++;
-    inFlight++;
-    noteRun(s.key, r.offset, r.length);
-    s.nextOffset = r.offset + r.length;
-    stats.dispatched(queued, inFlight, now);
+    start(admit(streams.get(r.stream), r, now), r, now);
     return true;
   }
 

@@ -26,10 +26,19 @@ import org.hdfsrdma.transport.tcp.TcpTransport;
 final class FakeTransports {
   private FakeTransports() {}
 
-  public static final class Broken implements TransportProvider {
+  /** A provider of {@link Fake} transports under one name: connects fail, or never complete. */
+  private abstract static class FakeProvider implements TransportProvider {
+    private final String name;
+    private final boolean hangs;
+
+    FakeProvider(String name, boolean hangs) {
+      this.name = name;
+      this.hangs = hangs;
+    }
+
     @Override
     public String name() {
-      return "broken";
+      return name;
     }
 
     @Override
@@ -39,42 +48,26 @@ final class FakeTransports {
 
     @Override
     public Transport create(TransportConf conf) {
-      return new Fake(name(), false);
+      return new Fake(name, hangs);
     }
   }
 
-  public static final class Hanging implements TransportProvider {
-    @Override
-    public String name() {
-      return "hanging";
+  public static final class Broken extends FakeProvider {
+    public Broken() {
+      super("broken", false);
     }
+  }
 
-    @Override
-    public String unavailabilityCause() {
-      return null;
-    }
-
-    @Override
-    public Transport create(TransportConf conf) {
-      return new Fake(name(), true);
+  public static final class Hanging extends FakeProvider {
+    public Hanging() {
+      super("hanging", true);
     }
   }
 
   /** A second {@code hanging}, to try two in a row. */
-  public static final class Hanging2 implements TransportProvider {
-    @Override
-    public String name() {
-      return "hanging2";
-    }
-
-    @Override
-    public String unavailabilityCause() {
-      return null;
-    }
-
-    @Override
-    public Transport create(TransportConf conf) {
-      return new Fake(name(), true);
+  public static final class Hanging2 extends FakeProvider {
+    public Hanging2() {
+      super("hanging2", true);
     }
   }
 
