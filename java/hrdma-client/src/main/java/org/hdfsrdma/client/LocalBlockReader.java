@@ -80,7 +80,7 @@ final class LocalBlockReader implements BlockReader {
   private final int window;
   private final Executor verifier; // null: the caller verifies every window
   private final int ahead;         // windows queued beyond the one being read
-  private final boolean verify;    // false: the DataNode caches the replica, no checksum work
+  private final boolean verify;    // false: the DataNode caches the replica or the stream skips checksums
   private final long readAhead;    // bytes the kernel is asked to read ahead of the windows made; 0: none
   private long advised;            // block offset up to which it was asked
   /** Windows made, not yet handed to the caller, in block order; the head is the next to read. */
@@ -99,8 +99,9 @@ final class LocalBlockReader implements BlockReader {
    * @param windowBytes bytes verified (and at most handed out) at a time, rounded down to whole chunks
    * @param verifier where windows are read and verified ahead of the caller, or null
    * @param ahead windows the verifier may be given beyond the one being read (0: none)
-   * @param verify whether to verify checksums; false only for a replica the DataNode caches (it
-   *     verified it when it cached it, and mlocked pages are not read from the disk again)
+   * @param verify whether to verify checksums; false for a replica the DataNode caches (it
+   *     verified it when it cached it, and mlocked pages are not read from the disk again) and for
+   *     a stream opened with verifyChecksum false (the range's sums are then not even read)
    * @param readAheadBytes how far beyond the windows made the kernel is asked to read the block file
    *     into the page cache (posix_fadvise WILLNEED), in steps of half of it: a cold file's pages are
    *     then on their way before the reader or the verifier reads them, several requests deep; 0: not asked
@@ -132,7 +133,8 @@ final class LocalBlockReader implements BlockReader {
       this.fileEnd = Math.min(visibleLength, (end + bpc - 1) / bpc * bpc);
       this.window = Math.max(1, windowBytes / bpc) * bpc;
       this.mapStart = offsetInBlock / bpc * bpc;
-      this.sums = fileEnd > mapStart ? sumsOf(metaFd, checksum, mapStart, fileEnd, block) : ByteBuffer.allocate(0);
+      this.sums = verify && fileEnd > mapStart ? sumsOf(metaFd, checksum, mapStart, fileEnd, block)
+          : ByteBuffer.allocate(0);
     } catch (IOException | RuntimeException e) {
       data.close();
       throw e;
@@ -195,6 +197,16 @@ final class LocalBlockReader implements BlockReader {
    */
   static void preadVerified(NativeFiles.Fd fd, long from, long to, DataChecksum checksum, ByteBuffer sums,
       long sumsFrom, String name, ExtendedBlock block, PieceSink sink) throws IOException {
+    preadVerified(fd, from, to, checksum, sums, sumsFrom, name, block, sink, true);
+  }
+
+  /**
+   * As {@link #preadVerified(NativeFiles.Fd, long, long, DataChecksum, ByteBuffer, long, String,
+   * ExtendedBlock, PieceSink)}; with {@code verify} false the pieces are not checked against
+   * {@code sums} (a stream opened with verifyChecksum false).
+   */
+  static void preadVerified(NativeFiles.Fd fd, long from, long to, DataChecksum checksum, ByteBuffer sums,
+      long sumsFrom, String name, ExtendedBlock block, PieceSink sink, boolean verify) throws IOException {
     int bpc = checksum.getBytesPerChecksum();
     int sumSize = checksum.getChecksumSize();
     int piece = Math.max(1, PIECE / bpc) * bpc;
@@ -204,8 +216,10 @@ final class LocalBlockReader implements BlockReader {
         int n = (int) Math.min(piece, to - at);
         ByteBuffer w = buf.clear().limit(n);
         readFully(fd, at, w.duplicate(), "the block file", block);
-        int s = (int) ((at - sumsFrom) / bpc * sumSize);
-        verifyChunks(checksum, sums.slice(s, (n + bpc - 1) / bpc * sumSize), w.duplicate(), at, name, block);
+        if (verify) {
+          int s = (int) ((at - sumsFrom) / bpc * sumSize);
+          verifyChunks(checksum, sums.slice(s, (n + bpc - 1) / bpc * sumSize), w.duplicate(), at, name, block);
+        }
         if (sink != null) {
           sink.take(w, at);
         }
@@ -246,7 +260,7 @@ final class LocalBlockReader implements BlockReader {
     return c;
   }
 
-  /** Whether this reader verifies checksums (false: the DataNode caches the replica). */
+  /** Whether this reader verifies checksums (false: the DataNode caches the replica, or the stream skips them). */
   boolean verifies() {
     return verify;
   }

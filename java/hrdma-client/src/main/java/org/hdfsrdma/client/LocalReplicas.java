@@ -385,15 +385,25 @@ final class LocalReplicas implements AutoCloseable {
      * @throws IOException the range is not in the replica, or the file shrank under the read
      */
     void read(long offset, byte[] b, int off, int len) throws IOException {
+      read(offset, b, off, len, true);
+    }
+
+    /** As {@link #read(long, byte[], int, int)}; with {@code verify} false the chunks are not checked. */
+    void read(long offset, byte[] b, int off, int len, boolean verify) throws IOException {
       check(offset, len);
-      readVerified(offset, len, (piece, at) -> piece.get(b, off + (int) (at - offset), piece.remaining()));
+      readVerified(offset, len, verify, (piece, at) -> piece.get(b, off + (int) (at - offset), piece.remaining()));
     }
 
     /** As {@link #read(long, byte[], int, int)}, into {@code dst} from its position (moved past the bytes). */
     void read(long offset, ByteBuffer dst, int len) throws IOException {
+      read(offset, dst, len, true);
+    }
+
+    /** As {@link #read(long, ByteBuffer, int)}; with {@code verify} false the chunks are not checked. */
+    void read(long offset, ByteBuffer dst, int len, boolean verify) throws IOException {
       check(offset, len);
       int p = dst.position();
-      readVerified(offset, len, (piece, at) -> dst.put(p + (int) (at - offset), piece, piece.position(),
+      readVerified(offset, len, verify, (piece, at) -> dst.put(p + (int) (at - offset), piece, piece.position(),
           piece.remaining()));
       dst.position(p + len);
     }
@@ -408,7 +418,7 @@ final class LocalReplicas implements AutoCloseable {
      * piece at a time into a pooled buffer, verifies each and hands the part of
      * it in the range to {@code sink}.
      */
-    private void readVerified(long offset, int len, Sink sink) throws IOException {
+    private void readVerified(long offset, int len, boolean verify, Sink sink) throws IOException {
       if (len == 0) {
         return;
       }
@@ -418,7 +428,7 @@ final class LocalReplicas implements AutoCloseable {
         long a = Math.max(at, offset);
         long e = Math.min(at + w.limit(), offset + len);
         sink.take(w.limit((int) (e - at)).position((int) (a - at)), a);
-      });
+      }, verify);
     }
 
     private void check(long offset, int len) throws IOException {
@@ -449,6 +459,7 @@ final class LocalReplicas implements AutoCloseable {
     private long pos;
     private final long end;
     private boolean closed;
+    private final boolean verify; // false: the stream skips checksums, the chunks are not checked
 
     /**
      * {@code [offset, offset + length)} of the replica of {@code key}: cached, or opened with
@@ -456,6 +467,16 @@ final class LocalReplicas implements AutoCloseable {
      */
     Range(Key key, ExtendedBlock block, String socketPath, Opener opener, long offset, long length)
         throws IOException {
+      this(key, block, socketPath, opener, offset, length, true);
+    }
+
+    /**
+     * As {@link #Range(Key, ExtendedBlock, String, Opener, long, long)}; with {@code verify} false
+     * the range's chunks are not checked against their sums (a stream opened with verifyChecksum false).
+     */
+    Range(Key key, ExtendedBlock block, String socketPath, Opener opener, long offset, long length, boolean verify)
+        throws IOException {
+      this.verify = verify;
       this.key = key;
       this.block = block;
       this.socketPath = socketPath;
@@ -520,7 +541,7 @@ final class LocalReplicas implements AutoCloseable {
         return -1;
       }
       int n = (int) Math.min(dst.remaining(), end - pos);
-      readRetrying(r -> r.read(pos, dst, n));
+      readRetrying(r -> r.read(pos, dst, n, verify));
       pos += n;
       return n;
     }
@@ -535,7 +556,7 @@ final class LocalReplicas implements AutoCloseable {
         return -1;
       }
       int n = (int) Math.min(len, end - pos);
-      readRetrying(r -> r.read(pos, b, off, n));
+      readRetrying(r -> r.read(pos, b, off, n, verify));
       pos += n;
       return n;
     }

@@ -266,13 +266,22 @@ public final class RdmaBlockClient implements Closeable {
    */
   public RdmaBlockReader open(LocatedBlock block, DatanodeInfo datanode, long offsetInBlock, long length)
       throws IOException {
+    return open(block, datanode, offsetInBlock, length, true);
+  }
+
+  /**
+   * As {@link #open(LocatedBlock, DatanodeInfo, long, long)}; with {@code verifyChecksum} false
+   * the reader does not check the chunks' checksums (a stream opened so, as stock's readers).
+   */
+  public RdmaBlockReader open(LocatedBlock block, DatanodeInfo datanode, long offsetInBlock, long length,
+      boolean verifyChecksum) throws IOException {
     if (offsetInBlock < 0 || length < 0 || offsetInBlock + length > block.getBlockSize()) {
       throw new IOException("range [" + offsetInBlock + ", " + (offsetInBlock + length) + ") is not in "
           + block.getBlock() + " of " + block.getBlockSize() + " bytes");
     }
     DataNodeConnection c = connection(datanode, block);
     return new RdmaBlockReader(this, c, block.getBlock(), block.getBlockToken(), datanode, offsetInBlock,
-        length, ramps(block, datanode) ? maxRequestBytes : requestBytes);
+        length, ramps(block, datanode) ? maxRequestBytes : requestBytes, verifyChecksum);
   }
 
   /** Whether {@code datanode}'s replica of {@code block} is on a storage type read in growing requests. */
@@ -322,10 +331,20 @@ public final class RdmaBlockClient implements Closeable {
    */
   BlockReader openLocal(LocatedBlock block, DatanodeInfo datanode, long offsetInBlock, long length,
       ShortCircuitClient.Fds given) throws IOException {
+    return openLocal(block, datanode, offsetInBlock, length, given, true);
+  }
+
+  /**
+   * As {@link #openLocal(LocatedBlock, DatanodeInfo, long, long, ShortCircuitClient.Fds)}; with
+   * {@code verifyChecksum} false the reader neither reads the range's checksums nor checks them
+   * (the .meta file's header is still read and checked), as stock's BlockReaderLocal.
+   */
+  BlockReader openLocal(LocatedBlock block, DatanodeInfo datanode, long offsetInBlock, long length,
+      ShortCircuitClient.Fds given, boolean verifyChecksum) throws IOException {
     ShortCircuitClient.Fds f = given != null ? given : localFiles(block, datanode);
     // the reader takes the descriptors over (it reads the block file with pread until closed)
     return new LocalBlockReader(block.getBlock(), f.data(), f.meta(), block.getBlockSize(), offsetInBlock,
-        length, localWindowBytes, localVerifier, localVerifyAhead, !f.cached(), localReadAhead);
+        length, localWindowBytes, localVerifier, localVerifyAhead, verifyChecksum && !f.cached(), localReadAhead);
   }
 
   /** Short-circuit readers' verifier (null: off), the windows it verifies and how many ahead. */
@@ -381,9 +400,18 @@ public final class RdmaBlockClient implements Closeable {
    */
   BlockReader preadLocal(LocatedBlock block, DatanodeInfo datanode, long offsetInBlock, long length,
       ShortCircuitClient.Fds given) throws IOException {
+    return preadLocal(block, datanode, offsetInBlock, length, given, true);
+  }
+
+  /**
+   * As {@link #preadLocal(LocatedBlock, DatanodeInfo, long, long, ShortCircuitClient.Fds)}; with
+   * {@code verifyChecksum} false the range's chunks are not checked against their sums.
+   */
+  BlockReader preadLocal(LocatedBlock block, DatanodeInfo datanode, long offsetInBlock, long length,
+      ShortCircuitClient.Fds given, boolean verifyChecksum) throws IOException {
     long visible = block.getBlockSize();
     if (!replicas.enabled() || visible < 1 || visible > Integer.MAX_VALUE) {
-      return openLocal(block, datanode, offsetInBlock, length, given);
+      return openLocal(block, datanode, offsetInBlock, length, given, verifyChecksum);
     }
     java.util.concurrent.atomic.AtomicReference<ShortCircuitClient.Fds> held =
         new java.util.concurrent.atomic.AtomicReference<>(given);
@@ -397,7 +425,7 @@ public final class RdmaBlockClient implements Closeable {
       return replicas.new Range(key, block.getBlock(), path, () -> {
         ShortCircuitClient.Fds f = held.getAndSet(null);
         return f != null ? f : shortCircuit.request(path, block.getBlock(), block.getBlockToken());
-      }, offsetInBlock, length);
+      }, offsetInBlock, length, verifyChecksum);
     } finally {
       ShortCircuitClient.Fds unused = held.getAndSet(null); // the replica was kept mapped already
       if (unused != null) {

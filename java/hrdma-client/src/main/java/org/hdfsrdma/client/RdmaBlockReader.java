@@ -28,7 +28,10 @@ import org.hdfsrdma.transport.TransportException;
 /**
  * Reads one range of one block from one DataNode over an hrdma connection,
  * sequentially, verifying every chunk's checksum (as stored in the replica's
- * .meta file) before handing its bytes out.
+ * .meta file) before handing its bytes out; a reader opened with
+ * {@code verifyChecksum} false (a stream of a file system with
+ * {@code setVerifyChecksum(false)}) checks the packets' headers and lengths as
+ * before but not the chunks' checksums, as stock's BlockReaderRemote.
  *
  * <p>The range is asked for in READ_REQUESTs: the first of
  * {@value RdmaBlockClient#REQUEST_BYTES_KEY} bytes, each next one twice the
@@ -47,7 +50,8 @@ import org.hdfsrdma.transport.TransportException;
  * released as soon as its bytes are copied out.
  *
  * <p>After the last packet of a request the reader answers READ_STATUS
- * CHECKSUM_OK; on a checksum mismatch ERROR_CHECKSUM and a
+ * CHECKSUM_OK (SUCCESS when it did not verify, as stock: CHECKSUM_OK tells the
+ * DataNode its replica was found good); on a checksum mismatch ERROR_CHECKSUM and a
  * {@link ChecksumException}; requests given up ({@link #close} before the
  * end, or after an error) get READ_STATUS ERROR, which cancels them at the
  * DataNode.
@@ -68,6 +72,7 @@ public final class RdmaBlockReader implements BlockReader {
   private long nextRequestOffset;
   private long nextRequestBytes;   // the size of the next request, before the range's end cuts it
   private final long maxRequestBytes; // requests grow up to this
+  private final boolean verifyChecksum; // false: chunks are not checked against their sums
   private long position;           // next byte handed out
   private Message packet;          // the packet being handed out, or null
   private ByteBuffer data;         // the rest of its bytes to hand out
@@ -94,8 +99,8 @@ public final class RdmaBlockReader implements BlockReader {
   }
 
   RdmaBlockReader(RdmaBlockClient client, DataNodeConnection conn, ExtendedBlock block,
-      Token<BlockTokenIdentifier> token, DatanodeInfo datanode, long offset, long length, long maxRequestBytes)
-      throws IOException {
+      Token<BlockTokenIdentifier> token, DatanodeInfo datanode, long offset, long length, long maxRequestBytes,
+      boolean verifyChecksum) throws IOException {
     this.client = client;
     this.conn = conn;
     this.block = block;
@@ -106,6 +111,7 @@ public final class RdmaBlockReader implements BlockReader {
     this.nextRequestOffset = offset;
     this.nextRequestBytes = client.requestBytes();
     this.maxRequestBytes = maxRequestBytes;
+    this.verifyChecksum = verifyChecksum;
     this.position = offset;
     fillWindow();
   }
@@ -321,14 +327,16 @@ public final class RdmaBlockReader implements BlockReader {
     }
     ByteBuffer sums = payload.slice(0, sumLen);
     ByteBuffer bytes = payload.slice(sumLen, dataLen);
-    verify(r, off, sums, bytes);
+    if (verifyChecksum) {
+      verify(r, off, sums, bytes);
+    }
     r.expected = off + dataLen;
     r.seqno++;
     if (h.getLastPacketInBlock()) {
       if (r.expected < requestEnd) {
         throw protocol(r, "last packet ends at " + r.expected + ", before the request's end " + requestEnd);
       }
-      finish(r, Status.CHECKSUM_OK);
+      finish(r, verifyChecksum ? Status.CHECKSUM_OK : Status.SUCCESS);
       fillWindow(); // the next request goes out now, not at the next read
     }
     // hand out [max(off, position), min(off + dataLen, requestEnd))

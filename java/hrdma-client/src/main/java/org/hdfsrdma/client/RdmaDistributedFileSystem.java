@@ -70,7 +70,7 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
   private boolean enabled;
   /** Whether our streams' bases are Hadoop's package's in this JVM ({@link StreamBaseLoader}). */
   private boolean streamBase;
-  /** What {@link #setVerifyChecksum} last said (our readers verify always; the stock ones it falls back to as told). */
+  /** What {@link #setVerifyChecksum} last said: the streams opened after it verify chunks or skip them. */
   private volatile boolean verifyChecksum = true;
   private long fallbackRetryNanos;
   private volatile RdmaBlockClient blockClient;

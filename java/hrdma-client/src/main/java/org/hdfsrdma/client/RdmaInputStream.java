@@ -443,8 +443,8 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
                 given = chosen.fds();
                 chosen = null;
               }
-              BlockReader r = keep ? fs.blockClient().preadLocal(lb, dn, inBlock, len, given)
-                  : fs.blockClient().openLocal(lb, dn, inBlock, len, given);
+              BlockReader r = keep ? fs.blockClient().preadLocal(lb, dn, inBlock, len, given, verifyChecksum)
+                  : fs.blockClient().openLocal(lb, dn, inBlock, len, given, verifyChecksum);
               return new Source(lb, dn, r, offset, 0);
             } catch (InvalidBlockTokenException e) {
               tokenProblem = e;
@@ -457,7 +457,7 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
           }
           try {
             int distance = fs.getClient().getClientContext().getNetworkDistance(dn);
-            RdmaBlockReader r = fs.blockClient().open(lb, dn, offset - lb.getStartOffset(), len);
+            RdmaBlockReader r = fs.blockClient().open(lb, dn, offset - lb.getStartOffset(), len, verifyChecksum);
             return new Source(lb, dn, r, offset, distance);
           } catch (InvalidBlockTokenException e) {
             tokenProblem = e;
@@ -557,7 +557,7 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
   private void count(Source s, int n, long millis) {
     if (s.reader instanceof LocalBlockReader || s.reader instanceof LocalReplicas.Range) {
       fs.countLocalBytes(n);
-      if (s.reader instanceof LocalBlockReader lr && !lr.verifies()) {
+      if (!verifyChecksum || s.reader instanceof LocalBlockReader lr && !lr.verifies()) {
         fs.countLocalBytesUnverified(n);
       }
       readStatistics.addShortCircuitBytes(n);
@@ -1026,8 +1026,8 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
       try {
         if (fs.tryLocal(dn)) {
           try {
-            return new Source(lb, dn, fs.blockClient().openLocal(lb, dn, offset - lb.getStartOffset(), len),
-                offset, 0);
+            return new Source(lb, dn, fs.blockClient().openLocal(lb, dn, offset - lb.getStartOffset(), len, null,
+                verifyChecksum), offset, 0);
           } catch (RdmaBlockClient.LocalReadsRefused e) {
             fs.noLocalReads(dn, e);
           } catch (IOException e) {
@@ -1035,8 +1035,8 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
           }
         }
         int distance = fs.getClient().getClientContext().getNetworkDistance(dn);
-        return new Source(lb, dn, fs.blockClient().open(lb, dn, offset - lb.getStartOffset(), len), offset,
-            distance);
+        return new Source(lb, dn, fs.blockClient().open(lb, dn, offset - lb.getStartOffset(), len,
+            verifyChecksum), offset, distance);
       } catch (InvalidBlockTokenException e) {
         // the running read will meet the same token; no hedge on this replica
       } catch (IOException e) {
