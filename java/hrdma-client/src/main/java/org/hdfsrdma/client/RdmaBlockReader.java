@@ -30,8 +30,9 @@ import org.hdfsrdma.transport.TransportException;
  * sequentially, verifying every chunk's checksum (as stored in the replica's
  * .meta file) before handing its bytes out; a reader opened with
  * {@code verifyChecksum} false (a stream of a file system with
- * {@code setVerifyChecksum(false)}) checks the packets' headers and lengths as
- * before but not the chunks' checksums, as stock's BlockReaderRemote.
+ * {@code setVerifyChecksum(false)}) asks for the data without its checksums
+ * ({@code sendChecksums} false: the DataNode reads and sends none) and checks
+ * the packets' headers and lengths as before, as stock's BlockReaderRemote.
  *
  * <p>The range is asked for in READ_REQUESTs: the first of
  * {@value RdmaBlockClient#REQUEST_BYTES_KEY} bytes, each next one twice the
@@ -79,6 +80,7 @@ public final class RdmaBlockReader implements BlockReader {
   private IOException failure;     // sticky
   private boolean closed;
   private long requestsSent;
+  private DataChecksum.Type lastType; // of the last READ_RESPONSE (tests)
 
   private static final class Request {
     final PendingRead pending;
@@ -129,6 +131,11 @@ public final class RdmaBlockReader implements BlockReader {
   /** READ_REQUESTs sent so far (tests look at the read-ahead with it). */
   public long requestsSent() {
     return requestsSent;
+  }
+
+  /** The checksum type the last READ_RESPONSE declared (NULL: the DataNode sent no sums), or null (tests). */
+  DataChecksum.Type lastChecksumType() {
+    return lastType;
   }
 
   /** Requests in flight now. */
@@ -254,7 +261,8 @@ public final class RdmaBlockReader implements BlockReader {
     inflight.addLast(r);
     try {
       conn.send(MessageCodec.encode(conn.endpoint().transport().allocator(), MessageKind.READ_REQUEST,
-          p.id(), BlockOps.readBlock(block, token, client.clientName(), offset, len), null), p);
+          p.id(), BlockOps.readBlock(block, token, client.clientName(), offset, len,
+              verifyChecksum), null), p);
     } catch (TransportException | RuntimeException e) {
       inflight.removeLast();
       p.close();
@@ -287,6 +295,7 @@ public final class RdmaBlockReader implements BlockReader {
           }
           r.answered = true;
           r.type = type;
+          lastType = type;
           r.bytesPerChecksum = bpc;
           r.checksumSize = type.size;
           r.expected = chunkOffset;

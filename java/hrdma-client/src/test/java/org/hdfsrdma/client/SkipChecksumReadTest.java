@@ -21,6 +21,7 @@ import org.apache.hadoop.hdfs.ReadStatistics;
 import org.apache.hadoop.hdfs.client.HdfsDataInputStream;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.apache.hadoop.util.DataChecksum;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -135,6 +136,28 @@ class SkipChecksumReadTest {
     ReadStatistics s = readBothWays(remote, p, onDisk);
     assertEquals(0, s.getTotalShortCircuitBytesRead());
     assertEquals(s.getTotalBytesRead(), remote.rdmaBytesRead() - rdma0, "over the transport");
+  }
+
+  /**
+   * A transport reader that verifies none asks for no checksums and the DataNode sends none
+   * (type NULL, packets of data only), as stock's; one that verifies gets the replica's.
+   */
+  @Test
+  void aTransportReaderThatVerifiesNoneIsSentNoChecksums() throws Exception {
+    Path p = new Path("/skip/nosums");
+    byte[] onDisk = writeCorrupted(p, PluginCluster.random(BLOCK, 4), 3000, BLOCK - 10);
+    LocatedBlock lb = remote.getClient().getLocatedBlocks(p.toString(), 0).get(0);
+    DatanodeInfo dn = lb.getLocations()[0];
+    byte[] got = new byte[BLOCK - 7];
+    try (RdmaBlockReader r = remote.blockClient().open(lb, dn, 7, BLOCK - 7, false)) {
+      r.readFully(got, 0, got.length);
+      assertEquals(DataChecksum.Type.NULL, r.lastChecksumType());
+    }
+    assertArrayEquals(Arrays.copyOfRange(onDisk, 7, BLOCK), got);
+    try (RdmaBlockReader r = remote.blockClient().open(lb, dn, 7, BLOCK - 7, true)) {
+      assertThrows(ChecksumException.class, () -> r.readFully(new byte[BLOCK - 7], 0, BLOCK - 7));
+      assertEquals(DataChecksum.Type.CRC32C, r.lastChecksumType());
+    }
   }
 
   @Test

@@ -37,7 +37,9 @@ import org.slf4j.LoggerFactory;
  * Serves one READ_REQUEST: checks the block token and the range, opens the
  * replica's block and .meta files, answers READ_RESPONSE, then streams
  * DATA_PACKETs (checksums from the .meta file as they are on disk, then the
- * data; the last one flagged {@code lastPacketInBlock}).
+ * data; the last one flagged {@code lastPacketInBlock}). A request with
+ * {@code sendChecksums} false (a client that verifies none) is answered, as
+ * stock's BlockSender answers it, with checksum type NULL and packets of data only.
  *
  * <p>Threading: all disk work runs on the plugin's read executor, never on
  * the transport's I/O thread. At most one {@link #run} executes at a time
@@ -438,6 +440,11 @@ final class BlockReadTask implements ReadQueue.Read {
       if (checksum == null || bpc <= 0) {
         throw new IOException("bad checksum header in the .meta of " + block + ": type " + type
             + ", bytesPerChecksum " + bpc);
+      }
+      if (!op.getSendChecksums()) {
+        // as the stock BlockSender asked for no checksums: type NULL, no sums read or sent (the
+        // replica's chunk size still aligns the range)
+        checksum = DataChecksum.newDataChecksum(DataChecksum.Type.NULL, bpc);
       }
       bytesPerChecksum = bpc;
       checksumSize = checksum.getChecksumSize();

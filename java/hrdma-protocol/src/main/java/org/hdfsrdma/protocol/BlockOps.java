@@ -34,6 +34,15 @@ public final class BlockOps {
   /** OpReadBlockProto for [offset, offset + len) of {@code block}; {@code token} may be null. */
   public static OpReadBlockProto readBlock(ExtendedBlock block, Token<BlockTokenIdentifier> token,
       String clientName, long offset, long len) {
+    return readBlock(block, token, clientName, offset, len, true);
+  }
+
+  /**
+   * As {@link #readBlock(ExtendedBlock, Token, String, long, long)}; {@code sendChecksums} false
+   * (a reader that verifies none, as stock's sets it) asks for the data without its checksums.
+   */
+  public static OpReadBlockProto readBlock(ExtendedBlock block, Token<BlockTokenIdentifier> token,
+      String clientName, long offset, long len, boolean sendChecksums) {
     BaseHeaderProto.Builder base = BaseHeaderProto.newBuilder().setBlock(PBHelperClient.convert(block));
     if (token != null) {
       base.setToken(PBHelperClient.convert(token));
@@ -42,7 +51,7 @@ public final class BlockOps {
         .setHeader(ClientOperationHeaderProto.newBuilder().setBaseHeader(base).setClientName(clientName))
         .setOffset(offset)
         .setLen(len)
-        .setSendChecksums(true)
+        .setSendChecksums(sendChecksums)
         .build();
   }
 
