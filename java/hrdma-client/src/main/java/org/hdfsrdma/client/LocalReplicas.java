@@ -382,24 +382,16 @@ final class LocalReplicas implements AutoCloseable {
      * {@code off}, after verifying the chunks that hold it.
      *
      * @throws ChecksumException a chunk of the range does not match its checksum (at that chunk's block offset)
+     * With {@code verify} false the chunks are not checked (a stream that skips checksums).
+     *
      * @throws IOException the range is not in the replica, or the file shrank under the read
      */
-    void read(long offset, byte[] b, int off, int len) throws IOException {
-      read(offset, b, off, len, true);
-    }
-
-    /** As {@link #read(long, byte[], int, int)}; with {@code verify} false the chunks are not checked. */
     void read(long offset, byte[] b, int off, int len, boolean verify) throws IOException {
       check(offset, len);
       readVerified(offset, len, verify, (piece, at) -> piece.get(b, off + (int) (at - offset), piece.remaining()));
     }
 
-    /** As {@link #read(long, byte[], int, int)}, into {@code dst} from its position (moved past the bytes). */
-    void read(long offset, ByteBuffer dst, int len) throws IOException {
-      read(offset, dst, len, true);
-    }
-
-    /** As {@link #read(long, ByteBuffer, int)}; with {@code verify} false the chunks are not checked. */
+    /** As {@link #read(long, byte[], int, int, boolean)}, into {@code dst} from its position (moved past the bytes). */
     void read(long offset, ByteBuffer dst, int len, boolean verify) throws IOException {
       check(offset, len);
       int p = dst.position();

@@ -387,25 +387,9 @@ public final class RdmaBlockClient implements Closeable {
    * A positional read's short-circuit reader of {@code [offsetInBlock, offsetInBlock + length)}:
    * from the replica kept mapped (asked for and mapped on its first read, see
    * {@link LocalReplicas}), or, with no replicas kept, as {@link #openLocal}. Same failures.
-   */
-  BlockReader preadLocal(LocatedBlock block, DatanodeInfo datanode, long offsetInBlock, long length)
-      throws IOException {
-    return preadLocal(block, datanode, offsetInBlock, length, null);
-  }
-
-  /**
-   * As {@link #preadLocal(LocatedBlock, DatanodeInfo, long, long)}, with the files {@code given}
-   * (asked of {@code datanode} already; taken over, closed when not needed) when not null: the
-   * first opening of the replica takes them instead of asking again.
-   */
-  BlockReader preadLocal(LocatedBlock block, DatanodeInfo datanode, long offsetInBlock, long length,
-      ShortCircuitClient.Fds given) throws IOException {
-    return preadLocal(block, datanode, offsetInBlock, length, given, true);
-  }
-
-  /**
-   * As {@link #preadLocal(LocatedBlock, DatanodeInfo, long, long, ShortCircuitClient.Fds)}; with
-   * {@code verifyChecksum} false the range's chunks are not checked against their sums.
+   * The files {@code given} (asked of {@code datanode} already; taken over, closed when not
+   * needed), when not null, serve the first opening of the replica instead of asking again.
+   * With {@code verifyChecksum} false the range's chunks are not checked against their sums.
    */
   BlockReader preadLocal(LocatedBlock block, DatanodeInfo datanode, long offsetInBlock, long length,
       ShortCircuitClient.Fds given, boolean verifyChecksum) throws IOException {
