@@ -137,7 +137,7 @@ public final class ClientGate implements EndpointHandler {
       Handshake.Half half;
       Sealer[] s;
       HrdmaKeys peer = new HrdmaKeys(Handshake.parseKeys(sasl.unwrap(last.keys, 0, last.keys.length)));
-      half = new Handshake.Half(peer.keys.getCipher(), peer.keys.getKeyBits());
+      half = Handshake.Half.forPeer(peer.keys);
       s = half.sealers(peer.keys, false);
       byte[] offer = half.offer();
       send(raw, new byte[0], sasl.wrap(offer, 0, offer.length));

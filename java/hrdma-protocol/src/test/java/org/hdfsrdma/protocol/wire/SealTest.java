@@ -264,6 +264,45 @@ class SealTest {
         () -> server.sealers(HrdmaProtos.WireKeys.parseFrom(client.offer()), true));
   }
 
+  /** What a DataNode offers the client: its cipher, key size, a real key and nonce. */
+  private static HrdmaProtos.WireKeys offer(String cipher, int bits) throws Exception {
+    return HrdmaProtos.WireKeys.parseFrom(new Handshake.Half("AES/GCM/NoPadding", 256).offer()).toBuilder()
+        .setCipher(cipher).setKeyBits(bits).build();
+  }
+
+  @Test
+  void theClientSealsOnlyWithACipherAndKeySizeItWouldConfigure() throws Exception {
+    com.sun.management.ThreadMXBean threads =
+        (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+    Object[][] refused = {{"AES/GCM/NoPadding", 192}, {"AES/GCM/NoPadding", 64}, {"AES/GCM/NoPadding", 0},
+        {"AES/GCM/NoPadding", Integer.MAX_VALUE - 7}, {"AES/GCM/NoPadding", -8}, {"ChaCha20-Poly1305", 128},
+        {"AES/GCM/PKCS5Padding", 256}, {"ChaCha20", 256}, {"AES/CTR/NoPadding", 256}};
+    for (Object[] r : refused) {
+      HrdmaProtos.WireKeys o = offer((String) r[0], (Integer) r[1]);
+      long before = threads.getCurrentThreadAllocatedBytes();
+      Throwable t = assertThrows(Throwable.class, () -> Handshake.Half.forPeer(o).sealers(o, false),
+          r[0] + "/" + r[1]);
+      long allocated = threads.getCurrentThreadAllocatedBytes() - before;
+      assertTrue(t instanceof java.security.GeneralSecurityException, r[0] + "/" + r[1] + ": " + t);
+      assertTrue(t.getMessage().contains("this side seals only with"), t.getMessage());
+      assertTrue(allocated < (8 << 20), r[0] + "/" + r[1] + ": allocated " + allocated + " bytes");
+    }
+    for (Object[] ok : new Object[][] {{"AES/GCM/NoPadding", 128}, {"AES/GCM/NoPadding", 256},
+        {"ChaCha20-Poly1305", 256}}) {
+      Handshake.Half server = new Handshake.Half((String) ok[0], (Integer) ok[1]);
+      HrdmaProtos.WireKeys o = HrdmaProtos.WireKeys.parseFrom(server.offer());
+      Handshake.Half client = Handshake.Half.forPeer(o);
+      Sealer[] c = client.sealers(o, false);
+      Sealer[] s = server.sealers(HrdmaProtos.WireKeys.parseFrom(client.offer()), true);
+      java.nio.ByteBuffer m = java.nio.ByteBuffer.allocate(64 + Sealer.TAG_BYTES);
+      m.put("hello".getBytes(java.nio.charset.StandardCharsets.UTF_8)).flip();
+      java.nio.ByteBuffer sealed = java.nio.ByteBuffer.allocate(64 + Sealer.TAG_BYTES);
+      c[0].seal(m, sealed);
+      sealed.flip();
+      assertEquals(5, s[1].open(sealed), ok[0] + "/" + ok[1]);
+    }
+  }
+
   @Test
   void oneSidedAccessIsRefused() throws Exception {
     ProtectedEndpoint[] p = pair("AES/GCM/NoPadding", 256, new Wire(), new Wire());
