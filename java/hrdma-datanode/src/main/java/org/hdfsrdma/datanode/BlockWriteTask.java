@@ -160,6 +160,7 @@ final class BlockWriteTask implements WriteMirror.Listener {
         long begin = System.nanoTime();
         try {
           FaultHooks.stopSendingPacketDownstream(d.name());
+          responder.forwarded(); // before it goes: its ack may come back before forward returns
           d.forward(m.buffer(), dataOffset(m));
           lastSentNanos = System.nanoTime();
           FaultHooks.logDelaySendingPacketDownstream(d.name(), TimeUnit.NANOSECONDS.toMillis(System.nanoTime()
