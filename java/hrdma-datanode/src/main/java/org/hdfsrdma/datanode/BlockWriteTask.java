@@ -174,6 +174,18 @@ final class BlockWriteTask implements WriteMirror.Listener {
     schedule();
   }
 
+  /**
+   * Refused before it starts (the plugin's bound on open writes): an ERROR WRITE_RESPONSE naming
+   * this DataNode as the bad link, so the client sets up its pipeline without it, as for the
+   * set-up bound; {@link #start} then only cleans up.
+   */
+  void refuseOpen(String why) {
+    sendUp(MessageKind.WRITE_RESPONSE, BlockOps.writeResponse(Status.ERROR, selfAddress(), why));
+    synchronized (lock) {
+      aborted = true;
+    }
+  }
+
   /** Upstream closed, or the plugin is stopping: give up, clean up. */
   void abort() {
     synchronized (lock) {
