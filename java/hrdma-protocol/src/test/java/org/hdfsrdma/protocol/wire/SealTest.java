@@ -42,6 +42,7 @@ class SealTest {
   /** An endpoint that keeps what is sent to it. */
   private final class Wire implements Endpoint {
     final List<RegisteredBuffer> sent = new ArrayList<>();
+    volatile boolean closed;
 
     @Override
     public Transport transport() {
@@ -125,7 +126,9 @@ class SealTest {
     }
 
     @Override
-    public void close() {}
+    public void close() {
+      closed = true;
+    }
   }
 
   /** {client, server} endpoints over two fake wires, keyed by a real agreement. */
@@ -301,6 +304,26 @@ class SealTest {
       sealed.flip();
       assertEquals(5, s[1].open(sealed), ok[0] + "/" + ok[1]);
     }
+  }
+
+  @Test
+  void aDataNodeFloodingTheHandshakeIsCutOffNotQueued() throws Exception {
+    // before the client's handshake takes them, a DataNode's SASL_HANDSHAKE messages wait in the gate;
+    // it sends two (challenge, rspauth): more are a hostile peer's, and were kept without bound
+    ClientGate gate = new ClientGate(new org.hdfsrdma.transport.EndpointHandler() {
+      @Override
+      public void onMessage(Endpoint ep, RegisteredBuffer message) {
+        message.release();
+      }
+    });
+    Wire wire = new Wire();
+    byte[] junk = new byte[1024];
+    for (int i = 0; i < 10_000; i++) {
+      gate.onMessage(wire, Handshake.message(pool, org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos
+          .DataTransferEncryptorMessageProto.DataTransferEncryptorStatus.SUCCESS, junk, null, junk));
+    }
+    assertTrue(gate.handshakeQueued() <= ClientGate.MAX_HANDSHAKE_QUEUED, gate.handshakeQueued() + " queued");
+    assertTrue(wire.closed, "the connection is closed");
   }
 
   @Test
