@@ -327,6 +327,36 @@ class SealTest {
   }
 
   @Test
+  void aPeerRefusedBeforeTheHandshakeGetsOneAnswerNotOnePerMessage() throws Exception {
+    // an unauthenticated peer that sends ops and grants no credits back: each refusal waited in the
+    // connection's send queue (registered memory) until the handshake timeout closed it
+    org.apache.hadoop.conf.Configuration conf = new org.apache.hadoop.conf.Configuration(false);
+    conf.setBoolean("dfs.encrypt.data.transfer", true);
+    conf.setInt(WireProtection.WARM_UP_MB_KEY, 0);
+    java.util.concurrent.atomic.AtomicInteger delivered = new java.util.concurrent.atomic.AtomicInteger();
+    org.hdfsrdma.transport.EndpointHandler gate = ServerGate.wrap(new org.hdfsrdma.transport.EndpointHandler() {
+      @Override
+      public void onMessage(Endpoint ep, RegisteredBuffer message) {
+        delivered.incrementAndGet();
+        message.release();
+      }
+    }, WireProtection.forDataNode(conf, 20000), null, "test");
+    Wire wire = new Wire();
+    gate.onConnected(wire);
+    for (int i = 0; i < 1000; i++) {
+      gate.onMessage(wire, org.hdfsrdma.protocol.MessageCodec.encode(pool, org.hdfsrdma.protocol.MessageKind.INFO_REQUEST,
+          i, null, null));
+    }
+    assertEquals(1, wire.sent.size(), "answers queued for a peer refused before its handshake");
+    assertEquals(0, delivered.get(), "nothing reached the DataNode's handler");
+    assertEquals(1, ((ServerGate) gate).unprotectedRefused());
+    for (RegisteredBuffer b : wire.sent) {
+      b.release();
+    }
+    gate.onClosed(wire, null);
+  }
+
+  @Test
   void oneSidedAccessIsRefused() throws Exception {
     ProtectedEndpoint[] p = pair("AES/GCM/NoPadding", 256, new Wire(), new Wire());
     assertFalse(p[0].capabilities().contains(Capability.ONE_SIDED));
