@@ -669,4 +669,72 @@ class DataNodeLimitsTest {
     }
     return done;
   }
+
+  /**
+   * Writes open at once on a DataNode are bounded by the connection cap's figure, as stock's
+   * DataXceivers by dfs.datanode.max.transfer.threads: one connection that opens WRITE_REQUESTs
+   * without end (each holds a replica's files) gets an ERROR WRITE_RESPONSE naming this
+   * DataNode and the key past the bound, and writes are served again once those close.
+   */
+  @Test
+  @Order(11)
+  @Timeout(120)
+  void writesOpenAtOnceAreBoundedAndARefusalNamesTheKey() throws Exception {
+    DataNode dn = dn(0);
+    RdmaDataNodePlugin p = plugin(dn);
+    await(() -> p.openWrites() == 0, 20_000, "writes of earlier tests still open");
+    org.apache.hadoop.hdfs.security.token.block.BlockTokenSecretManager sm =
+        cluster.getNamesystem().getBlockManager().getBlockTokenSecretManager();
+    DatanodeInfo self = new org.apache.hadoop.hdfs.protocol.DatanodeInfo.DatanodeInfoBuilder()
+        .setNodeID(dn.getDatanodeId()).build();
+    String storage;
+    try (org.apache.hadoop.hdfs.server.datanode.fsdataset.FsDatasetSpi.FsVolumeReferences v =
+        dn.getFSDataset().getFsVolumeReferences()) {
+      storage = v.get(0).getStorageID();
+    }
+    try (RawPlugin raw = new RawPlugin(pluginAddress(dn))) {
+      for (int i = 0; i <= MAX_CONNECTIONS; i++) {
+        ExtendedBlock b = new ExtendedBlock(bpid, 3_000_000_000L + i, 0, 1001);
+        raw.ep.send(org.hdfsrdma.protocol.MessageCodec.encode(raw.ep.transport().allocator(),
+            MessageKind.WRITE_REQUEST, 100 + i, org.hdfsrdma.protocol.BlockOps.writeBlock(b,
+                sm.generateToken(b, EnumSet.of(
+                    org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier.AccessMode.WRITE),
+                    new org.apache.hadoop.fs.StorageType[0], new String[0]),
+                "hostile", new DatanodeInfo[] {self},
+                new org.apache.hadoop.fs.StorageType[] {org.apache.hadoop.fs.StorageType.DEFAULT},
+                new String[] {storage},
+                org.apache.hadoop.util.DataChecksum.newDataChecksum(
+                    org.apache.hadoop.util.DataChecksum.Type.CRC32C, PluginCluster.BPC)), null));
+        org.hdfsrdma.protocol.Message r = raw.next();
+        assertEquals(MessageKind.WRITE_RESPONSE, r.kind());
+        assertEquals(100 + i, r.requestId());
+        org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto w = r.writeResponse();
+        if (i < MAX_CONNECTIONS) {
+          assertEquals(org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status.SUCCESS, w.getStatus(),
+              w.getMessage());
+        } else {
+          System.err.println("hrdma test: write past the bound: " + w.getStatus() + " " + w.getMessage());
+          assertEquals(org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status.ERROR, w.getStatus(),
+              "write " + (i + 1) + " of one connection served: " + w.getMessage());
+          assertTrue(w.getMessage().contains("hrdma.datanode.max-connections"), w.getMessage());
+          assertEquals(self.getXferAddr(), w.getFirstBadLink(), "this DataNode named as the bad link");
+        }
+      }
+      assertEquals(MAX_CONNECTIONS, p.openWrites());
+    }
+    await(() -> p.openWrites() == 0, 20_000, "the closed connection's writes still open");
+    // served again: a client's write to that DataNode
+    Path f = new Path("/limits/after-the-write-bound");
+    byte[] data = PluginCluster.random(5000, 41);
+    try (FileSystem ours = FileSystem.newInstance(PluginCluster.rdmaClientConf(cluster))) {
+      try (FSDataOutputStream out = ours.create(f, true, 4096, (short) 2, PluginCluster.BLOCK)) {
+        out.write(data);
+      }
+      byte[] got = new byte[data.length];
+      try (org.apache.hadoop.fs.FSDataInputStream in = ours.open(f)) {
+        in.readFully(got);
+      }
+      assertArrayEquals(data, got);
+    }
+  }
 }

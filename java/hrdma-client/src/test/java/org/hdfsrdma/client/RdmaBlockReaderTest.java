@@ -447,6 +447,94 @@ class RdmaBlockReaderTest {
     client.readFully(lb, dn, 0, got, 0, got.length);
   }
 
+  /**
+   * A token identifier in Hadoop's legacy layout whose storage type count claims {@code count}
+   * entries, none of which follow: Hadoop's parse allocates the array before it reads one.
+   */
+  private static byte[] identifierClaimingStorageTypes(LocatedBlock lb, int count) throws IOException {
+    java.io.ByteArrayOutputStream bo = new java.io.ByteArrayOutputStream();
+    java.io.DataOutputStream o = new java.io.DataOutputStream(bo);
+    org.apache.hadoop.io.WritableUtils.writeVLong(o, 0);
+    org.apache.hadoop.io.WritableUtils.writeVInt(o, 1);
+    org.apache.hadoop.io.WritableUtils.writeString(o, "mallory");
+    org.apache.hadoop.io.WritableUtils.writeString(o, lb.getBlock().getBlockPoolId());
+    org.apache.hadoop.io.WritableUtils.writeVLong(o, lb.getBlock().getBlockId());
+    org.apache.hadoop.io.WritableUtils.writeVInt(o, 1);
+    org.apache.hadoop.io.WritableUtils.writeEnum(o, AccessMode.READ);
+    org.apache.hadoop.io.WritableUtils.writeVInt(o, count);
+    return bo.toByteArray();
+  }
+
+  @Test
+  @Order(8)
+  void aTokenClaimingAHugeArrayIsRefusedAndTheConnectionServesOn() throws Exception {
+    write("/hostile/token", PluginCluster.random(5000, 21), 1);
+    LocatedBlock lb = blocks("/hostile/token").get(0);
+    DatanodeInfo dn = lb.getLocations()[0];
+    InetSocketAddress addr = new InetSocketAddress(dn.getIpAddr(), RdmaPorts.pluginPort(dn, conf));
+    Token<BlockTokenIdentifier> good = lb.getBlockToken();
+    Token<BlockTokenIdentifier> hostile = new Token<>(identifierClaimingStorageTypes(lb, Integer.MAX_VALUE - 8),
+        new byte[20], good.getKind(), good.getService());
+    try (RawPlugin raw = new RawPlugin(addr)) {
+      Endpoint ep = raw.ep;
+      ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.READ_REQUEST, 7,
+          BlockOps.readBlock(lb.getBlock(), hostile, "raw", 0, 1000), null)).get(10, TimeUnit.SECONDS);
+      Message refused = raw.next(); // before the bound: an OutOfMemoryError on the read thread, and no answer
+      assertEquals(MessageKind.ERROR, refused.kind());
+      assertEquals(7, refused.requestId());
+      assertEquals(Status.ERROR_ACCESS_TOKEN, refused.error().getStatus());
+      System.err.println("hrdma test: hostile identifier: " + refused.error().getMessage());
+      assertTrue(refused.error().getMessage().contains("storage type count claims " + (Integer.MAX_VALUE - 8)),
+          refused.error().getMessage());
+      // the same connection serves the next request
+      ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.READ_REQUEST, 8,
+          BlockOps.readBlock(lb.getBlock(), good, "raw", 0, 1000), null)).get(10, TimeUnit.SECONDS);
+      Message resp = raw.next();
+      assertEquals(MessageKind.READ_RESPONSE, resp.kind());
+      assertEquals(8, resp.requestId());
+      assertEquals(MessageKind.DATA_PACKET, raw.next().kind());
+    }
+  }
+
+  @Test
+  @Order(9)
+  void anErrorThrownInsideAReadIsAnsweredAndTheConnectionServesOn() throws Exception {
+    write("/hostile/error", PluginCluster.random(5000, 22), 1);
+    LocatedBlock lb = blocks("/hostile/error").get(0);
+    DatanodeInfo dn = lb.getLocations()[0];
+    InetSocketAddress addr = new InetSocketAddress(dn.getIpAddr(), RdmaPorts.pluginPort(dn, conf));
+    org.apache.hadoop.hdfs.server.datanode.DataNodeFaultInjector before =
+        org.apache.hadoop.hdfs.server.datanode.DataNodeFaultInjector.get();
+    try (RawPlugin raw = new RawPlugin(addr)) {
+      Endpoint ep = raw.ep;
+      // stock's hook where a read opens the replica's files: an Error there (other code, as a dataset's)
+      org.apache.hadoop.hdfs.server.datanode.DataNodeFaultInjector.set(
+          new org.apache.hadoop.hdfs.server.datanode.DataNodeFaultInjector() {
+            @Override
+            public void throwTooManyOpenFiles() {
+              throw new Error("injected for the test");
+            }
+          });
+      try {
+        ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.READ_REQUEST, 11,
+            BlockOps.readBlock(lb.getBlock(), lb.getBlockToken(), "raw", 0, 1000), null)).get(10, TimeUnit.SECONDS);
+        Message failed = raw.next(); // before: the Error left the read's task unanswered, its connection stuck
+        assertEquals(MessageKind.ERROR, failed.kind());
+        assertEquals(11, failed.requestId());
+        System.err.println("hrdma test: an Error in a read: " + failed.error().getMessage());
+        assertTrue(failed.error().getMessage().contains("injected for the test"), failed.error().getMessage());
+      } finally {
+        org.apache.hadoop.hdfs.server.datanode.DataNodeFaultInjector.set(before);
+      }
+      ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.READ_REQUEST, 12,
+          BlockOps.readBlock(lb.getBlock(), lb.getBlockToken(), "raw", 0, 1000), null)).get(10, TimeUnit.SECONDS);
+      Message resp = raw.next();
+      assertEquals(MessageKind.READ_RESPONSE, resp.kind());
+      assertEquals(12, resp.requestId());
+      assertEquals(MessageKind.DATA_PACKET, raw.next().kind());
+    }
+  }
+
   @Test
   @Order(99)
   void nothingLeaks() throws Exception {

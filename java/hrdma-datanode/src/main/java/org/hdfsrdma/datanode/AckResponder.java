@@ -62,6 +62,8 @@ final class AckResponder {
   private String downFailure;
   private boolean finalizeDue;
   private boolean ended;
+  private long forwarded;     // packets (heartbeats included) sent downstream
+  private long downstreamAcks; // acks of packets the downstream sent, out-of-band ones not counted
 
   /** {@code oobUpstream}: how an out-of-band ack goes up (stock sends them past the responder's fault hooks). */
   AckResponder(Upstream upstream, Upstream oobUpstream) {
@@ -135,9 +137,32 @@ final class AckResponder {
       }
       return ended;
     }
+    if (ended) {
+      return true; // nothing will take it: the write ended
+    }
+    if (++downstreamAcks > forwarded) {
+      // an ack for a packet never sent it: kept, such acks would pile up without bound (stock's
+      // PacketResponder reads one ack per packet it waits for, and fails on one out of order)
+      if (downFailure == null) {
+        downFailure = "the downstream acked " + downstreamAcks + " packets; " + forwarded + " were sent to it";
+        LOG.warn("hrdma datanode: downstream of {}: {}", what, downFailure);
+        sendLocked();
+      }
+      return true;
+    }
     downAcks.add(ack);
     sendLocked();
     return finalizeDue || ended;
+  }
+
+  /** Downstream acks received and not yet paired with this node's packets (tests). */
+  synchronized int queuedDownstreamAcks() {
+    return downAcks.size();
+  }
+
+  /** A packet went downstream (upstream I/O thread, before it is sent): the downstream may ack one more. */
+  synchronized void forwarded() {
+    forwarded++;
   }
 
   /** The downstream failed; false when it had already. */

@@ -261,7 +261,9 @@ final class BlockReadTask implements ReadQueue.Read {
         opened = true;
         try {
           open();
-        } catch (IOException | RuntimeException e) {
+        } catch (IOException | RuntimeException | Error e) {
+          // an Error too (the dataset and Hadoop's token parse are other code; stock's DataXceiver ends on any
+          // Throwable): unanswered, the connection's reads would wait behind this one for ever
           LOG.warn("hrdma datanode: reading {} for {} failed: {}", what(), ep.remoteAddress(), e.toString());
           decline(Status.ERROR, "DataNode " + dn.datanodeUuid() + " failed reading " + what() + ": " + e);
           openedEarly = false; // files may be half open: complete() closes them, no second try
@@ -326,7 +328,7 @@ final class BlockReadTask implements ReadQueue.Read {
         RegisteredBuffer p;
         try {
           p = nextPacket();
-        } catch (IOException | RuntimeException e) {
+        } catch (IOException | RuntimeException | Error e) {
           synchronized (lock) {
             inflight--;
           }
@@ -338,7 +340,7 @@ final class BlockReadTask implements ReadQueue.Read {
           conn.handOn(this); // the connection's next read may start while these packets drain
         }
       }
-    } catch (IOException | RuntimeException e) {
+    } catch (IOException | RuntimeException | Error e) {
       LOG.warn("hrdma datanode: reading {} for {} failed: {}", what(), ep.remoteAddress(), e.toString());
       Replies.error(ep, id, Status.ERROR, "DataNode " + dn.datanodeUuid() + " failed reading "
           + what() + ": " + e);

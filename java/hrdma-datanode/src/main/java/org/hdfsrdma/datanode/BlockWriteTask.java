@@ -160,6 +160,7 @@ final class BlockWriteTask implements WriteMirror.Listener {
         long begin = System.nanoTime();
         try {
           FaultHooks.stopSendingPacketDownstream(d.name());
+          responder.forwarded(); // before it goes: its ack may come back before forward returns
           d.forward(m.buffer(), dataOffset(m));
           lastSentNanos = System.nanoTime();
           FaultHooks.logDelaySendingPacketDownstream(d.name(), TimeUnit.NANOSECONDS.toMillis(System.nanoTime()
@@ -171,6 +172,18 @@ final class BlockWriteTask implements WriteMirror.Listener {
       packets.add(m);
     }
     schedule();
+  }
+
+  /**
+   * Refused before it starts (the plugin's bound on open writes): an ERROR WRITE_RESPONSE naming
+   * this DataNode as the bad link, so the client sets up its pipeline without it, as for the
+   * set-up bound; {@link #start} then only cleans up.
+   */
+  void refuseOpen(String why) {
+    sendUp(MessageKind.WRITE_RESPONSE, BlockOps.writeResponse(Status.ERROR, selfAddress(), why));
+    synchronized (lock) {
+      aborted = true;
+    }
   }
 
   /** Upstream closed, or the plugin is stopping: give up, clean up. */

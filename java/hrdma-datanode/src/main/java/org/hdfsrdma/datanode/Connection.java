@@ -2,6 +2,7 @@ package org.hdfsrdma.datanode;
 
 import java.io.IOException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
 import org.hdfsrdma.transport.BufferAllocator;
 import org.hdfsrdma.transport.Endpoint;
@@ -25,10 +26,20 @@ final class Connection {
   private volatile WriteShmSegment writeSegment; // set under this, read without (the I/O thread copies out)
   private final ConcurrentHashMap<Long, BlockWriteTask> writes = new ConcurrentHashMap<>();
   private volatile long lastActive = System.nanoTime();
+  /** Writes open on all the plugin's connections, and how many may be. */
+  private final AtomicInteger openWritesAll;
+  private final int maxWrites;
 
   Connection(Endpoint ep, int maxQueued) {
+    this(ep, maxQueued, new AtomicInteger(), Integer.MAX_VALUE);
+  }
+
+  /** {@code openWritesAll}: the plugin's count of open writes, shared by its connections; at most {@code maxWrites}. */
+  Connection(Endpoint ep, int maxQueued, AtomicInteger openWritesAll, int maxWrites) {
     this.ep = ep;
     this.reads = new ReadQueue(maxQueued);
+    this.openWritesAll = openWritesAll;
+    this.maxWrites = maxWrites;
   }
 
   Endpoint endpoint() {
@@ -80,13 +91,33 @@ final class Connection {
 
   // ----------------------------------------------------------------- writes
 
-  /** Registers and starts {@code t}; a duplicate request id or a closed connection refuses it. */
+  /**
+   * Registers and starts {@code t}; a duplicate request id or a closed connection refuses it, as
+   * does a write past the plugin's bound on open writes (the connection cap's figure, as stock's
+   * dfs.datanode.max.transfer.threads bounds its DataXceivers, writes among them): each open write
+   * holds a replica's files, and one connection could otherwise open any number.
+   */
   void startWrite(BlockWriteTask t) {
+    boolean full = false;
     synchronized (this) {
-      if (!closed && writes.putIfAbsent(t.requestId(), t) == null) {
-        t.start();
-        return;
+      if (!closed && !writes.containsKey(t.requestId())) {
+        int n = openWritesAll.getAndIncrement();
+        if (n < maxWrites) {
+          writes.put(t.requestId(), t);
+          t.start();
+          return;
+        }
+        openWritesAll.decrementAndGet();
+        full = true;
       }
+    }
+    if (full) {
+      LOG.info("hrdma datanode: refusing a write from {}: {} writes open ({})", ep.remoteAddress(), maxWrites,
+          HrdmaDataNodeKeys.MAX_CONNECTIONS_KEY);
+      t.refuseOpen("DataNode has " + maxWrites + " writes open, its limit (" + HrdmaDataNodeKeys.MAX_CONNECTIONS_KEY
+          + ", as stock's dfs.datanode.max.transfer.threads); write not served");
+      t.start();
+      return;
     }
     if (!isClosed()) {
       Replies.error(ep, t.requestId(), Status.ERROR_INVALID, "a write with request id " + t.requestId()
@@ -101,7 +132,9 @@ final class Connection {
   }
 
   void writeDone(BlockWriteTask t) {
-    writes.remove(t.requestId(), t);
+    if (writes.remove(t.requestId(), t)) {
+      openWritesAll.decrementAndGet();
+    }
     touch();
   }
 

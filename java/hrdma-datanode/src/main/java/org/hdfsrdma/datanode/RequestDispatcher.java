@@ -67,6 +67,8 @@ final class RequestDispatcher implements EndpointHandler {
   private final ConcurrentHashMap<Endpoint, Connection> conns = new ConcurrentHashMap<>();
   /** Connections admitted at the hello and not closed yet. */
   private final AtomicInteger admitted = new AtomicInteger();
+  /** Writes open on all connections ({@link Connection#startWrite}), at most the connection cap's figure. */
+  private final AtomicInteger openWrites = new AtomicInteger();
   private final AtomicLong refusedConnections = new AtomicLong();
   private final AtomicLong oversizedMessages = new AtomicLong();
   private final AtomicLong idleClosed = new AtomicLong();
@@ -178,7 +180,8 @@ final class RequestDispatcher implements EndpointHandler {
 
   @Override
   public void onConnected(Endpoint endpoint) {
-    conns.computeIfAbsent(endpoint, e -> new Connection(e, ctx.settings().maxQueuedPerConnection()));
+    conns.computeIfAbsent(endpoint, e -> new Connection(e, ctx.settings().maxQueuedPerConnection(), openWrites,
+        limits.maxConnections()));
   }
 
   @Override

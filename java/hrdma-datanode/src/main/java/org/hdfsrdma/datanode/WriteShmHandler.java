@@ -85,7 +85,7 @@ final class WriteShmHandler implements OpHandler {
   /**
    * WRITE_REF {@code ref} (I/O thread): the message it names, copied out of the connection's
    * write segment into a buffer of this DataNode's; its slot is given back at once
-   * (WRITE_SHM_RELEASE). Takes over {@code ref}.
+   * (WRITE_SHM_RELEASE), its credit with the copy. Takes over {@code ref}.
    *
    * @return the copy (position at the message), or null when the reference was refused: the
    *     connection is closed then (a sender that names memory it does not own cannot be trusted
@@ -99,9 +99,8 @@ final class WriteShmHandler implements OpHandler {
     try {
       r = ref.writeRef();
     } catch (ProtocolException e) {
-      throw new AssertionError(e); // the kind was checked
-    } finally {
       ref.release();
+      throw new AssertionError(e); // the kind was checked
     }
     RegisteredBuffer copy;
     try {
@@ -110,14 +109,20 @@ final class WriteShmHandler implements OpHandler {
       }
       copy = s.copyOut(r, ep.transport().allocator());
     } catch (ProtocolException e) {
+      ref.release();
       refuse(ep, e.getMessage());
       return null;
     } catch (TransportException e) {
+      ref.release();
       LOG.warn("hrdma datanode: no memory to copy a write packet of {} out of shared memory, closing the"
           + " connection: {}", ep.remoteAddress(), e.getMessage());
       ep.close();
       return null;
     }
+    // the reference took one of the connection's credits: held until the copy is done with, as a
+    // packet sent by value holds its own, so that the copies a sender has waiting here stay within
+    // the window it was granted (its slot goes back now: the copy is ours)
+    copy.onRelease(ref::release);
     try {
       ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.WRITE_SHM_RELEASE, id,
           HrdmaProtos.ShmRelease.newBuilder().setOffset(r.getOffset()).build()));

@@ -28,6 +28,32 @@ class AckResponderTest {
     return l.stream().map(AckResponderTest::show).toList();
   }
 
+  /** The downstream's ack of a packet this node forwarded to it. */
+  private boolean down(PipelineAckProto ack) {
+    r.forwarded();
+    return r.downstreamAck(ack);
+  }
+
+  @Test
+  void aDownstreamAckingMoreThanWasForwardedFailsTheWriteAndQueuesNothing() {
+    // a downstream (a client may name any host as a target, and under dfs.data.transfer.protection
+    // it can answer the handshake with the write's own token) sends acks for packets never sent it
+    r.pipeline("blk", null, true, true, true);
+    r.forwarded();
+    r.processed(0, 512, Status.SUCCESS, false);
+    assertFalse(r.downstreamAck(BlockOps.pipelineAck(0, List.of(Status.SUCCESS))));
+    assertEquals(List.of("0[SUCCESS, SUCCESS]"), shown(acks));
+    for (int i = 1; i <= 100_000; i++) {
+      r.downstreamAck(BlockOps.pipelineAck(i, List.of(Status.SUCCESS)));
+    }
+    assertEquals(0, r.queuedDownstreamAcks(), "acks for nothing are not kept");
+    assertTrue(r.downstreamFailure() != null && r.downstreamFailure().contains("acked"), r.downstreamFailure());
+    r.forwarded();
+    r.processed(1, 1024, Status.SUCCESS, false);
+    assertEquals(List.of("0[SUCCESS, SUCCESS]", "1[SUCCESS, ERROR]"), shown(acks), "the downstream named as failed");
+    assertTrue(r.ended());
+  }
+
   @Test
   void aRestartSendsOneOobRestartAckInPlaceOfTheAcksStillOwed() {
     r.pipeline("blk", null, false, true, true);
@@ -56,7 +82,7 @@ class AckResponderTest {
     r.downstreamAck(BlockOps.oobRestartAck());
     assertEquals(List.of("-2[SUCCESS, OOB_RESTART]"), shown(oobAcks));
     assertEquals(List.of(), acks, "packet 0 still waits for the downstream's ack");
-    r.downstreamAck(BlockOps.pipelineAck(0, List.of(Status.SUCCESS)));
+    down(BlockOps.pipelineAck(0, List.of(Status.SUCCESS)));
     assertEquals(List.of("0[SUCCESS, SUCCESS]"), shown(acks));
     assertEquals(null, r.downstreamFailure());
   }
@@ -66,7 +92,7 @@ class AckResponderTest {
     r.pipeline("blk", null, true, true, false);
     r.processed(0, 512, Status.SUCCESS, false);
     r.downstreamAck(BlockOps.oobRestartAck());
-    r.downstreamAck(BlockOps.pipelineAck(0, List.of(Status.SUCCESS)));
+    down(BlockOps.pipelineAck(0, List.of(Status.SUCCESS)));
     assertEquals(List.of(), oobAcks);
     // not taken for an ack out of order: the packet's own ack pairs with its own
     assertEquals(List.of("0[SUCCESS, SUCCESS]"), shown(acks));
@@ -77,15 +103,15 @@ class AckResponderTest {
     r.pipeline("blk", null, true, true, true);
     r.processed(0, 512, Status.SUCCESS, false);
     r.processed(1, 700, Status.SUCCESS, true);
-    r.downstreamAck(BlockOps.pipelineAck(0, List.of(Status.SUCCESS)));
+    down(BlockOps.pipelineAck(0, List.of(Status.SUCCESS)));
     assertEquals(List.of("0[SUCCESS, SUCCESS]"), shown(acks));
-    r.downstreamAck(BlockOps.pipelineAck(1, List.of(Status.SUCCESS)));
+    down(BlockOps.pipelineAck(1, List.of(Status.SUCCESS)));
     assertTrue(r.finalizeDue(), "the last packet acked downstream: finalizing is due");
     r.stop();
     assertFalse(r.finalizeDue(), "a stopped write finalizes nothing");
     r.finalized(true);
     r.processed(2, 900, Status.SUCCESS, false);
-    r.downstreamAck(BlockOps.pipelineAck(2, List.of(Status.SUCCESS)));
+    down(BlockOps.pipelineAck(2, List.of(Status.SUCCESS)));
     assertEquals(List.of("0[SUCCESS, SUCCESS]"), shown(acks), "acks after the stop");
     assertTrue(r.ended());
   }
@@ -94,18 +120,18 @@ class AckResponderTest {
   void anAckGoesUpOnlyOnceThisNodesWriteAndTheDownstreamsAckAreBothIn() {
     r.pipeline("blk", null, true, true, true);
     // the downstream may ack before this node's disk write has ended: the ack waits for it
-    assertFalse(r.downstreamAck(BlockOps.pipelineAck(0, List.of(Status.SUCCESS))), "nothing for the executor");
+    assertFalse(down(BlockOps.pipelineAck(0, List.of(Status.SUCCESS))), "nothing for the executor");
     assertEquals(List.of(), acks, "packet 0 is not written here yet");
     r.processed(0, 512, Status.SUCCESS, false);
     assertEquals(List.of("0[SUCCESS, SUCCESS]"), shown(acks));
     // and the other way round: written here, the ack waits for the downstream's
     r.processed(1, 1024, Status.SUCCESS, false);
     assertEquals(1, acks.size(), "packet 1 is not acked downstream yet");
-    assertFalse(r.downstreamAck(BlockOps.pipelineAck(1, List.of(Status.SUCCESS))), "relayed on this thread");
+    assertFalse(down(BlockOps.pipelineAck(1, List.of(Status.SUCCESS))), "relayed on this thread");
     assertEquals(List.of("0[SUCCESS, SUCCESS]", "1[SUCCESS, SUCCESS]"), shown(acks));
     // the last packet: its downstream ack wakes the executor to finalize, and its ack waits for that
     r.processed(2, 1500, Status.SUCCESS, true);
-    assertTrue(r.downstreamAck(BlockOps.pipelineAck(2, List.of(Status.SUCCESS))), "finalizing is the executor's");
+    assertTrue(down(BlockOps.pipelineAck(2, List.of(Status.SUCCESS))), "finalizing is the executor's");
     assertTrue(r.finalizeDue());
     assertEquals(2, acks.size(), "the last ack waits for the replica to be finalized");
     r.finalized(true);
@@ -117,7 +143,7 @@ class AckResponderTest {
   void aDownstreamErrorEndsTheWriteAndWakesTheExecutorToCleanUp() {
     r.pipeline("blk", null, true, true, true);
     r.processed(0, 512, Status.SUCCESS, false);
-    assertTrue(r.downstreamAck(BlockOps.pipelineAck(0, List.of(Status.ERROR))));
+    assertTrue(down(BlockOps.pipelineAck(0, List.of(Status.ERROR))));
     assertEquals(List.of("0[SUCCESS, ERROR]"), shown(acks));
     assertTrue(r.ended());
   }

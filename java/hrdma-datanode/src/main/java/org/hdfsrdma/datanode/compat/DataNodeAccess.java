@@ -24,6 +24,7 @@ import org.apache.hadoop.hdfs.server.datanode.fsdataset.LengthInputStream;
 import org.apache.hadoop.hdfs.server.protocol.DatanodeRegistration;
 import org.apache.hadoop.security.token.SecretManager.InvalidToken;
 import org.apache.hadoop.security.token.Token;
+import org.hdfsrdma.protocol.compat.BlockTokenIdentifiers;
 
 /**
  * A facade over the public methods of a stock {@link DataNode} that the
@@ -164,6 +165,8 @@ public final class DataNodeAccess {
       throw new InvalidToken("no block token for " + block + " (" + mode + ")");
     }
     try {
+      // Hadoop's parse of the identifier allocates the lengths it claims before reading them
+      BlockTokenIdentifiers.checkBounds(token.getIdentifier());
       dn.getBlockPoolTokenSecretManager().checkAccess(token, null, block, mode, storageTypes, storageIds);
     } catch (InvalidToken e) {
       InvalidToken t = new InvalidToken("block token rejected for " + block + " (" + mode + "): "

@@ -81,10 +81,18 @@ public final class StockSasl {
   /** The block token identifier a token user name carries. */
   public static BlockTokenIdentifier parseTokenUser(String user) throws IOException {
     BlockTokenIdentifier id = new BlockTokenIdentifier();
+    byte[] bytes;
     try {
-      id.readFields(new DataInputStream(new ByteArrayInputStream(Base64.getDecoder().decode(user))));
+      bytes = Base64.getDecoder().decode(user);
     } catch (IllegalArgumentException e) {
       throw new IOException("bad block token name: " + e.getMessage(), e);
+    }
+    // the peer is not authenticated yet: nothing it claims is allocated before it is bounded
+    BlockTokenIdentifiers.checkBounds(bytes);
+    try {
+      id.readFields(new DataInputStream(new ByteArrayInputStream(bytes)));
+    } catch (RuntimeException e) {
+      throw new IOException("bad block token name: " + e, e);
     }
     return id;
   }

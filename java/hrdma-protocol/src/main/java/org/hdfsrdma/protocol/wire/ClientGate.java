@@ -38,6 +38,9 @@ import org.hdfsrdma.transport.TransportException;
  * transport's I/O thread.
  */
 public final class ClientGate implements EndpointHandler {
+  /** Handshake answers that may wait for {@link #handshake} to take them (the DataNode sends two). */
+  static final int MAX_HANDSHAKE_QUEUED = 4;
+
   private final EndpointHandler inner;
   private final LinkedBlockingQueue<Object> handshakeIn = new LinkedBlockingQueue<>();
   private volatile boolean open;
@@ -137,7 +140,7 @@ public final class ClientGate implements EndpointHandler {
       Handshake.Half half;
       Sealer[] s;
       HrdmaKeys peer = new HrdmaKeys(Handshake.parseKeys(sasl.unwrap(last.keys, 0, last.keys.length)));
-      half = new Handshake.Half(peer.keys.getCipher(), peer.keys.getKeyBits());
+      half = Handshake.Half.forPeer(peer.keys);
       s = half.sealers(peer.keys, false);
       byte[] offer = half.offer();
       send(raw, new byte[0], sasl.wrap(offer, 0, offer.length));
@@ -191,6 +194,11 @@ public final class ClientGate implements EndpointHandler {
     return (Reply) o;
   }
 
+  /** Handshake answers waiting now (tests). */
+  int handshakeQueued() {
+    return handshakeIn.size();
+  }
+
   @Override
   public void onConnected(Endpoint endpoint) {
     inner.onConnected(endpoint);
@@ -215,7 +223,13 @@ public final class ClientGate implements EndpointHandler {
       inner.onMessage(view, buffer);
       return;
     }
-    // during the handshake: only its own messages are expected
+    // during the handshake: only its own messages are expected, two of them; a DataNode sending more
+    // before they are taken is cut off rather than kept (each would hold a copy of its bytes)
+    if (handshakeIn.size() >= MAX_HANDSHAKE_QUEUED) {
+      buffer.release();
+      ep.close();
+      return;
+    }
     try {
       Message m = MessageCodec.decode(buffer);
       try {

@@ -137,6 +137,25 @@ final class Handshake {
       this.keyBits = keyBits;
     }
 
+    /**
+     * The client's half for the DataNode's offer (the DataNode chooses, as stock's DataNode picks
+     * the cipher): with the offer's cipher and key size, or none when the offer is not one this
+     * side would configure itself (WireProtection's rule: AES/GCM/NoPadding with 128 or 256-bit
+     * keys, ChaCha20-Poly1305 with 256), so that an authenticated peer cannot have this side seal
+     * with another cipher, a shorter key, or derive a key of any size it names.
+     */
+    static Half forPeer(HrdmaProtos.WireKeys peer) throws GeneralSecurityException {
+      String c = peer.getCipher();
+      int bits = peer.getKeyBits();
+      boolean aes = c.equals("AES/GCM/NoPadding") && (bits == 128 || bits == 256);
+      boolean chacha = c.equals("ChaCha20-Poly1305") && bits == 256;
+      if (!aes && !chacha) {
+        throw new GeneralSecurityException("the peer offers " + c + " with " + bits + "-bit keys; this side seals"
+            + " only with AES/GCM/NoPadding (128 or 256-bit keys) or ChaCha20-Poly1305 (256)");
+      }
+      return new Half(c, bits);
+    }
+
     /** The offer to send (then wrapped by SASL). */
     byte[] offer() {
       return HrdmaProtos.WireKeys.newBuilder().setCipher(cipher).setKeyBits(keyBits)

@@ -114,6 +114,7 @@ public final class ServerGate implements EndpointHandler {
     Map<String, String> props;
     Handshake.Half half;
     boolean awaitKeys;
+    boolean ended; // refused or failed: closing, nothing more is read or answered
     volatile boolean open;
     Endpoint view;
     ProtectedEndpoint sealed;
@@ -172,6 +173,12 @@ public final class ServerGate implements EndpointHandler {
       buffer.release();
       return;
     }
+    if (c.ended) {
+      // refused or failed already: its close waits for that one answer, which a peer that grants no
+      // credits never takes; answering each further message would queue one more for it each time
+      buffer.release();
+      return;
+    }
     if (c.open) {
       if (c.sealed != null) {
         try {
@@ -193,24 +200,25 @@ public final class ServerGate implements EndpointHandler {
       m = MessageCodec.decode(buffer);
     } catch (ProtocolException e) {
       buffer.release();
-      refuse(ep, 0, "bad message before the handshake: " + e.getMessage());
+      refuse(ep, c, 0, "bad message before the handshake: " + e.getMessage());
       return;
     }
     try {
       if (m.kind() != MessageKind.SASL_HANDSHAKE) {
-        refuse(ep, m.requestId(), "DataNode " + who + " accepts no " + m.kind() + " before this connection"
+        refuse(ep, c, m.requestId(), "DataNode " + who + " accepts no " + m.kind() + " before this connection"
             + " completes the data transfer protection handshake (" + wire.mode() + ")");
         return;
       }
       step(ep, c, m.saslHandshake(), m.payload());
     } catch (ProtocolException e) {
-      refuse(ep, m.requestId(), e.getMessage());
+      refuse(ep, c, m.requestId(), e.getMessage());
     } finally {
       m.release();
     }
   }
 
-  private void refuse(Endpoint ep, long requestId, String why) {
+  private void refuse(Endpoint ep, Conn c, long requestId, String why) {
+    c.ended = true;
     refused.incrementAndGet();
     String text = WireProtection.UNPROTECTED_REFUSAL + why;
     if (loggedRefusal.compareAndSet(false, true)) {
@@ -298,6 +306,7 @@ public final class ServerGate implements EndpointHandler {
   }
 
   private void failed(Endpoint ep, Conn c, Exception e) {
+    c.ended = true;
     failed.incrementAndGet();
     Throwable why = e instanceof SaslException && e.getCause() != null ? e.getCause() : e;
     String text = "DataNode " + who + " refused the data transfer protection handshake: " + why.getMessage();

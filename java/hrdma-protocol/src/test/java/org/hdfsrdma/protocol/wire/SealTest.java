@@ -42,6 +42,7 @@ class SealTest {
   /** An endpoint that keeps what is sent to it. */
   private final class Wire implements Endpoint {
     final List<RegisteredBuffer> sent = new ArrayList<>();
+    volatile boolean closed;
 
     @Override
     public Transport transport() {
@@ -125,7 +126,9 @@ class SealTest {
     }
 
     @Override
-    public void close() {}
+    public void close() {
+      closed = true;
+    }
   }
 
   /** {client, server} endpoints over two fake wires, keyed by a real agreement. */
@@ -262,6 +265,95 @@ class SealTest {
     Handshake.Half client = new Handshake.Half("AES/GCM/NoPadding", 128);
     assertThrows(java.security.GeneralSecurityException.class,
         () -> server.sealers(HrdmaProtos.WireKeys.parseFrom(client.offer()), true));
+  }
+
+  /** What a DataNode offers the client: its cipher, key size, a real key and nonce. */
+  private static HrdmaProtos.WireKeys offer(String cipher, int bits) throws Exception {
+    return HrdmaProtos.WireKeys.parseFrom(new Handshake.Half("AES/GCM/NoPadding", 256).offer()).toBuilder()
+        .setCipher(cipher).setKeyBits(bits).build();
+  }
+
+  @Test
+  void theClientSealsOnlyWithACipherAndKeySizeItWouldConfigure() throws Exception {
+    com.sun.management.ThreadMXBean threads =
+        (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+    Object[][] refused = {{"AES/GCM/NoPadding", 192}, {"AES/GCM/NoPadding", 64}, {"AES/GCM/NoPadding", 0},
+        {"AES/GCM/NoPadding", Integer.MAX_VALUE - 7}, {"AES/GCM/NoPadding", -8}, {"ChaCha20-Poly1305", 128},
+        {"AES/GCM/PKCS5Padding", 256}, {"ChaCha20", 256}, {"AES/CTR/NoPadding", 256}};
+    for (Object[] r : refused) {
+      HrdmaProtos.WireKeys o = offer((String) r[0], (Integer) r[1]);
+      long before = threads.getCurrentThreadAllocatedBytes();
+      Throwable t = assertThrows(Throwable.class, () -> Handshake.Half.forPeer(o).sealers(o, false),
+          r[0] + "/" + r[1]);
+      long allocated = threads.getCurrentThreadAllocatedBytes() - before;
+      assertTrue(t instanceof java.security.GeneralSecurityException, r[0] + "/" + r[1] + ": " + t);
+      assertTrue(t.getMessage().contains("this side seals only with"), t.getMessage());
+      assertTrue(allocated < (8 << 20), r[0] + "/" + r[1] + ": allocated " + allocated + " bytes");
+    }
+    for (Object[] ok : new Object[][] {{"AES/GCM/NoPadding", 128}, {"AES/GCM/NoPadding", 256},
+        {"ChaCha20-Poly1305", 256}}) {
+      Handshake.Half server = new Handshake.Half((String) ok[0], (Integer) ok[1]);
+      HrdmaProtos.WireKeys o = HrdmaProtos.WireKeys.parseFrom(server.offer());
+      Handshake.Half client = Handshake.Half.forPeer(o);
+      Sealer[] c = client.sealers(o, false);
+      Sealer[] s = server.sealers(HrdmaProtos.WireKeys.parseFrom(client.offer()), true);
+      java.nio.ByteBuffer m = java.nio.ByteBuffer.allocate(64 + Sealer.TAG_BYTES);
+      m.put("hello".getBytes(java.nio.charset.StandardCharsets.UTF_8)).flip();
+      java.nio.ByteBuffer sealed = java.nio.ByteBuffer.allocate(64 + Sealer.TAG_BYTES);
+      c[0].seal(m, sealed);
+      sealed.flip();
+      assertEquals(5, s[1].open(sealed), ok[0] + "/" + ok[1]);
+    }
+  }
+
+  @Test
+  void aDataNodeFloodingTheHandshakeIsCutOffNotQueued() throws Exception {
+    // before the client's handshake takes them, a DataNode's SASL_HANDSHAKE messages wait in the gate;
+    // it sends two (challenge, rspauth): more are a hostile peer's, and were kept without bound
+    ClientGate gate = new ClientGate(new org.hdfsrdma.transport.EndpointHandler() {
+      @Override
+      public void onMessage(Endpoint ep, RegisteredBuffer message) {
+        message.release();
+      }
+    });
+    Wire wire = new Wire();
+    byte[] junk = new byte[1024];
+    for (int i = 0; i < 10_000; i++) {
+      gate.onMessage(wire, Handshake.message(pool, org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos
+          .DataTransferEncryptorMessageProto.DataTransferEncryptorStatus.SUCCESS, junk, null, junk));
+    }
+    assertTrue(gate.handshakeQueued() <= ClientGate.MAX_HANDSHAKE_QUEUED, gate.handshakeQueued() + " queued");
+    assertTrue(wire.closed, "the connection is closed");
+  }
+
+  @Test
+  void aPeerRefusedBeforeTheHandshakeGetsOneAnswerNotOnePerMessage() throws Exception {
+    // an unauthenticated peer that sends ops and grants no credits back: each refusal waited in the
+    // connection's send queue (registered memory) until the handshake timeout closed it
+    org.apache.hadoop.conf.Configuration conf = new org.apache.hadoop.conf.Configuration(false);
+    conf.setBoolean("dfs.encrypt.data.transfer", true);
+    conf.setInt(WireProtection.WARM_UP_MB_KEY, 0);
+    java.util.concurrent.atomic.AtomicInteger delivered = new java.util.concurrent.atomic.AtomicInteger();
+    org.hdfsrdma.transport.EndpointHandler gate = ServerGate.wrap(new org.hdfsrdma.transport.EndpointHandler() {
+      @Override
+      public void onMessage(Endpoint ep, RegisteredBuffer message) {
+        delivered.incrementAndGet();
+        message.release();
+      }
+    }, WireProtection.forDataNode(conf, 20000), null, "test");
+    Wire wire = new Wire();
+    gate.onConnected(wire);
+    for (int i = 0; i < 1000; i++) {
+      gate.onMessage(wire, org.hdfsrdma.protocol.MessageCodec.encode(pool, org.hdfsrdma.protocol.MessageKind.INFO_REQUEST,
+          i, null, null));
+    }
+    assertEquals(1, wire.sent.size(), "answers queued for a peer refused before its handshake");
+    assertEquals(0, delivered.get(), "nothing reached the DataNode's handler");
+    assertEquals(1, ((ServerGate) gate).unprotectedRefused());
+    for (RegisteredBuffer b : wire.sent) {
+      b.release();
+    }
+    gate.onClosed(wire, null);
   }
 
   @Test
