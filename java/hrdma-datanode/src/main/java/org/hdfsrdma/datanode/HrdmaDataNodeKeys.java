@@ -218,7 +218,10 @@ public final class HrdmaDataNodeKeys {
   /** A granted shared-memory segment the client has not mapped within this long is freed (ms). */
   public static final String READ_SHM_MAP_TIMEOUT_MS_KEY = "hrdma.datanode.read.shm.map-timeout-ms";
   public static final long READ_SHM_MAP_TIMEOUT_MS_DEFAULT = 10_000;
-  /** How long one short-circuit exchange on the domain socket may take (ms). */
+  /**
+   * How long a short-circuit connection may stay silent (ms); also how long a replica's volume has
+   * to open its files for a request before the request is refused with an error naming the volume.
+   */
   public static final String SHORT_CIRCUIT_TIMEOUT_MS_KEY = "hrdma.datanode.short-circuit.timeout-ms";
   public static final long SHORT_CIRCUIT_TIMEOUT_MS_DEFAULT = 10_000;
   /** Short-circuit connections open at once. */

@@ -63,7 +63,7 @@ final class OpContext {
   }
 
   /**
-   * Where the small requests (local paths, shared-memory grants) and the first step of a block
+   * Where the small requests (shared-memory grants) and the first step of a block
    * read (finding its replica's volume, in memory) run; never disk reads.
    */
   ExecutorService readExecutor() {

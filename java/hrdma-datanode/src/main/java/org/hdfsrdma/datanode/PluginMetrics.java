@@ -61,7 +61,13 @@ final class PluginMetrics extends HrdmaMetricsSource {
         .addCounter(info("WriteSegmentsRefused", "write segment requests refused"), w == null ? 0 : w.refused())
         .addCounter(info("WriteReferencesRefused", "malformed write references (each closed its connection)"),
             w == null ? 0 : w.badReferences())
-        .addGauge(info("WriteSegmentBytes", "bytes of write segments mapped"), w == null ? 0 : w.bytes());
+        .addGauge(info("WriteSegmentBytes", "bytes of write segments mapped"), w == null ? 0 : w.bytes())
+        .addCounter(info("ShortCircuitGranted", "short-circuit requests answered with the replica's descriptors"),
+            plugin.shortCircuitGranted())
+        .addCounter(info("ShortCircuitRefused", "short-circuit requests refused"), plugin.shortCircuitRefused())
+        .addCounter(info("ShortCircuitVolumeTimeouts",
+            "short-circuit requests refused because their volume did not open the replica in time"),
+            plugin.shortCircuitVolumeTimeouts());
     Map<String, Integer> conns = plugin.connectionsByTransport();
     Map<String, Long> buffers = new TreeMap<>();
     HrdmaServer s = plugin.server();

@@ -251,7 +251,7 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
           + "; not serving, the stock data path is unaffected", null);
       return;
     }
-    ShortCircuitServer scr = startShortCircuit(conf, settings, writeShm);
+    ShortCircuitServer scr = startShortCircuit(conf, settings, writeShm, vexecutors);
     synchronized (lock) {
       if (state != State.WAITING) { // stopped meanwhile
         s.close();
@@ -307,7 +307,8 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   }
 
   /** The short-circuit server, or null when off or it cannot start (logged: clients read over the transports). */
-  private ShortCircuitServer startShortCircuit(Configuration conf, ReadSettings settings, WriteShmGrants writeShm) {
+  private ShortCircuitServer startShortCircuit(Configuration conf, ReadSettings settings, WriteShmGrants writeShm,
+      VolumeExecutors volumes) {
     if (!settings.localReads() && !writeShm.enabled()) {
       return null;
     }
@@ -316,7 +317,8 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
       ShortCircuitServer scr = ShortCircuitServer.start(dn, path,
           conf.getLong(ShortCircuitServer.TIMEOUT_KEY, ShortCircuitServer.TIMEOUT_DEFAULT),
           conf.getInt(ShortCircuitServer.MAX_CONNECTIONS_KEY, ShortCircuitServer.MAX_CONNECTIONS_DEFAULT),
-          org.hdfsrdma.protocol.SocketPaths.stickyAllowedForServer(conf), settings.localReads(), writeShm);
+          org.hdfsrdma.protocol.SocketPaths.stickyAllowedForServer(conf), settings.localReads(), writeShm,
+          volumes::of); // a request's opens run on its replica's volume's read threads
       LOG.info("hrdma datanode plugin: short-circuit reads on {}", scr.path());
       return scr;
     } catch (IOException | RuntimeException | LinkageError e) {
@@ -770,6 +772,36 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   public long shortCircuitRefused() {
     synchronized (lock) {
       return shortCircuit == null ? 0 : shortCircuit.refused();
+    }
+  }
+
+  /**
+   * Short-circuit requests refused because their replica's volume did not open it within
+   * {@code hrdma.datanode.short-circuit.timeout-ms} (a hung volume; tests, status, metrics).
+   */
+  public long shortCircuitVolumeTimeouts() {
+    synchronized (lock) {
+      return shortCircuit == null ? 0 : shortCircuit.volumeTimeouts();
+    }
+  }
+
+  /**
+   * Short-circuit requests whose volume did its work (the opens) only after they were refused
+   * for its timeout or their client went; what it opened was closed then (tests, status).
+   */
+  public long shortCircuitLateLookups() {
+    synchronized (lock) {
+      return shortCircuit == null ? 0 : shortCircuit.lateLookups();
+    }
+  }
+
+  /**
+   * Descriptors the short-circuit server has opened to pass and not closed yet (leak checks: 0
+   * once no exchange is in progress and every volume has answered).
+   */
+  public long shortCircuitDescriptorsOpen() {
+    synchronized (lock) {
+      return shortCircuit == null ? 0 : shortCircuit.descriptorsOpen();
     }
   }
 

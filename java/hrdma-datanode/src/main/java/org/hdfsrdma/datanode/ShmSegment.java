@@ -46,6 +46,7 @@ final class ShmSegment extends SlottedSegment {
   private final BufferAllocator fallback;
   private final HashMap<Long, Ref> refs = new HashMap<>();    // guarded by this: offset -> held by the client
   private boolean mapped;    // guarded by this: the client mapped it; packets go by reference
+  private volatile boolean fileRemoved; // removeFile() did: closing touches no directory
   private final AtomicLong byReference;
 
   private record Ref(Slot slot, CompletableFuture<Void> done) {}
@@ -99,6 +100,7 @@ final class ShmSegment extends SlottedSegment {
    */
   void removeFile() throws IOException {
     Files.deleteIfExists(mem.path());
+    fileRemoved = true;
   }
 
   /** Closes the segment if the client has not mapped it (the map timeout); true if it did. */
@@ -222,10 +224,15 @@ final class ShmSegment extends SlottedSegment {
       outstanding = new ArrayList<>(refs.values());
       refs.clear();
     }
-    try {
-      Files.deleteIfExists(mem.path());
-    } catch (IOException e) {
-      LOG.warn("hrdma datanode: cannot remove shared-memory segment {}: {}", mem.path(), e.toString());
+    // a connection's close runs on its I/O thread: once the client has mapped the segment its file
+    // is gone already (removeFile, on the read executor), and no unlink goes to the directory here
+    // (hrdma.datanode.read.shm.dir may be on a disk); only a segment never mapped is unlinked here
+    if (!fileRemoved) {
+      try {
+        Files.deleteIfExists(mem.path());
+      } catch (IOException e) {
+        LOG.warn("hrdma datanode: cannot remove shared-memory segment {}: {}", mem.path(), e.toString());
+      }
     }
     TransportException closedWhy = new TransportException("the connection closed");
     for (Ref r : outstanding) {

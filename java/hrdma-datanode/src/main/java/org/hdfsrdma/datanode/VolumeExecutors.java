@@ -15,6 +15,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * the volume that holds its replica, and a block write's packets on the threads of the volume
  * its replica was created on, so a slow or hung volume holds up only its own reads and writes,
  * never another volume's (stock gives each DataXceiver its own thread, with the same effect).
+ * The opens of a short-circuit request run on the read executor of its replica's volume too
+ * ({@link ShortCircuitServer}).
  * Each has its own number of daemon threads, made on demand and gone when idle, and a bounded
  * queue (a full one refuses the operation with an error). Thread-safe.
  */

@@ -200,4 +200,22 @@ class ShmSegmentTest {
     assertEquals(mapped0, NativeShm.mappedBytes());
     assertEquals(0, pool.buffersOutstanding());
   }
+
+  /**
+   * A connection closes on its transport's I/O thread: a segment whose file was removed once the
+   * client mapped it sends no unlink to the directory then (it may be on a disk). A file put at
+   * its path afterwards stands for the directory: it is left alone.
+   */
+  @Test
+  void closingASegmentWhoseFileIsGoneTouchesNoDirectory() throws Exception {
+    ShmGrants g = grants(2 * SLOT, 6 * SLOT);
+    ShmSegment s = g.grant(SameHost.name(), "user a", pool, SLOT);
+    assertTrue(s.clientMapped());
+    s.removeFile();
+    Files.createFile(s.path());
+    s.close();
+    assertTrue(Files.exists(s.path()), "close unlinked a path it had removed already");
+    Files.delete(s.path());
+    assertEquals(0, g.bytesMapped());
+  }
 }

@@ -9,7 +9,8 @@ import org.apache.hadoop.hdfs.server.datanode.DataNodeFaultInjector;
  * {@code DataNodeFaultInjector.set}), called where our write and read paths do what stock's
  * DataXceiver, BlockReceiver, PacketResponder and BlockSender do at the same point. The default
  * injector does nothing; a test's may delay or throw, and what a throw means is what it means
- * to stock at that point (each caller says).
+ * to stock at that point (each caller says). One point is the plugin's own, set directly
+ * ({@link #setShortCircuitOpenHook}).
  */
 public final class FaultHooks {
   private FaultHooks() {}
@@ -66,5 +67,31 @@ public final class FaultHooks {
   /** BlockSender's constructor: the replica's files are about to be opened for a read. */
   public static void throwTooManyOpenFiles() throws FileNotFoundException {
     DataNodeFaultInjector.get().throwTooManyOpenFiles();
+  }
+
+  /** Not one of stock's points (stock has none there): what a test hangs or fails a volume's opens with. */
+  @FunctionalInterface
+  public interface VolumeHook {
+    /** Called with the volume's storage ID; may block (a hung volume) or throw (the open fails). */
+    void at(String storageId) throws IOException;
+  }
+
+  private static volatile VolumeHook shortCircuitOpen;
+
+  /** Tests: {@code hook} runs at every {@link #shortCircuitOpen}; null: none (the default). */
+  public static void setShortCircuitOpenHook(VolumeHook hook) {
+    shortCircuitOpen = hook;
+  }
+
+  /**
+   * The short-circuit server is about to look up a replica's files on volume {@code storageId}
+   * and open them for a client, on that volume's read thread (a throw: the request is refused
+   * with its message). The plugin's own point: stock's DataXceiver#requestShortCircuitFds has none.
+   */
+  public static void shortCircuitOpen(String storageId) throws IOException {
+    VolumeHook h = shortCircuitOpen;
+    if (h != null) {
+      h.at(storageId);
+    }
   }
 }
