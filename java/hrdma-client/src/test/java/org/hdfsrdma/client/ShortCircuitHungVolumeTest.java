@@ -234,30 +234,6 @@ class ShortCircuitHungVolumeTest {
     assertEquals(null, o.error(), "and the volume serves again");
   }
 
-  /**
-   * Indicative only (nothing asserted): 1000 short-circuit requests for one replica, one after
-   * the other, each on a connection of its own, descriptors received and closed.
-   */
-  @Test
-  void aThousandRequests() throws Exception {
-    byte[] data = PluginCluster.random(4096, 72);
-    Path f = new Path("/hung/timed");
-    try (FSDataOutputStream out = stock.create(f, (short) 1)) {
-      out.write(data);
-    }
-    LocatedBlock lb = onlyBlock(f);
-    DatanodeInfo dn = lb.getLocations()[0];
-    for (int i = 0; i < 200; i++) { // warm up
-      fs.blockClient().localFiles(lb, dn).close();
-    }
-    long t0 = System.nanoTime();
-    for (int i = 0; i < 1000; i++) {
-      fs.blockClient().localFiles(lb, dn).close();
-    }
-    System.err.println("hrdma test: 1000 short-circuit requests: "
-        + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0) + " ms");
-  }
-
   /** This process's open descriptors of {@code file} (the DataNode runs in this JVM). */
   private static long descriptorsOf(String file) throws IOException {
     long n = 0;
