@@ -96,7 +96,7 @@ class EndpointCreditFuzzTest {
     int ownWindow = data.consumeInt(1, 64);
     Holder h = new Holder();
     Fake ep = new Fake(h);
-    ep.helloDone(peerWindow, ownWindow, 1 << 16, EnumSet.noneOf(Capability.class));
+    ep.helloDone(peerWindow, ownWindow, 1 << 16, EnumSet.noneOf(Capability.class), false);
     long sent = 0; // messages on the wire, as the peer sees them
     long ackedByPeer = 0; // credits the peer granted back
     long peerSent = 0;
