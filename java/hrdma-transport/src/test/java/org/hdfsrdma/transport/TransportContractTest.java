@@ -768,19 +768,19 @@ public abstract class TransportContractTest {
     for (int i = 0; i < n; i++) {
       sends.add(flooder.send(message(client, i, 64, 4)));
     }
-    // quiet: the answerer has answered every request that left, and the rest wait for its credits
-    awaitTrue(() -> flooder.pendingSends() > 0 && requests.get() == n - flooder.pendingSends()
-        && answerer.pendingSends() >= credits,
-        () -> "requests " + requests + ", flooder queued " + flooder.pendingSends() + ", answers queued "
-            + answerer.pendingSends());
     try {
+      // stalled and quiet: the answerer grants nothing, has answered every request that left, and
+      // the rest of them wait for its credits
+      awaitTrue(() -> AbstractEndpoint.backlogStalls() > stallsBefore && flooder.pendingSends() > 0
+          && requests.get() == n - flooder.pendingSends(),
+          () -> "no stall: requests " + requests + ", flooder queued " + flooder.pendingSends()
+              + ", answers queued " + answerer.pendingSends() + " (at most " + maxOwed + ")");
       int owed = answerer.pendingSends();
       assertTrue(owed <= 2 * credits, owed + " answers queued for a peer that takes none, more than two windows");
       assertTrue(maxOwed.get() <= 2 * credits, "at most " + maxOwed + " answers were queued at once");
       assertTrue(requests.get() <= 3 * credits, requests + " requests taken from a peer that takes no answers");
       assertFalse(flooder.isWritable(), "the flooder can still send");
       assertTrue(held.size() <= credits, "the flooder holds " + held.size() + " answers, past its window");
-      assertTrue(AbstractEndpoint.backlogStalls() > stallsBefore, "the stall was not counted");
 
       // it takes its answers: everything flows again, every request is answered
       taking.set(true);
