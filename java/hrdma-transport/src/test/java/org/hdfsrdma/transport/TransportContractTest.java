@@ -29,6 +29,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
@@ -724,7 +725,7 @@ public abstract class TransportContractTest {
     AtomicInteger maxOwed = new AtomicInteger();
     AtomicInteger answersTaken = new AtomicInteger();
     Queue<RegisteredBuffer> held = new ConcurrentLinkedQueue<>();
-    java.util.concurrent.atomic.AtomicBoolean taking = new java.util.concurrent.atomic.AtomicBoolean();
+    AtomicBoolean taking = new AtomicBoolean();
     BlockingQueue<Endpoint> accepted = new LinkedBlockingQueue<>();
     // answers each request with one small message and releases the request at once
     EndpointHandler answering = new EndpointHandler() {
