@@ -126,10 +126,12 @@ class AnswerBacklogTest {
         }
         // stalled and quiet: the DataNode grants nothing, answered all that reached it, and the
         // rest of ours wait for its credits
-        await(() -> plugin.answerBacklogStalls() > stalls && ep.pendingSends() > 0
+        AtomicInteger mostQueued = new AtomicInteger();
+        await(() -> mostQueued.accumulateAndGet(plugin.queuedAnswers(), Math::max) >= 0
+            && plugin.answerBacklogStalls() > stalls && ep.pendingSends() > 0
             && hoarder.answers.get() + plugin.queuedAnswers() == REQUESTS - ep.pendingSends(),
             () -> "no stall: sent " + (REQUESTS - ep.pendingSends()) + ", answers taken " + hoarder.answers
-                + ", queued " + plugin.queuedAnswers());
+                + ", queued " + plugin.queuedAnswers() + " (" + mostQueued + " at most)");
         int queued = plugin.queuedAnswers();
         assertTrue(queued <= 2 * CREDITS, queued + " answers queued for a peer that takes none");
         int reached = REQUESTS - ep.pendingSends();
