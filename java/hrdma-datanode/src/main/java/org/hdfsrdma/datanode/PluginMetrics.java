@@ -45,6 +45,9 @@ final class PluginMetrics extends HrdmaMetricsSource {
         .addGauge(info("OpenWrites", "block writes open"), plugin.openWrites())
         .addGauge(info("BuffersOutstanding", "registered buffers handed out and not returned"),
             plugin.buffersOutstanding())
+        .addGauge(info("QueuedAnswers", "answers waiting for their peers' credits"), plugin.queuedAnswers())
+        .addCounter(info("AnswerBacklogStalls", "times a peer owed a window of answers was granted no more credits"
+            + " (all endpoints of the process)"), plugin.answerBacklogStalls())
         .addCounter(info("ReadsPreparedAhead", "reads whose disk reads started before their turn"),
             plugin.readsPreparedAhead())
         .addCounter(info("ReadPacketsByReference", "read packets sent in shared memory to same-host clients"),

@@ -705,6 +705,25 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     }
   }
 
+  /**
+   * Answers queued on this DataNode's connections for lack of their peers' credits, now (tests,
+   * metrics): a peer that takes none of its answers is owed at most two credit windows of them
+   * (the transport stops granting it credits, docs/transport.md).
+   */
+  public int queuedAnswers() {
+    synchronized (lock) {
+      return dispatcher == null ? 0 : dispatcher.queuedAnswers();
+    }
+  }
+
+  /**
+   * Times, in this process, an endpoint stopped granting credits to a peer that took none of what it
+   * was sent (every endpoint of the JVM: DataNodes sharing it count together).
+   */
+  public long answerBacklogStalls() {
+    return org.hdfsrdma.transport.AbstractEndpoint.backlogStalls();
+  }
+
   /** Messages over their kind's size bound; each closed its connection (tests, status). */
   public long oversizedMessages() {
     synchronized (lock) {

@@ -122,6 +122,15 @@ final class RequestDispatcher implements EndpointHandler {
     return idleClosed.get();
   }
 
+  /** Answers waiting for their peers' credits on all connections (a snapshot). */
+  int queuedAnswers() {
+    int n = 0;
+    for (Endpoint ep : conns.keySet()) {
+      n += ep.pendingSends();
+    }
+    return n;
+  }
+
   /** Writes open on all connections (tests). */
   int openWrites() {
     return conns.values().stream().mapToInt(Connection::openWrites).sum();

@@ -67,7 +67,7 @@ final class RecordingWire extends AbstractEndpoint {
       @Override
       public void close() {}
     };
-    helloDone(1 << 20, 1 << 20, 1 << 20, EnumSet.noneOf(Capability.class));
+    helloDone(1 << 20, 1 << 20, 1 << 20, EnumSet.noneOf(Capability.class), true);
   }
 
   @Override

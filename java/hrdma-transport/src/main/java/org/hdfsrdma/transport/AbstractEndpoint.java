@@ -8,6 +8,9 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * What every transport's endpoint shares: credit-based flow control, the send
@@ -22,6 +25,20 @@ import java.util.concurrent.atomic.AtomicInteger;
  * window while it holds them, breaks the protocol and the connection is closed
  * ({@link TransportException.Protocol}); it can neither make this side send past its window
  * nor pin more than this side's window of received messages.
+ *
+ * <p>Answers back up: a peer that keeps sending (its messages released at once, so their
+ * credits come back to it) while it grants none back for what this side sends would have those
+ * sends queued here without bound. So on the side that accepted the connection (the one that
+ * answers: a DataNode), while at least a window of sends ({@code ownCredits}, what this side
+ * advertised) waits for the peer's credits, credits released here are not granted back: the
+ * peer runs out of them and can send nothing more until it takes what it is owed (stock's
+ * DataXceiver blocks writing its answer and reads nothing more meanwhile). The queue then holds
+ * at most that window plus the one the peer still had, for messages answered once each
+ * ({@link #pendingSends}); the withheld credits go out as soon as the queue is below the window
+ * again. Logged once per endpoint, counted ({@link #backlogStalls}). The connecting side never
+ * withholds: if both sides did, each could wait for the other's credits for ever (a client whose
+ * writes queue behind a slow disk would withhold, the DataNode's acks then back up and it would
+ * withhold too).
  */
 public abstract class AbstractEndpoint implements Endpoint {
   protected final EndpointHandler handler;
@@ -41,6 +58,11 @@ public abstract class AbstractEndpoint implements Endpoint {
   /** Credits taken with {@link #takeCredit} for messages not delivered (or returned) yet. */
   private final AtomicInteger prepaid = new AtomicInteger();
   private int peerMaxMessage = Integer.MAX_VALUE;
+  /** Sends waiting for the peer's credits at which this side stops granting it any (its own window). */
+  private int backlogLimit = Integer.MAX_VALUE;
+  private boolean withholding; // I/O thread only: credits are not granted back while the queue is full
+  private boolean stallLogged; // I/O thread only
+  private volatile int pendingCount; // pending.size(), readable from any thread
   private Set<Capability> capabilities = EnumSet.noneOf(Capability.class);
   private volatile boolean writable = true;
   private volatile boolean closed;
@@ -48,6 +70,9 @@ public abstract class AbstractEndpoint implements Endpoint {
 
   /** Endpoints of every transport in this process not closed yet. */
   private static final Set<AbstractEndpoint> OPEN = ConcurrentHashMap.newKeySet();
+  /** Times an endpoint of this process stopped granting credits to a peer that took none of its sends. */
+  private static final AtomicLong STALLS = new AtomicLong();
+  private static final Logger LOG = LoggerFactory.getLogger(AbstractEndpoint.class);
 
   private record PendingSend(RegisteredBuffer message, CompletableFuture<Void> done) {}
 
@@ -60,6 +85,14 @@ public abstract class AbstractEndpoint implements Endpoint {
   /** Endpoints created in this process and not closed yet, over every transport (a leak check). */
   public static List<String> openEndpoints() {
     return OPEN.stream().map(e -> e.getClass().getSimpleName() + "[" + e.remote + "]").sorted().toList();
+  }
+
+  /**
+   * Times, in this process, an endpoint stopped granting credits back because a window of its
+   * sends waited for the peer's credits (a peer that does not take what it is sent).
+   */
+  public static long backlogStalls() {
+    return STALLS.get();
   }
 
   /** True on this endpoint's I/O thread. */
@@ -86,14 +119,18 @@ public abstract class AbstractEndpoint implements Endpoint {
    * @param peerCredits messages the peer can hold unreleased
    * @param ownCredits messages this side advertised
    * @param peerMaxMessage the largest message the peer accepts
+   * @param accepted this side accepted the connection (it answers the peer's requests): it stops
+   *     granting credits to a peer that does not take what it is sent; the connecting side never
+   *     does, so that two sides never both wait for the other's credits
    */
   protected final void helloDone(int peerCredits, int ownCredits, int peerMaxMessage,
-      Set<Capability> common) {
+      Set<Capability> common, boolean accepted) {
     this.announced = true;
     this.sendCredits = peerCredits;
     this.peerWindow = peerCredits;
     this.creditBatch = Math.max(1, ownCredits / 2);
     this.ownCredits = Math.max(1, ownCredits);
+    this.backlogLimit = accepted ? this.ownCredits : Integer.MAX_VALUE;
     this.peerMaxMessage = peerMaxMessage;
     this.capabilities = common.isEmpty() ? EnumSet.noneOf(Capability.class) : EnumSet.copyOf(common);
   }
@@ -152,8 +189,14 @@ public abstract class AbstractEndpoint implements Endpoint {
       doSend(message, done);
     } else {
       pending.addLast(new PendingSend(message, done));
+      pendingCount = pending.size();
       writable = false;
     }
+  }
+
+  @Override
+  public int pendingSends() {
+    return pendingCount;
   }
 
   /**
@@ -171,11 +214,19 @@ public abstract class AbstractEndpoint implements Endpoint {
     sendCredits += messages;
     while (sendCredits > 0 && !pending.isEmpty() && !closed) {
       PendingSend p = pending.pollFirst();
+      pendingCount = pending.size();
       sendCredits--;
       doSend(p.message, p.done);
     }
     if (pending.isEmpty()) {
       writable = true;
+    }
+    if (withholding && pending.size() < backlogLimit && !closed) {
+      // the peer takes its sends again: the credits held back go to it now
+      withholding = false;
+      if (releasedSinceGrant.get() >= creditBatch) {
+        doSendCredits(releasedSinceGrant.getAndSet(0));
+      }
     }
   }
 
@@ -231,15 +282,36 @@ public abstract class AbstractEndpoint implements Endpoint {
     held.decrementAndGet();
     if (releasedSinceGrant.incrementAndGet() == creditBatch) {
       try {
-        executeOnIo(() -> {
-          int n = releasedSinceGrant.getAndSet(0);
-          if (n > 0 && !closed) {
-            doSendCredits(n);
-          }
-        });
+        executeOnIo(this::grantReleased);
       } catch (RuntimeException e) {
         // transport closed: nobody to grant to
       }
+    }
+  }
+
+  /** Grants the credits of released messages back (I/O thread), unless the peer is not taking its sends. */
+  private void grantReleased() {
+    if (closed) {
+      return;
+    }
+    if (withholding || pending.size() >= backlogLimit) {
+      if (!withholding) {
+        withholding = true;
+        STALLS.incrementAndGet();
+        String what = "hrdma transport: {} sends to {} wait for its credits (a window: {}); granting it no credits"
+            + " until it takes them";
+        if (!stallLogged) {
+          stallLogged = true;
+          LOG.info(what, pending.size(), remote, backlogLimit);
+        } else {
+          LOG.debug(what, pending.size(), remote, backlogLimit);
+        }
+      }
+      return; // creditsGranted grants them once the queue is below the window
+    }
+    int n = releasedSinceGrant.getAndSet(0);
+    if (n > 0) {
+      doSendCredits(n);
     }
   }
 
@@ -270,6 +342,7 @@ public abstract class AbstractEndpoint implements Endpoint {
       p.message.release();
       p.done.completeExceptionally(failure);
     }
+    pendingCount = 0;
     try {
       if (announced) {
         handler.onClosed(this, cause);
@@ -316,6 +389,7 @@ public abstract class AbstractEndpoint implements Endpoint {
           p.message.release();
           p.done.completeExceptionally(failure);
         }
+        pendingCount = 0;
         doClose();
       }
     };

@@ -33,6 +33,14 @@ public interface Endpoint extends AutoCloseable {
   boolean isWritable();
 
   /**
+   * Sends queued for lack of the peer's credits, now (any thread; a snapshot). While a window of
+   * them waits, this side grants the peer no credits (see {@link AbstractEndpoint}).
+   */
+  default int pendingSends() {
+    return 0;
+  }
+
+  /**
    * Makes {@code buffer} (position to limit) reachable for one-sided access
    * by the peer and returns its descriptor, to be sent to the peer in a
    * message. The caller keeps its reference and must keep the buffer alive

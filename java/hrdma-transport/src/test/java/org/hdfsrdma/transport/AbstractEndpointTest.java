@@ -67,7 +67,12 @@ class AbstractEndpointTest {
     }
 
     void hello(int peerCredits, int ownCredits) {
-      helloDone(peerCredits, ownCredits, 1 << 20, EnumSet.noneOf(Capability.class));
+      helloDone(peerCredits, ownCredits, 1 << 20, EnumSet.noneOf(Capability.class), false);
+    }
+
+    /** As the side that accepted the connection (it answers the peer). */
+    void helloAccepted(int peerCredits, int ownCredits) {
+      helloDone(peerCredits, ownCredits, 1 << 20, EnumSet.noneOf(Capability.class), true);
     }
 
     void receive(RegisteredBuffer m) {
@@ -110,6 +115,64 @@ class AbstractEndpointTest {
     ep.wire.forEach(RegisteredBuffer::release);
     ep.pendingDone.forEach(f -> f.complete(null));
     assertTrue(a.isDone() && c.isDone());
+    assertEquals(0, pool.buffersOutstanding());
+  }
+
+  /**
+   * The accepting side answers each message and releases it at once; the peer grants nothing back.
+   * Once a window of answers waits for the peer's credits, released messages are no longer granted
+   * back; the credits held back go out, all of them, once the peer takes enough for the queue to
+   * fall below the window.
+   */
+  @Test
+  void aPeerOwedAWindowOfAnswersIsGrantedNoCreditsUntilItTakesThem() throws Exception {
+    Recorder h = new Recorder();
+    FakeEndpoint ep = new FakeEndpoint(h);
+    ep.helloAccepted(4, 8);
+    long stalls = AbstractEndpoint.backlogStalls();
+    // the peer sends every message its credits allow: 8 at first, 4 more with each grant
+    for (int i = 0; i < 8 + 4 + 4 + 4; i++) {
+      ep.receive(pool.allocate(10));
+      h.got.remove(0).release();
+      ep.send(pool.allocate(10));
+    }
+    // grants went at 4, 8 and 12 released (0, 3 and 7 answers waiting); at 16, 11 waited: held back
+    assertEquals(List.of(4, 4, 4), ep.creditsSent, "credits granted while the answers backed up");
+    assertEquals(4, ep.wire.size());
+    assertEquals(16, ep.pendingSends(), "two windows at most");
+    assertEquals(stalls + 1, AbstractEndpoint.backlogStalls());
+    ep.creditsGranted(4); // the peer takes some: a window still waits, still nothing granted
+    ep.creditsGranted(4);
+    assertEquals(8, ep.pendingSends());
+    assertEquals(List.of(4, 4, 4), ep.creditsSent);
+    ep.creditsGranted(1); // below the window: the 8 released since the last grant go at once
+    assertEquals(7, ep.pendingSends());
+    assertEquals(List.of(4, 4, 4, 8), ep.creditsSent);
+    ep.creditsGranted(4);
+    ep.creditsGranted(3);
+    assertEquals(0, ep.pendingSends());
+    assertTrue(ep.isWritable());
+    ep.wire.forEach(RegisteredBuffer::release);
+    assertEquals(0, pool.buffersOutstanding());
+  }
+
+  /** The connecting side never holds credits back, however long its queue (see the class comment). */
+  @Test
+  void theConnectingSideGrantsWhateverItsQueue() throws Exception {
+    Recorder h = new Recorder();
+    FakeEndpoint ep = new FakeEndpoint(h);
+    ep.hello(1, 8);
+    for (int i = 0; i < 100; i++) {
+      ep.send(pool.allocate(10));
+    }
+    for (int i = 0; i < 8; i++) {
+      ep.receive(pool.allocate(10));
+      h.got.remove(0).release();
+    }
+    assertEquals(99, ep.pendingSends());
+    assertEquals(List.of(4, 4), ep.creditsSent);
+    ep.close();
+    ep.wire.forEach(RegisteredBuffer::release);
     assertEquals(0, pool.buffersOutstanding());
   }
 

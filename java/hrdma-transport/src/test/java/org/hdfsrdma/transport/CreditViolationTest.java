@@ -32,7 +32,7 @@ class CreditViolationTest {
 
     Fake(EndpointHandler h, int peerCredits, int ownCredits) {
       super(new InetSocketAddress("127.0.0.1", 1), h);
-      helloDone(peerCredits, ownCredits, 1 << 16, EnumSet.noneOf(Capability.class));
+      helloDone(peerCredits, ownCredits, 1 << 16, EnumSet.noneOf(Capability.class), false);
     }
 
     @Override

@@ -22,7 +22,8 @@ import org.junit.jupiter.api.AfterAll;
  * never has more messages unacknowledged than the peer's window; a grant of more than is
  * unacknowledged, or a message past this side's window, closes the connection with a
  * {@link TransportException.Protocol} (and only these do); this side grants back no more than
- * its handler released; every send completes and every buffer is released by the end.
+ * its handler released, and, on the accepting side, none while a window of its sends waits for
+ * the peer's credits; every send completes and every buffer is released by the end.
  * Seeds: {@code EndpointCreditFuzzTestInputs/peer/}.
  */
 class EndpointCreditFuzzTest {
@@ -96,7 +97,8 @@ class EndpointCreditFuzzTest {
     int ownWindow = data.consumeInt(1, 64);
     Holder h = new Holder();
     Fake ep = new Fake(h);
-    ep.helloDone(peerWindow, ownWindow, 1 << 16, EnumSet.noneOf(Capability.class));
+    boolean accepted = data.consumeBoolean(); // the accepting side holds credits back while its sends back up
+    ep.helloDone(peerWindow, ownWindow, 1 << 16, EnumSet.noneOf(Capability.class), accepted);
     long sent = 0; // messages on the wire, as the peer sees them
     long ackedByPeer = 0; // credits the peer granted back
     long peerSent = 0;
@@ -104,6 +106,8 @@ class EndpointCreditFuzzTest {
     Throwable protocolCause = null;
     int steps = data.consumeInt(0, 200);
     for (int i = 0; i < steps && !ep.isClosed(); i++) {
+      long grantedBefore = ep.granted;
+      int queuedBefore = ep.pendingSends();
       switch (data.consumeInt(0, 4)) {
         case 0 -> sends.add(ep.send(POOL.allocate(16)));
         case 1 -> {
@@ -148,6 +152,9 @@ class EndpointCreditFuzzTest {
       assertTrue(unacknowledged <= peerWindow,
           unacknowledged + " messages unacknowledged, the peer's window is " + peerWindow);
       assertTrue(ep.granted <= h.released, "granted " + ep.granted + " of " + h.released + " released");
+      if (accepted && queuedBefore >= ownWindow && ep.pendingSends() >= ownWindow) {
+        assertEquals(grantedBefore, ep.granted, "credits granted with a window of sends (" + ownWindow + ") queued");
+      }
     }
     if (ep.isClosed()) {
       assertInstanceOf(TransportException.Protocol.class, protocolCause, "closed, not by a protocol error");

@@ -85,7 +85,7 @@ class SendOrderTest {
   @Timeout(30)
   void aSendOnTheIoThreadDoesNotOvertakeAnEarlierOneFromAnotherThread() throws Exception {
     LoopEndpoint ep = new LoopEndpoint();
-    io.submit(() -> ep.helloDone(64, 64, 1 << 20, EnumSet.noneOf(Capability.class))).get();
+    io.submit(() -> ep.helloDone(64, 64, 1 << 20, EnumSet.noneOf(Capability.class), false)).get();
     CountDownLatch first = new CountDownLatch(1);
     CompletableFuture<Void> second = new CompletableFuture<>();
     io.execute(() -> { // the I/O thread busy (delivering a message, say) while another thread sends
@@ -108,7 +108,7 @@ class SendOrderTest {
   @Timeout(60)
   void sendsFromTwoThreadsTakingTurnsStayInOrder() throws Exception {
     LoopEndpoint ep = new LoopEndpoint();
-    io.submit(() -> ep.helloDone(1 << 20, 64, 1 << 20, EnumSet.noneOf(Capability.class))).get();
+    io.submit(() -> ep.helloDone(1 << 20, 64, 1 << 20, EnumSet.noneOf(Capability.class), false)).get();
     int n = 2_000;
     Object lock = new Object();
     int[] next = {0};

@@ -29,6 +29,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
@@ -642,6 +643,161 @@ public abstract class TransportContractTest {
     // late arrivals may have slipped into the queue after the drain
     while ((m = held.poll()) != null) {
       m.release();
+    }
+  }
+
+  /**
+   * A client that sends request after request (each answered once, its requests released at once)
+   * and takes none of its answers (grants no credits back) is owed at most two windows of queued
+   * answers: past one window the server grants it no credits, so its own sends stall. Once it
+   * takes its answers, every request is answered. Before, the server queued all 2000 answers.
+   */
+  @Test
+  @Timeout(60)
+  void aClientThatTakesNoAnswersIsOwedAtMostTwoWindowsAndStalls() throws Exception {
+    floodWithoutTakingAnswers();
+  }
+
+  /**
+   * An honest client whose sends queue behind a server that holds its messages (a slow disk) and
+   * answers each as it lets it go is never stalled: the client, whose own queue is long, still
+   * grants the server credits for the answers it takes, so the server's answers never back up
+   * and everything is answered. Were the connecting side to withhold its credits as the
+   * accepting side does, both would wait for the other's for ever.
+   */
+  @Test
+  @Timeout(60)
+  void aClientWhoseSendsQueueBehindASlowServerIsNeverStalled() throws Exception {
+    int credits = 16;
+    int n = 2000;
+    BlockingQueue<RegisteredBuffer> held = new LinkedBlockingQueue<>();
+    BlockingQueue<Endpoint> accepted = new LinkedBlockingQueue<>();
+    AtomicInteger answers = new AtomicInteger();
+    TransportConf conf = baseConf().with(TransportConf.CREDITS_KEY, "" + credits);
+    start(conf, conf, new EndpointHandler() {
+      @Override
+      public void onConnected(Endpoint endpoint) {
+        accepted.add(endpoint);
+      }
+
+      @Override
+      public void onMessage(Endpoint endpoint, RegisteredBuffer message) {
+        held.add(message); // the slow disk: let go of (and answered) by the test thread
+      }
+    });
+    Endpoint c = connect((ep, m) -> {
+      answers.incrementAndGet();
+      m.release();
+    });
+    Endpoint s = accepted.poll(WAIT_MS, TimeUnit.MILLISECONDS);
+    assertNotNull(s, "server saw no connection");
+    List<CompletableFuture<Void>> sends = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      sends.add(c.send(message(client, i, 64, 4)));
+    }
+    // the client's queue is long (more than a window) while the server holds its window
+    awaitTrue(() -> held.size() == credits && c.pendingSends() > credits,
+        () -> "server holds " + held.size() + ", client queued " + c.pendingSends());
+    try {
+      for (int done = 0; done < n; done++) {
+        RegisteredBuffer m = held.poll(WAIT_MS, TimeUnit.MILLISECONDS);
+        assertNotNull(m, "stalled after " + done + " of " + n + " messages: server queued " + s.pendingSends()
+            + ", client queued " + c.pendingSends());
+        int seq = m.nio().getInt(m.nio().position());
+        m.release();
+        s.send(message(server, seq, 64, 3));
+      }
+      awaitAll(sends);
+      awaitTrue(() -> answers.get() == n, () -> answers + " answers of " + n);
+      awaitTrue(() -> s.pendingSends() == 0, () -> s.pendingSends() + " answers still queued");
+    } finally {
+      RegisteredBuffer m;
+      while ((m = held.poll()) != null) {
+        m.release();
+      }
+    }
+  }
+
+  private void floodWithoutTakingAnswers() throws Exception {
+    int credits = 16;
+    int n = 2000;
+    AtomicInteger requests = new AtomicInteger();
+    AtomicInteger maxOwed = new AtomicInteger();
+    AtomicInteger answersTaken = new AtomicInteger();
+    Queue<RegisteredBuffer> held = new ConcurrentLinkedQueue<>();
+    AtomicBoolean taking = new AtomicBoolean();
+    BlockingQueue<Endpoint> accepted = new LinkedBlockingQueue<>();
+    // answers each request with one small message and releases the request at once
+    EndpointHandler answering = new EndpointHandler() {
+      @Override
+      public void onConnected(Endpoint endpoint) {
+        accepted.add(endpoint);
+      }
+
+      @Override
+      public void onMessage(Endpoint endpoint, RegisteredBuffer message) {
+        int seq = message.nio().getInt(message.nio().position());
+        message.release();
+        requests.incrementAndGet();
+        try {
+          endpoint.send(message(endpoint.transport(), seq, 64, 3));
+        } catch (Exception e) {
+          errors.add(e);
+        }
+        maxOwed.accumulateAndGet(endpoint.pendingSends(), Math::max);
+      }
+    };
+    // takes nothing it is sent (so grants no credits back) until told to
+    EndpointHandler hoarding = new EndpointHandler() {
+      @Override
+      public void onMessage(Endpoint endpoint, RegisteredBuffer message) {
+        answersTaken.incrementAndGet();
+        if (taking.get()) {
+          message.release();
+        } else {
+          held.add(message);
+        }
+      }
+    };
+    TransportConf conf = baseConf().with(TransportConf.CREDITS_KEY, "" + credits);
+    start(conf, conf, answering);
+    Endpoint flooder = connect(hoarding);
+    Endpoint answerer = accepted.poll(WAIT_MS, TimeUnit.MILLISECONDS);
+    assertNotNull(answerer, "server saw no connection");
+    long stallsBefore = AbstractEndpoint.backlogStalls();
+    List<CompletableFuture<Void>> sends = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      sends.add(flooder.send(message(client, i, 64, 4)));
+    }
+    try {
+      // stalled and quiet: the answerer grants nothing, has answered every request that left, and
+      // the rest of them wait for its credits
+      awaitTrue(() -> AbstractEndpoint.backlogStalls() > stallsBefore && flooder.pendingSends() > 0
+          && requests.get() == n - flooder.pendingSends(),
+          () -> "no stall: requests " + requests + ", flooder queued " + flooder.pendingSends()
+              + ", answers queued " + answerer.pendingSends() + " (at most " + maxOwed + ")");
+      int owed = answerer.pendingSends();
+      assertTrue(owed <= 2 * credits, owed + " answers queued for a peer that takes none, more than two windows");
+      assertTrue(maxOwed.get() <= 2 * credits, "at most " + maxOwed + " answers were queued at once");
+      assertTrue(requests.get() <= 3 * credits, requests + " requests taken from a peer that takes no answers");
+      assertFalse(flooder.isWritable(), "the flooder can still send");
+      assertTrue(held.size() <= credits, "the flooder holds " + held.size() + " answers, past its window");
+
+      // it takes its answers: everything flows again, every request is answered
+      taking.set(true);
+      RegisteredBuffer m;
+      while ((m = held.poll()) != null) {
+        m.release();
+      }
+      awaitAll(sends);
+      awaitTrue(() -> answersTaken.get() == n, () -> answersTaken + " answers of " + n);
+      awaitTrue(() -> answerer.pendingSends() == 0 && flooder.isWritable(), () -> "still queued");
+    } finally {
+      taking.set(true);
+      RegisteredBuffer m;
+      while ((m = held.poll()) != null) { // taken before the switch, put aside after the drain
+        m.release();
+      }
     }
   }
 

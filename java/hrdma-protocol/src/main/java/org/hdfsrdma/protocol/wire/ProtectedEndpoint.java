@@ -161,6 +161,11 @@ public final class ProtectedEndpoint implements Endpoint {
   }
 
   @Override
+  public int pendingSends() {
+    return raw.pendingSends();
+  }
+
+  @Override
   public RemoteRegion expose(RegisteredBuffer buffer) {
     throw new UnsupportedOperationException("one-sided access is off on a protected connection");
   }

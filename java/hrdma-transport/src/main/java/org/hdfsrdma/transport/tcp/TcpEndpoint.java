@@ -410,7 +410,7 @@ public final class TcpEndpoint extends AbstractEndpoint {
     helloDone = true;
     decoder.helloDone(transport.maxMessage);
     helloDone(clampUnsigned(peerCredits), transport.credits, clampUnsigned(peerMax),
-        EnumSet.noneOf(Capability.class));
+        EnumSet.noneOf(Capability.class), listener != null);
     transport.registered(this);
   }
 

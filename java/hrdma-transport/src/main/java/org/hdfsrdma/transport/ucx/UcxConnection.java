@@ -342,7 +342,7 @@ abstract class UcxConnection extends AbstractEndpoint implements UcxWorkerLoop.E
         .setMaxMessageSize(transport.maxMessage)
         .setCredits(transport.credits)
         .build();
-    helloDone(h.getCredits(), transport.credits, h.getMaxMessageSize(), common);
+    helloDone(h.getCredits(), transport.credits, h.getMaxMessageSize(), common, true);
     state = State.OPEN;
     sendControl(HELLO_REPLY, reply.toByteArray());
     handler.onConnected(this);
@@ -379,7 +379,7 @@ abstract class UcxConnection extends AbstractEndpoint implements UcxWorkerLoop.E
     }
     Set<Capability> common = parse(r.getCapabilitiesList());
     common.retainAll(transport.capabilities());
-    helloDone(r.getCredits(), transport.credits, r.getMaxMessageSize(), common);
+    helloDone(r.getCredits(), transport.credits, r.getMaxMessageSize(), common, false);
     state = State.OPEN;
     connected.complete(this);
   }
