@@ -265,23 +265,6 @@ class LocalReadTest {
     assertEquals(List.of(), opened, "files the client opened under " + dataDir);
   }
 
-  /** This process's open descriptors of {@code file} (the DataNodes run in this JVM). */
-  private static long descriptorsOf(String file) throws IOException {
-    long n = 0;
-    try (java.util.stream.Stream<java.nio.file.Path> fds = java.nio.file.Files.list(java.nio.file.Path.of("/proc/self/fd"))) {
-      for (java.nio.file.Path fd : (Iterable<java.nio.file.Path>) fds::iterator) {
-        try {
-          if (java.nio.file.Files.readSymbolicLink(fd).toString().equals(file)) {
-            n++;
-          }
-        } catch (IOException gone) {
-          // closed while listed
-        }
-      }
-    }
-    return n;
-  }
-
   private static void writeFrame(java.nio.channels.SocketChannel ch, byte[] body) throws IOException {
     ByteBuffer b = ByteBuffer.allocate(4 + body.length).putInt(body.length).put(body).flip();
     while (b.hasRemaining()) {
@@ -334,20 +317,20 @@ class LocalReadTest {
       assertEquals(-1, ch.read(ByteBuffer.allocate(1)), "an oversized frame closes the connection");
     }
     String blockFile = LocalReadFixture.files(cluster, dn, lb).getBlockPath();
-    long before = descriptorsOf(blockFile);
+    long before = PluginCluster.descriptorsOf(blockFile);
     try (java.nio.channels.SocketChannel ch = java.nio.channels.SocketChannel.open(addr)) {
       writeFrame(ch, ShortCircuitSocket.request(lb.getBlock(), lb.getBlockToken()).toByteArray());
       assertEquals(org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status.SUCCESS, readReply(ch).getStatus());
-      assertEquals(before + 1, descriptorsOf(blockFile), "opened for the peer, waiting for its go-ahead");
+      assertEquals(before + 1, PluginCluster.descriptorsOf(blockFile), "opened for the peer, waiting for its go-ahead");
       long t0 = System.nanoTime();
       assertEquals(-1, ch.read(ByteBuffer.allocate(1)), "cut off after the timeout");
       assertTrue(System.nanoTime() - t0 >= (SCR_TIMEOUT_MS - 500) * 1_000_000L);
     }
     long deadline = System.nanoTime() + 10_000_000_000L;
-    while (descriptorsOf(blockFile) != before && System.nanoTime() < deadline) {
+    while (PluginCluster.descriptorsOf(blockFile) != before && System.nanoTime() < deadline) {
       Thread.sleep(20);
     }
-    assertEquals(before, descriptorsOf(blockFile), "the files opened for it are closed");
+    assertEquals(before, PluginCluster.descriptorsOf(blockFile), "the files opened for it are closed");
     try (BlockReader r = fs.blockClient().openLocal(lb, dn, 0, 1000)) {
       byte[] got = new byte[1000];
       r.readFully(got, 0, 1000);

@@ -160,4 +160,21 @@ final class PluginCluster {
     c.setBoolean(RdmaBlockClient.LOCAL_READS_KEY, false);
     return c;
   }
+
+  /** This process's open descriptors of {@code file} (a leak check: the DataNodes run in this JVM). */
+  static long descriptorsOf(String file) throws IOException {
+    long n = 0;
+    try (java.util.stream.Stream<java.nio.file.Path> fds = java.nio.file.Files.list(java.nio.file.Path.of("/proc/self/fd"))) {
+      for (java.nio.file.Path fd : (Iterable<java.nio.file.Path>) fds::iterator) {
+        try {
+          if (java.nio.file.Files.readSymbolicLink(fd).toString().equals(file)) {
+            n++;
+          }
+        } catch (IOException gone) {
+          // closed while listed
+        }
+      }
+    }
+    return n;
+  }
 }

@@ -167,7 +167,7 @@ class ShortCircuitHungVolumeTest {
     long timeouts0 = p.shortCircuitVolumeTimeouts();
     long late0 = p.shortCircuitLateLookups();
     String blockFile = LocalReadFixture.files(cluster, lbA.getLocations()[0], lbA).getBlockPath();
-    long fds0 = descriptorsOf(blockFile);
+    long fds0 = PluginCluster.descriptorsOf(blockFile);
 
     CountDownLatch back = new CountDownLatch(1);
     AtomicInteger held = new AtomicInteger();
@@ -229,25 +229,8 @@ class ShortCircuitHungVolumeTest {
     // the volume is back: it opens the files for the three requests refused meanwhile, and they are closed
     PluginCluster.awaitValue(() -> p.shortCircuitLateLookups() - late0, 3, "late opens of the volume");
     assertEquals(0, p.shortCircuitDescriptorsOpen(), "descriptors the DataNode holds");
-    assertEquals(fds0, descriptorsOf(blockFile), "descriptors of the block file in this process");
+    assertEquals(fds0, PluginCluster.descriptorsOf(blockFile), "descriptors of the block file in this process");
     Outcome o = request(lbA, data);
     assertEquals(null, o.error(), "and the volume serves again");
-  }
-
-  /** This process's open descriptors of {@code file} (the DataNode runs in this JVM). */
-  private static long descriptorsOf(String file) throws IOException {
-    long n = 0;
-    try (java.util.stream.Stream<java.nio.file.Path> fds = java.nio.file.Files.list(java.nio.file.Path.of("/proc/self/fd"))) {
-      for (java.nio.file.Path fd : (Iterable<java.nio.file.Path>) fds::iterator) {
-        try {
-          if (java.nio.file.Files.readSymbolicLink(fd).toString().equals(file)) {
-            n++;
-          }
-        } catch (IOException gone) {
-          // closed while listed
-        }
-      }
-    }
-    return n;
   }
 }
