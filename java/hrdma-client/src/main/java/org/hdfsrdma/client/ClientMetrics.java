@@ -84,6 +84,8 @@ final class ClientMetrics extends HrdmaMetricsSource {
             fs.pipelineRecoveries())
         .addCounter(info("ChecksumErrors", "checksum errors met by readers"), fs.checksumErrors())
         .addCounter(info("BadReplicasReported", "replicas reported corrupt"), fs.badReplicasReported())
+        .addCounter(info("ShmReleaseBacklogs", "same-host connections closed: the DataNode took none of "
+            + "more shared-memory releases than its segment holds"), c == null ? 0 : c.sharedMemoryReleaseBacklogs())
         .addGauge(info("FilesBeingWritten", "files open for writing under this client's lease"),
             fs.filesBeingWritten())
         .addGauge(info("OpenConnections", "DataNode connections open"), c == null ? 0 : c.openConnections())

@@ -7,6 +7,8 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.hdfsrdma.nativelib.HrdmaNative;
 import org.hdfsrdma.nativelib.NativeShm;
@@ -15,6 +17,7 @@ import org.hdfsrdma.protocol.Message;
 import org.hdfsrdma.protocol.MessageCodec;
 import org.hdfsrdma.protocol.MessageKind;
 import org.hdfsrdma.protocol.SameHost;
+import org.hdfsrdma.transport.BufferPool;
 import org.hdfsrdma.transport.Endpoint;
 import org.hdfsrdma.transport.EndpointHandler;
 import org.hdfsrdma.transport.RegisteredBuffer;
@@ -42,6 +45,9 @@ final class DataNodeConnection implements EndpointHandler {
   private volatile IOException closedCause;
   private volatile long lastUsed = System.nanoTime();
   private volatile ClientSegment segment; // same-host reads by reference, once mapped
+  private volatile long segmentBytes; // the segment's size, once granted
+  private final AtomicInteger unsentReleases = new AtomicInteger(); // SHM_RELEASEs whose send has not completed
+  private final AtomicBoolean releaseBacklog = new AtomicBoolean(); // closed for unsent releases past the limit
   private volatile org.hdfsrdma.protocol.WriteSegment writeSegment; // same-host writes by reference, once mapped
   private final java.util.concurrent.atomic.AtomicBoolean writeSegmentAsked = new java.util.concurrent.atomic.AtomicBoolean();
   private volatile org.hdfsrdma.protocol.wire.ClientGate gate;
@@ -150,6 +156,7 @@ final class DataNodeConnection implements EndpointHandler {
           if (g.getBytes() < 1 || g.getBytes() > Integer.MAX_VALUE) {
             throw new ProtocolException("SHM_GRANT of a " + g.getBytes() + "-byte segment");
           }
+          segmentBytes = g.getBytes();
           segment = new ClientSegment(NativeShm.open(Path.of(g.getPath()), g.getBytes()));
         } catch (IOException | RuntimeException e) {
           decline(p.id()); // the DataNode frees it now, not when the connection ends
@@ -313,21 +320,66 @@ final class DataNodeConnection implements EndpointHandler {
     }
   }
 
+  /**
+   * The most SHM_RELEASEs that may wait unsent on a segment of {@code segmentBytes}: the slots it
+   * can hold at the smallest. The DataNode cuts its segment into slots of its transport's
+   * footprint of a packet (ShmHandler), whole pages of at least {@link BufferPool#MIN_CLASS}
+   * bytes on every transport, and reuses a slot only once its release arrived: an honest
+   * DataNode has at most that many packets out, so at most that many releases owed to it.
+   */
+  static int releaseLimit(long segmentBytes) {
+    return (int) Math.max(1, Math.min(Integer.MAX_VALUE, segmentBytes / BufferPool.MIN_CLASS));
+  }
+
+  /** SHM_RELEASEs sent and not yet gone (waiting for the DataNode's credits); tests. */
+  int unsentReleases() {
+    return unsentReleases.get();
+  }
+
+  /** The most SHM_RELEASEs that may wait unsent before the connection closes; tests. */
+  int releaseLimit() {
+    return releaseLimit(segmentBytes);
+  }
+
   /** Gives a packet's slot back to the DataNode; nothing to do once the connection is gone. */
   private void release(long id, long offset) {
     Endpoint ep = endpoint;
-    if (closedCause != null || ep == null) {
+    if (closedCause != null || ep == null || releaseBacklog.get()) {
+      return;
+    }
+    int unsent = unsentReleases.incrementAndGet();
+    if (unsent > releaseLimit()) {
+      unsentReleases.decrementAndGet();
+      releaseBacklog(ep, unsent);
       return;
     }
     try {
       ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.SHM_RELEASE, id,
           HrdmaProtos.ShmRelease.newBuilder().setOffset(offset).build())).whenComplete((v, t) -> {
+            unsentReleases.decrementAndGet();
             if (t != null) {
               releaseFailed(ep, t);
             }
           });
     } catch (TransportException | RuntimeException e) {
+      unsentReleases.decrementAndGet();
       releaseFailed(ep, e);
+    }
+  }
+
+  /**
+   * The DataNode sent more packets by reference than its segment holds while it took none of
+   * their releases (granted no credits for them): an honest one reuses a slot only once its
+   * release arrived. Rather than queue a release per packet for as long as it sends, the
+   * connection closes (the DataNode frees the segment with it, the readers read on elsewhere).
+   */
+  private void releaseBacklog(Endpoint ep, int unsent) {
+    if (releaseBacklog.compareAndSet(false, true)) {
+      client.sharedMemoryReleaseBacklog();
+      LOG.warn("hrdma client: {} grants no credits for shared-memory releases: {} not yet sent, more than its "
+          + "segment of {} bytes can have outstanding ({} packets at most), closing the connection", this, unsent,
+          segmentBytes, releaseLimit());
+      ep.close();
     }
   }
 

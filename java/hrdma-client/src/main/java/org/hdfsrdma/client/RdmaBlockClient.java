@@ -163,6 +163,7 @@ public final class RdmaBlockClient implements Closeable {
   private final java.util.concurrent.atomic.AtomicBoolean loggedProtection = new java.util.concurrent.atomic.AtomicBoolean();
   private final java.util.concurrent.atomic.AtomicLong shmRefusals = new java.util.concurrent.atomic.AtomicLong();
   private final java.util.concurrent.atomic.AtomicBoolean loggedShmRefusal = new java.util.concurrent.atomic.AtomicBoolean();
+  private final java.util.concurrent.atomic.AtomicLong shmReleaseBacklogs = new java.util.concurrent.atomic.AtomicLong();
   private volatile EncryptionKeys keys;
   private volatile boolean closed;
 
@@ -468,6 +469,18 @@ public final class RdmaBlockClient implements Closeable {
    */
   public long sharedMemoryRefusals() {
     return shmRefusals.get();
+  }
+
+  /**
+   * Connections to a same-host DataNode closed because it sent more packets by reference than its
+   * segment holds while taking none of their releases (SHM_RELEASEs queued for its credits).
+   */
+  public long sharedMemoryReleaseBacklogs() {
+    return shmReleaseBacklogs.get();
+  }
+
+  void sharedMemoryReleaseBacklog() {
+    shmReleaseBacklogs.incrementAndGet();
   }
 
   /**
