@@ -45,7 +45,8 @@ import org.slf4j.LoggerFactory;
  *
  * A bad message gets an ERROR naming what was wrong, and the connection stays open; an
  * oversized one closes the connection (its sender cannot be trusted to frame the next).
- * Idle connections and stalled writes are closed by {@link #sweep} (the plugin's timer).
+ * Idle connections, connections whose peers take nothing they are sent, and stalled writes are
+ * closed by {@link #sweep} (the plugin's timer).
  * Thread-safe.
  */
 final class RequestDispatcher implements EndpointHandler {
