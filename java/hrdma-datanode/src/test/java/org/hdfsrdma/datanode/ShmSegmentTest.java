@@ -211,14 +211,14 @@ class ShmSegmentTest {
   void packetsHeldByReferenceStallUntilReleased() throws Exception {
     NativeShm.Segment mem = NativeShm.create(dir.resolve("stall"), 2L * SLOT);
     ShmSegment s = new ShmSegment(mem, pool, SLOT, new java.util.concurrent.atomic.AtomicLong(), () -> { });
+    List<Long> offsets = new ArrayList<>();
+    RecordingWire ep = new RecordingWire(pool, m -> {
+      if (m.kind() == org.hdfsrdma.protocol.MessageKind.DATA_REF) {
+        offsets.add(m.shmRef().getOffset());
+      }
+    }, e -> { });
     try {
       assertTrue(s.clientMapped());
-      List<Long> offsets = new ArrayList<>();
-      RecordingWire ep = new RecordingWire(pool, m -> {
-        if (m.kind() == org.hdfsrdma.protocol.MessageKind.DATA_REF) {
-          offsets.add(m.shmRef().getOffset());
-        }
-      }, e -> { });
       long t0 = System.nanoTime();
       assertEquals(0, s.stallNanos(t0 + 10_000_000_000L), "nothing held: no stall");
       RegisteredBuffer p = s.allocate(4096);
@@ -235,6 +235,7 @@ class ShmSegmentTest {
       assertEquals(0, s.stallNanos(System.nanoTime() + 10_000_000_000L), "all released: no stall");
     } finally {
       s.close();
+      ep.close();
     }
   }
 
