@@ -129,15 +129,18 @@ class StalledReadTest {
         // it got what its credits let the DataNode send, and the rest waits for it
         await(() -> reader.received.get() == PEER_CREDITS && plugin.queuedAnswers() > 0,
             () -> "received " + reader.received + ", queued " + plugin.queuedAnswers());
-        ep.closeFuture().handle((v, t) -> null).get(WRITE_TIMEOUT_MS + WAIT_MS, TimeUnit.MILLISECONDS);
+        await(() -> plugin.stalledConnectionsClosed() > stalled, WRITE_TIMEOUT_MS + WAIT_MS,
+            () -> "not closed by the write timeout");
         long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
         assertTrue(tookMs >= WRITE_TIMEOUT_MS - 200, "closed after " + tookMs + " ms, before the write timeout");
-        assertEquals(stalled + 1, plugin.stalledConnectionsClosed(), "not closed by the write timeout");
+        assertEquals(stalled + 1, plugin.stalledConnectionsClosed());
         assertEquals(idle, plugin.idleConnectionsClosed());
         // its slot, its read and its packets' buffers are given back
         await(() -> plugin.openConnections() == open && plugin.queuedAnswers() == 0,
             () -> plugin.openConnections() + " connections open (" + open + " before), " + plugin.queuedAnswers()
                 + " answers queued");
+        // and the peer is told
+        ep.closeFuture().handle((v, t) -> null).get(WAIT_MS, TimeUnit.MILLISECONDS);
         reader.releaseAll();
         await(() -> plugin.buffersOutstanding() <= buffers,
             () -> plugin.buffersOutstanding() + " buffers outstanding, " + buffers + " before");
@@ -226,7 +229,11 @@ class StalledReadTest {
   }
 
   private static void await(BooleanSupplier cond, Supplier<String> what) throws InterruptedException {
-    long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(WAIT_MS);
+    await(cond, WAIT_MS, what);
+  }
+
+  private static void await(BooleanSupplier cond, long ms, Supplier<String> what) throws InterruptedException {
+    long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms);
     while (!cond.getAsBoolean()) {
       if (System.nanoTime() > end) {
         fail(what.get());
