@@ -26,6 +26,7 @@ final class Connection {
   private volatile WriteShmSegment writeSegment; // set under this, read without (the I/O thread copies out)
   private final ConcurrentHashMap<Long, BlockWriteTask> writes = new ConcurrentHashMap<>();
   private volatile long lastActive = System.nanoTime();
+  private final java.util.concurrent.atomic.AtomicBoolean sweptClosed = new java.util.concurrent.atomic.AtomicBoolean();
   /** Writes open on all the plugin's connections, and how many may be. */
   private final AtomicInteger openWritesAll;
   private final int maxWrites;
@@ -53,6 +54,25 @@ final class Connection {
 
   long lastActiveNanos() {
     return lastActive;
+  }
+
+  /**
+   * For how long, at {@code now}, what this connection sends has waited with none of it taken:
+   * its endpoint's sends ({@link Endpoint#sendStallNanos}) or, over a shared-memory segment,
+   * packets sent by reference and not released ({@link ShmSegment#stallNanos}); 0 when nothing waits.
+   */
+  long sendStallNanos(long now) {
+    long n = ep.sendStallNanos(now);
+    ShmSegment s = segment;
+    return s == null ? n : Math.max(n, s.stallNanos(now));
+  }
+
+  /**
+   * The sweep closes this connection for a timeout: true the first time only, so that a
+   * connection whose close takes a while is logged and counted once.
+   */
+  boolean closingForTimeout() {
+    return sweptClosed.compareAndSet(false, true);
   }
 
   /** Whether an operation is in progress: a read served or queued, a write open. */

@@ -4,11 +4,12 @@ import org.apache.hadoop.conf.Configuration;
 
 /**
  * How much any one peer may take of this DataNode's plugin: connections, time, message
- * sizes. Stock's counterparts: dfs.datanode.max.transfer.threads (connections) and the 60 s
- * socket timeout of every DataXceiver (dfs.client.socket-timeout). Immutable.
+ * sizes. Stock's counterparts: dfs.datanode.max.transfer.threads (connections), the 60 s
+ * socket timeout of every DataXceiver (dfs.client.socket-timeout) and its socket write timeout
+ * (dfs.datanode.socket.write.timeout). Immutable.
  */
 record DataNodeLimits(int maxConnections, long idleTimeoutMs, long packetTimeoutMs, int maxRequestBytes,
-    int maxPacketBytes) {
+    int maxPacketBytes, long writeTimeoutMs) {
 
   /** Connections open at once on all transports; more are refused at the hello (REFUSED). */
   static final String MAX_CONNECTIONS_KEY = HrdmaDataNodeKeys.MAX_CONNECTIONS_KEY;
@@ -26,7 +27,21 @@ record DataNodeLimits(int maxConnections, long idleTimeoutMs, long packetTimeout
   static final String MAX_PACKET_BYTES_KEY = HrdmaDataNodeKeys.WRITE_MAX_PACKET_BYTES_KEY;
   static final int MAX_PACKET_BYTES_DEFAULT = HrdmaDataNodeKeys.WRITE_MAX_PACKET_BYTES_DEFAULT; // the client sends 1 MiB (hrdma.client.write.packet-bytes)
 
+  /**
+   * Stock's key: a connection whose sends wait and none of which completes for this long is
+   * closed (stock's DataXceiver writes with this timeout). 0 or less: no such timeout, as in stock.
+   */
+  static final String WRITE_TIMEOUT_KEY = org.apache.hadoop.hdfs.client.HdfsClientConfigKeys
+      .DFS_DATANODE_SOCKET_WRITE_TIMEOUT_KEY;
+  static final long WRITE_TIMEOUT_DEFAULT = org.apache.hadoop.hdfs.protocol.HdfsConstants.WRITE_TIMEOUT; // 8 min
+
+  DataNodeLimits(int maxConnections, long idleTimeoutMs, long packetTimeoutMs, int maxRequestBytes,
+      int maxPacketBytes) {
+    this(maxConnections, idleTimeoutMs, packetTimeoutMs, maxRequestBytes, maxPacketBytes, WRITE_TIMEOUT_DEFAULT);
+  }
+
   DataNodeLimits {
+    writeTimeoutMs = Math.max(0, writeTimeoutMs); // stock: a timeout only when positive
     if (maxConnections <= 0 || idleTimeoutMs <= 0 || packetTimeoutMs <= 0 || maxRequestBytes < 1024
         || maxPacketBytes < 512) {
       throw new IllegalArgumentException("bad DataNode limits: " + MAX_CONNECTIONS_KEY + "=" + maxConnections
@@ -41,7 +56,8 @@ record DataNodeLimits(int maxConnections, long idleTimeoutMs, long packetTimeout
         conf.getLong(IDLE_TIMEOUT_KEY, IDLE_TIMEOUT_DEFAULT),
         packetTimeoutMs(conf),
         conf.getInt(MAX_REQUEST_BYTES_KEY, MAX_REQUEST_BYTES_DEFAULT),
-        conf.getInt(MAX_PACKET_BYTES_KEY, MAX_PACKET_BYTES_DEFAULT));
+        conf.getInt(MAX_PACKET_BYTES_KEY, MAX_PACKET_BYTES_DEFAULT),
+        conf.getLong(WRITE_TIMEOUT_KEY, WRITE_TIMEOUT_DEFAULT));
   }
 
   /**

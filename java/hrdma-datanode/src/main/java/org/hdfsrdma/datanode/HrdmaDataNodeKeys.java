@@ -197,7 +197,11 @@ public final class HrdmaDataNodeKeys {
   /** Connections a DataNode plugin serves at once on all transports (as dfs.datanode.max.transfer.threads). */
   public static final String MAX_CONNECTIONS_KEY = "hrdma.datanode.max-connections";
   public static final int MAX_CONNECTIONS_DEFAULT = 4096;
-  /** A client connection with no operation in progress for this long is closed (ms. */
+  /**
+   * A client connection with no operation in progress for this long is closed (ms). One whose
+   * sends make no progress is closed at stock's dfs.datanode.socket.write.timeout instead
+   * ({@link DataNodeLimits#WRITE_TIMEOUT_KEY}).
+   */
   public static final String IDLE_TIMEOUT_MS_KEY = "hrdma.datanode.idle-timeout-ms";
   public static final long IDLE_TIMEOUT_MS_DEFAULT = 60_000;
   /**

@@ -46,6 +46,8 @@ final class PluginMetrics extends HrdmaMetricsSource {
         .addGauge(info("BuffersOutstanding", "registered buffers handed out and not returned"),
             plugin.buffersOutstanding())
         .addGauge(info("QueuedAnswers", "answers waiting for their peers' credits"), plugin.queuedAnswers())
+        .addCounter(info("StalledConnectionsClosed", "connections closed that took none of what they were sent"
+            + " for dfs.datanode.socket.write.timeout"), plugin.stalledConnectionsClosed())
         .addCounter(info("AnswerBacklogStalls", "times a peer owed a window of answers was granted no more credits"
             + " (all endpoints of the process)"), plugin.answerBacklogStalls())
         .addCounter(info("ReadsPreparedAhead", "reads whose disk reads started before their turn"),

@@ -224,8 +224,9 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
         this::connector, setupTimeoutMs, diskIo, writeShm, new MirrorPool(mirrorPool, mirrorIdleMs)));
     ScheduledThreadPoolExecutor timer = newTimer("hrdma-dn-timer-" + dn.xferPort());
     // a tenth of the shorter timeout: a write times out at most 10% late (stock's is on the socket read)
-    long sweepMs = Math.max(50, Math.min(1000, Math.min(Math.min(limits.idleTimeoutMs(), limits.packetTimeoutMs()),
-        mirrorIdleMs) / 10));
+    long sweepMs = Math.max(50, Math.min(1000, Math.min(Math.min(Math.min(limits.idleTimeoutMs(),
+        limits.packetTimeoutMs()), mirrorIdleMs), limits.writeTimeoutMs() > 0 ? limits.writeTimeoutMs()
+            : Long.MAX_VALUE) / 10));
     timer.scheduleWithFixedDelay(() -> {
       try {
         d.sweep();
@@ -695,6 +696,16 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   public long refusedConnections() {
     synchronized (lock) {
       return dispatcher == null ? 0 : dispatcher.refusedConnections();
+    }
+  }
+
+  /**
+   * Connections closed because they took none of what they were sent for
+   * {@value DataNodeLimits#WRITE_TIMEOUT_KEY} (tests, metrics).
+   */
+  public long stalledConnectionsClosed() {
+    synchronized (lock) {
+      return dispatcher == null ? 0 : dispatcher.stalledClosed();
     }
   }
 

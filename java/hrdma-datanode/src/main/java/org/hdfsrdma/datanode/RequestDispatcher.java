@@ -45,7 +45,8 @@ import org.slf4j.LoggerFactory;
  *
  * A bad message gets an ERROR naming what was wrong, and the connection stays open; an
  * oversized one closes the connection (its sender cannot be trusted to frame the next).
- * Idle connections and stalled writes are closed by {@link #sweep} (the plugin's timer).
+ * Idle connections, connections whose peers take nothing they are sent, and stalled writes are
+ * closed by {@link #sweep} (the plugin's timer).
  * Thread-safe.
  */
 final class RequestDispatcher implements EndpointHandler {
@@ -72,6 +73,7 @@ final class RequestDispatcher implements EndpointHandler {
   private final AtomicLong refusedConnections = new AtomicLong();
   private final AtomicLong oversizedMessages = new AtomicLong();
   private final AtomicLong idleClosed = new AtomicLong();
+  private final AtomicLong stalledClosed = new AtomicLong();
 
   RequestDispatcher(OpContext ctx) {
     this.ctx = ctx;
@@ -120,6 +122,11 @@ final class RequestDispatcher implements EndpointHandler {
   /** Connections closed for the idle timeout. */
   long idleClosed() {
     return idleClosed.get();
+  }
+
+  /** Connections closed because their sends made no progress for {@value DataNodeLimits#WRITE_TIMEOUT_KEY}. */
+  long stalledClosed() {
+    return stalledClosed.get();
   }
 
   /** Answers waiting for their peers' credits on all connections (a snapshot). */
@@ -255,18 +262,34 @@ final class RequestDispatcher implements EndpointHandler {
 
   /**
    * Closes connections idle for {@value DataNodeLimits#IDLE_TIMEOUT_KEY} (no operation in
-   * progress) and fails writes that received no packet for
-   * {@value DataNodeLimits#PACKET_TIMEOUT_KEY}. Run by the plugin's timer; never blocks.
+   * progress), closes connections whose sends wait and none of which completed for
+   * {@value DataNodeLimits#WRITE_TIMEOUT_KEY} (a peer that takes nothing it is sent: stock's
+   * DataXceiver writes with that timeout; busy or not), and fails writes that received no packet
+   * for {@value DataNodeLimits#PACKET_TIMEOUT_KEY}. Run by the plugin's timer; never blocks.
    */
   void sweep() {
     long now = System.nanoTime();
     long idleNs = limits.idleTimeoutMs() * 1_000_000L;
     long packetNs = limits.packetTimeoutMs() * 1_000_000L;
+    long writeNs = limits.writeTimeoutMs() * 1_000_000L; // 0: none
     for (Connection c : conns.values()) {
       for (BlockWriteTask w : c.writes()) {
         w.checkPacketTimeout(now, packetNs);
       }
-      if (!c.busy() && now - c.lastActiveNanos() > idleNs) {
+      long stalledNs = writeNs > 0 ? c.sendStallNanos(now) : 0;
+      if (stalledNs > writeNs && writeNs > 0) {
+        if (c.closingForTimeout()) {
+          stalledClosed.incrementAndGet();
+          LOG.info("hrdma datanode: closing the connection of {}: it took none of what it was sent for {} ms"
+              + " ({} sends waiting for its credits, others for the transport or its releases), more than {} ms"
+              + " ({})",
+              c.endpoint().remoteAddress(), TimeUnit.NANOSECONDS.toMillis(stalledNs), c.endpoint().pendingSends(),
+              limits.writeTimeoutMs(), DataNodeLimits.WRITE_TIMEOUT_KEY);
+          c.endpoint().close();
+        }
+        continue;
+      }
+      if (!c.busy() && now - c.lastActiveNanos() > idleNs && c.closingForTimeout()) {
         idleClosed.incrementAndGet();
         LOG.info("hrdma datanode: closing the connection of {}: idle for more than {} ms ({})",
             c.endpoint().remoteAddress(), limits.idleTimeoutMs(), DataNodeLimits.IDLE_TIMEOUT_KEY);

@@ -46,6 +46,8 @@ final class ShmSegment extends SlottedSegment {
   private final BufferAllocator fallback;
   private final HashMap<Long, Ref> refs = new HashMap<>();    // guarded by this: offset -> held by the client
   private boolean mapped;    // guarded by this: the client mapped it; packets go by reference
+  /** nanoTime of the last release, or of the first reference sent while the client held none; guarded by this. */
+  private long refsProgressNanos;
   private volatile boolean fileRemoved; // removeFile() did: closing touches no directory
   private final AtomicLong byReference;
 
@@ -165,6 +167,9 @@ final class ShmSegment extends SlottedSegment {
         return CompletableFuture.failedFuture(new TransportException("connection to " + ep.remoteAddress()
             + " closed"));
       }
+      if (refs.isEmpty()) {
+        refsProgressNanos = System.nanoTime();
+      }
       refs.put(offset, r);
     }
     byReference.incrementAndGet();
@@ -194,6 +199,16 @@ final class ShmSegment extends SlottedSegment {
   }
 
   /**
+   * For how long, at {@code now}, the client has held packets sent by reference and given none
+   * back: 0 while it holds none. Such a send completes only at its release, so a same-host
+   * client that takes its DATA_REFs (their credits come back) and never releases a slot stalls
+   * its reads as one that takes nothing ({@link Endpoint#sendStallNanos}).
+   */
+  synchronized long stallNanos(long now) {
+    return refs.isEmpty() ? 0 : Math.max(0, now - refsProgressNanos);
+  }
+
+  /**
    * The client's SHM_RELEASE of the packet at {@code offset}.
    *
    * @return false when the client holds no packet there (a bad or repeated release)
@@ -202,6 +217,9 @@ final class ShmSegment extends SlottedSegment {
     Ref r;
     synchronized (this) {
       r = refs.remove(offset);
+      if (r != null) {
+        refsProgressNanos = System.nanoTime();
+      }
     }
     if (r == null) {
       return false;

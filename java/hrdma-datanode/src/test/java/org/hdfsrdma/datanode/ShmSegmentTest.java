@@ -202,6 +202,44 @@ class ShmSegmentTest {
   }
 
   /**
+   * The stall the DataNode's sweep closes a connection for (dfs.datanode.socket.write.timeout):
+   * measured from the first reference the client holds, reset by each release, none once it holds
+   * nothing; the DATA_REF's own send completed at once (its credit came back), so only the
+   * segment knows the packet is not taken.
+   */
+  @Test
+  void packetsHeldByReferenceStallUntilReleased() throws Exception {
+    NativeShm.Segment mem = NativeShm.create(dir.resolve("stall"), 2L * SLOT);
+    ShmSegment s = new ShmSegment(mem, pool, SLOT, new java.util.concurrent.atomic.AtomicLong(), () -> { });
+    List<Long> offsets = new ArrayList<>();
+    RecordingWire ep = new RecordingWire(pool, m -> {
+      if (m.kind() == org.hdfsrdma.protocol.MessageKind.DATA_REF) {
+        offsets.add(m.shmRef().getOffset());
+      }
+    }, e -> { });
+    try {
+      assertTrue(s.clientMapped());
+      long t0 = System.nanoTime();
+      assertEquals(0, s.stallNanos(t0 + 10_000_000_000L), "nothing held: no stall");
+      RegisteredBuffer p = s.allocate(4096);
+      p.nio().limit(4096);
+      java.util.concurrent.CompletableFuture<Void> f = ShmSegment.send(ep, 1, p);
+      assertEquals(1, offsets.size());
+      assertEquals(0, ep.sendStallNanos(System.nanoTime()), "the DATA_REF itself was sent");
+      assertFalse(f.isDone(), "the packet's send completes at its release");
+      long t1 = System.nanoTime();
+      long stall = s.stallNanos(t1 + 5_000_000_000L);
+      assertTrue(stall >= 5_000_000_000L && stall <= 5_000_000_000L + (t1 - t0), "stall " + stall);
+      assertTrue(s.released(offsets.get(0)));
+      assertTrue(f.isDone());
+      assertEquals(0, s.stallNanos(System.nanoTime() + 10_000_000_000L), "all released: no stall");
+    } finally {
+      s.close();
+      ep.close();
+    }
+  }
+
+  /**
    * A connection closes on its transport's I/O thread: a segment whose file was removed once the
    * client mapped it sends no unlink to the directory then (it may be on a disk). A file put at
    * its path afterwards stands for the directory: it is left alone.

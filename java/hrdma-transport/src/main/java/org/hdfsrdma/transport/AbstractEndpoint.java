@@ -39,6 +39,12 @@ import org.slf4j.LoggerFactory;
  * withholds: if both sides did, each could wait for the other's credits for ever (a client whose
  * writes queue behind a slow disk would withhold, the DataNode's acks then back up and it would
  * withhold too).
+ *
+ * <p>Send progress: {@link #sendStallNanos} tells for how long sends have waited here (queued
+ * for the peer's credits, or handed to the transport and not completed) without any of them
+ * completing, so that the owner can close a connection whose peer takes nothing (a DataNode does
+ * at dfs.datanode.socket.write.timeout, as stock's DataXceiver). Kept with an atomic count and a
+ * volatile time, and no allocation: each send's future (which existed before) counts itself.
  */
 public abstract class AbstractEndpoint implements Endpoint {
   protected final EndpointHandler handler;
@@ -67,6 +73,10 @@ public abstract class AbstractEndpoint implements Endpoint {
   private volatile boolean writable = true;
   private volatile boolean closed;
   private boolean announced; // the hello finished: the handler knows this endpoint
+  /** Sends queued for credits or passed to {@link #doSend} whose future has not completed. */
+  private final AtomicInteger waitingSends = new AtomicInteger();
+  /** nanoTime of the last send completion, or of the start of a wait when no send waited before. */
+  private volatile long sendProgressNanos = System.nanoTime();
 
   /** Endpoints of every transport in this process not closed yet. */
   private static final Set<AbstractEndpoint> OPEN = ConcurrentHashMap.newKeySet();
@@ -74,7 +84,57 @@ public abstract class AbstractEndpoint implements Endpoint {
   private static final AtomicLong STALLS = new AtomicLong();
   private static final Logger LOG = LoggerFactory.getLogger(AbstractEndpoint.class);
 
-  private record PendingSend(RegisteredBuffer message, CompletableFuture<Void> done) {}
+  private record PendingSend(RegisteredBuffer message, SendFuture done) {}
+
+  /**
+   * A send's future, counted in {@link #waitingSends} from the time the send is queued or passed
+   * to the transport until it completes (however: sent, failed, cancelled).
+   */
+  private final class SendFuture extends CompletableFuture<Void> {
+    private boolean counted; // set on the I/O thread before the transport or the queue has it
+
+    void count() {
+      counted = true;
+      if (waitingSends.get() == 0) {
+        sendProgressNanos = System.nanoTime(); // a wait begins: measured from now, not the last send
+      }
+      waitingSends.incrementAndGet();
+    }
+
+    private void ended() {
+      if (counted) {
+        sendProgressNanos = System.nanoTime();
+        waitingSends.decrementAndGet();
+      }
+    }
+
+    @Override
+    public boolean complete(Void value) {
+      boolean r = super.complete(value);
+      if (r) {
+        ended();
+      }
+      return r;
+    }
+
+    @Override
+    public boolean completeExceptionally(Throwable ex) {
+      boolean r = super.completeExceptionally(ex);
+      if (r) {
+        ended();
+      }
+      return r;
+    }
+
+    @Override
+    public boolean cancel(boolean mayInterruptIfRunning) {
+      boolean r = super.cancel(mayInterruptIfRunning);
+      if (r) {
+        ended();
+      }
+      return r;
+    }
+  }
 
   protected AbstractEndpoint(InetSocketAddress remote, EndpointHandler handler) {
     this.remote = remote;
@@ -148,7 +208,7 @@ public abstract class AbstractEndpoint implements Endpoint {
   @Override
   public final CompletableFuture<Void> send(RegisteredBuffer message) {
     FrameTap.sent(message);
-    CompletableFuture<Void> done = new CompletableFuture<>();
+    SendFuture done = new SendFuture();
     // In the order of the calls: a send on the I/O thread goes at once only when no earlier
     // send from another thread still waits in the I/O thread's queue (a DataNode acks upstream
     // from its disk thread and from the I/O thread its downstream's acks come in on; with both
@@ -171,7 +231,7 @@ public abstract class AbstractEndpoint implements Endpoint {
     return done;
   }
 
-  private void sendOnIo(RegisteredBuffer message, CompletableFuture<Void> done) {
+  private void sendOnIo(RegisteredBuffer message, SendFuture done) {
     if (closed) {
       message.release();
       done.completeExceptionally(new TransportException.Closed("endpoint closed"));
@@ -184,6 +244,7 @@ public abstract class AbstractEndpoint implements Endpoint {
           "message of " + n + " bytes exceeds the peer's limit of " + peerMaxMessage));
       return;
     }
+    done.count();
     if (sendCredits > 0 && pending.isEmpty()) {
       sendCredits--;
       doSend(message, done);
@@ -197,6 +258,14 @@ public abstract class AbstractEndpoint implements Endpoint {
   @Override
   public int pendingSends() {
     return pendingCount;
+  }
+
+  @Override
+  public long sendStallNanos(long now) {
+    if (waitingSends.get() == 0) {
+      return 0;
+    }
+    return Math.max(0, now - sendProgressNanos);
   }
 
   /**

@@ -41,6 +41,19 @@ public interface Endpoint extends AutoCloseable {
   }
 
   /**
+   * For how long sends have waited on this endpoint with none of them completing, at
+   * {@code now} ({@link System#nanoTime}; any thread, a snapshot): 0 while no send waits, else
+   * the time since the last send completed or, if later, since a send began waiting when none
+   * did. A send waits from {@link #send} until its future completes: queued for the peer's
+   * credits, or handed to the transport and not yet sent (over tcp: not yet written to the
+   * socket). A peer that takes nothing makes this grow; one that takes its messages, however
+   * slowly, resets it with each.
+   */
+  default long sendStallNanos(long now) {
+    return 0;
+  }
+
+  /**
    * Makes {@code buffer} (position to limit) reachable for one-sided access
    * by the peer and returns its descriptor, to be sent to the peer in a
    * message. The caller keeps its reference and must keep the buffer alive

@@ -119,6 +119,47 @@ class AbstractEndpointTest {
   }
 
   /**
+   * The stall a DataNode closes a connection for: none while no send waits; measured from the
+   * start of a wait (not from the last send of long ago), over sends queued for credits and sends
+   * on the wire not completed; reset by each completion, whether it succeeded or not, and by none
+   * of the other sends; none once the connection closed.
+   */
+  @Test
+  void sendStallCountsSendsQueuedOrOnTheWireUntilTheyComplete() throws Exception {
+    FakeEndpoint ep = new FakeEndpoint(new Recorder());
+    ep.hello(1, 8);
+    long far = 3_600_000_000_000L;
+    assertEquals(0, ep.sendStallNanos(System.nanoTime() + far), "nothing sent: no stall");
+    long t0 = System.nanoTime();
+    CompletableFuture<Void> a = ep.send(pool.allocate(10)); // on the wire
+    CompletableFuture<Void> b = ep.send(pool.allocate(10)); // waits for a credit
+    long t1 = System.nanoTime();
+    long s = ep.sendStallNanos(t1 + far);
+    assertTrue(s >= far && s <= far + (t1 - t0), "measured from the first send: " + s);
+    ep.pendingDone.get(0).complete(null);
+    assertTrue(a.isDone());
+    long t2 = System.nanoTime();
+    s = ep.sendStallNanos(t2 + far);
+    assertTrue(s >= far && s <= far + (System.nanoTime() - t1), "b still waits, from a's completion: " + s);
+    ep.creditsGranted(1);
+    assertEquals(2, ep.wire.size());
+    assertTrue(ep.sendStallNanos(System.nanoTime() + far) > 0, "b is on the wire, not completed");
+    ep.pendingDone.get(1).completeExceptionally(new TransportException("failed"));
+    assertTrue(b.isDone());
+    assertEquals(0, ep.sendStallNanos(System.nanoTime() + far), "all completed");
+    // a send that waits fails when the connection closes: nothing waits then
+    CompletableFuture<Void> c = ep.send(pool.allocate(10)); // both wait for a credit
+    ep.send(pool.allocate(10));
+    assertEquals(2, ep.wire.size());
+    assertTrue(ep.sendStallNanos(System.nanoTime() + far) > 0);
+    ep.close();
+    assertTrue(c.isCompletedExceptionally());
+    assertEquals(0, ep.sendStallNanos(System.nanoTime() + far), "closed: nothing waits");
+    ep.wire.forEach(RegisteredBuffer::release);
+    assertEquals(0, pool.buffersOutstanding());
+  }
+
+  /**
    * The accepting side answers each message and releases it at once; the peer grants nothing back.
    * Once a window of answers waits for the peer's credits, released messages are no longer granted
    * back; the credits held back go out, all of them, once the peer takes enough for the queue to

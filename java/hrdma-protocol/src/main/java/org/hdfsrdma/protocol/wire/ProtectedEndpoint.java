@@ -166,6 +166,11 @@ public final class ProtectedEndpoint implements Endpoint {
   }
 
   @Override
+  public long sendStallNanos(long now) {
+    return raw.sendStallNanos(now);
+  }
+
+  @Override
   public RemoteRegion expose(RegisteredBuffer buffer) {
     throw new UnsupportedOperationException("one-sided access is off on a protected connection");
   }

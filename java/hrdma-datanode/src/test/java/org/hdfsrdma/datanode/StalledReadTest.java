@@ -1,0 +1,244 @@
+package org.hdfsrdma.datanode;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.io.File;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.util.Queue;
+import java.util.Random;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.hdfs.DFSConfigKeys;
+import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
+import org.apache.hadoop.hdfs.protocol.HdfsConstants.DatanodeReportType;
+import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.hdfsrdma.protocol.BlockOps;
+import org.hdfsrdma.protocol.Message;
+import org.hdfsrdma.protocol.MessageCodec;
+import org.hdfsrdma.protocol.MessageKind;
+import org.hdfsrdma.protocol.RdmaPorts;
+import org.hdfsrdma.transport.Endpoint;
+import org.hdfsrdma.transport.EndpointHandler;
+import org.hdfsrdma.transport.RegisteredBuffer;
+import org.hdfsrdma.transport.TransportConf;
+import org.hdfsrdma.transport.select.HrdmaConnector;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * dfs.datanode.socket.write.timeout on the plugin's connections: a peer that asks for a block
+ * READ and takes none of its packets (holds them: grants no credits back) keeps its read in
+ * progress, so the idle timeout never applies; the DataNode closes it once none of its sends has
+ * completed for the write timeout, counts it, and gets its read task, its connection slot and
+ * its packets' buffers back. A slow but honest reader, taking a packet about every second (less
+ * than the timeout apart), reads the whole block and keeps its connection. On every transport.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class StalledReadTest {
+  private static final long WAIT_MS = 30_000;
+  private static final long WRITE_TIMEOUT_MS = 3_000;
+  private static final long IDLE_MS = 600_000; // never the reason here
+  private static final int BLOCK_BYTES = 6 << 20; // about 6 packets of 1 MiB
+  /** What the reading peer advertises: READ_RESPONSE and one packet, then the rest wait for it. */
+  private static final int PEER_CREDITS = 2;
+
+  private MiniDFSCluster cluster;
+  private Configuration conf;
+  private LocatedBlock block;
+
+  @BeforeAll
+  void startCluster() throws IOException {
+    conf = new Configuration();
+    conf.set(DFSConfigKeys.DFS_DATANODE_PLUGINS_KEY, RdmaDataNodePlugin.class.getName());
+    conf.set(TransportConf.CONNECT_TIMEOUT_KEY, "3000");
+    conf.setLong(HrdmaDataNodeKeys.IDLE_TIMEOUT_MS_KEY, IDLE_MS);
+    conf.setLong(DataNodeLimits.WRITE_TIMEOUT_KEY, WRITE_TIMEOUT_MS);
+    File base = new File("target/test-dir/" + getClass().getSimpleName());
+    cluster = new MiniDFSCluster.Builder(conf, base).numDataNodes(1).build();
+    cluster.waitActive();
+    DistributedFileSystem fs = cluster.getFileSystem();
+    Path p = new Path("/stalled-read");
+    byte[] data = new byte[BLOCK_BYTES];
+    new Random(7).nextBytes(data);
+    try (FSDataOutputStream out = fs.create(p, (short) 1)) {
+      out.write(data);
+    }
+    block = fs.getClient().getLocatedBlocks(p.toString(), 0).get(0);
+    assertEquals(BLOCK_BYTES, block.getBlockSize());
+  }
+
+  @AfterAll
+  void stopCluster() {
+    if (cluster != null) {
+      cluster.shutdown();
+    }
+  }
+
+  /** Keeps what it is sent until the test releases it (a hoarder grants nothing back). */
+  private static final class Reader implements EndpointHandler {
+    final Queue<RegisteredBuffer> held = new ConcurrentLinkedQueue<>();
+    final AtomicInteger received = new AtomicInteger();
+
+    @Override
+    public void onMessage(Endpoint endpoint, RegisteredBuffer message) {
+      received.incrementAndGet();
+      held.add(message);
+    }
+
+    void releaseAll() {
+      RegisteredBuffer m;
+      while ((m = held.poll()) != null) {
+        m.release();
+      }
+    }
+  }
+
+  @ParameterizedTest(name = "a reader that takes no packet is closed, over {0}")
+  @ValueSource(strings = {"tcp", "ucx", "stream"})
+  @Timeout(120)
+  void readerThatTakesNoPacketIsClosedAtTheWriteTimeout(String transport) throws Exception {
+    RdmaDataNodePlugin plugin = plugin();
+    long stalled = plugin.stalledConnectionsClosed();
+    long idle = plugin.idleConnectionsClosed();
+    int open = plugin.openConnections();
+    long buffers = plugin.buffersOutstanding();
+    Reader reader = new Reader();
+    try (HrdmaConnector connector = new HrdmaConnector(peerConf(transport))) {
+      HrdmaConnector.Connection c = connector.connect(service(), reader);
+      assertEquals(transport, c.transport());
+      Endpoint ep = c.endpoint();
+      try {
+        long start = System.nanoTime();
+        sendRead(ep, 1);
+        // it got what its credits let the DataNode send, and the rest waits for it
+        await(() -> reader.received.get() == PEER_CREDITS && plugin.queuedAnswers() > 0,
+            () -> "received " + reader.received + ", queued " + plugin.queuedAnswers());
+        await(() -> plugin.stalledConnectionsClosed() > stalled, WRITE_TIMEOUT_MS + WAIT_MS,
+            () -> "not closed by the write timeout");
+        long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+        assertTrue(tookMs >= WRITE_TIMEOUT_MS - 200, "closed after " + tookMs + " ms, before the write timeout");
+        assertEquals(stalled + 1, plugin.stalledConnectionsClosed());
+        assertEquals(idle, plugin.idleConnectionsClosed());
+        // its slot, its read and its packets' buffers are given back
+        await(() -> plugin.openConnections() == open && plugin.queuedAnswers() == 0,
+            () -> plugin.openConnections() + " connections open (" + open + " before), " + plugin.queuedAnswers()
+                + " answers queued");
+        // and the peer is told
+        ep.closeFuture().handle((v, t) -> null).get(WAIT_MS, TimeUnit.MILLISECONDS);
+        reader.releaseAll();
+        await(() -> plugin.buffersOutstanding() <= buffers,
+            () -> plugin.buffersOutstanding() + " buffers outstanding, " + buffers + " before");
+      } finally {
+        ep.close();
+        ep.closeFuture().handle((v, t) -> null).get(WAIT_MS, TimeUnit.MILLISECONDS);
+        reader.releaseAll();
+      }
+    }
+  }
+
+  @ParameterizedTest(name = "a slow reader is not closed, over {0}")
+  @ValueSource(strings = {"tcp", "ucx", "stream"})
+  @Timeout(120)
+  void slowReaderTakingAPacketASecondKeepsItsConnection(String transport) throws Exception {
+    RdmaDataNodePlugin plugin = plugin();
+    long stalled = plugin.stalledConnectionsClosed();
+    Reader reader = new Reader();
+    try (HrdmaConnector connector = new HrdmaConnector(peerConf(transport))) {
+      HrdmaConnector.Connection c = connector.connect(service(), reader);
+      assertEquals(transport, c.transport());
+      Endpoint ep = c.endpoint();
+      try {
+        long start = System.nanoTime();
+        sendRead(ep, 1);
+        long end = start + TimeUnit.MILLISECONDS.toNanos(WAIT_MS + 4 * WRITE_TIMEOUT_MS);
+        int packets = 0;
+        boolean last = false;
+        while (!last) {
+          assertTrue(System.nanoTime() < end, "read not done: " + packets + " packets");
+          assertFalse(ep.closeFuture().isDone(), "a slow reader's connection closed after " + packets + " packets");
+          RegisteredBuffer b = reader.held.poll();
+          if (b == null) {
+            Thread.sleep(10);
+            continue;
+          }
+          Message m = MessageCodec.decode(b);
+          try {
+            if (m.kind() == MessageKind.DATA_PACKET) {
+              packets++;
+              last = m.packetHeader().getLastPacketInBlock();
+            } else {
+              assertEquals(MessageKind.READ_RESPONSE, m.kind(), m.toString());
+            }
+          } finally {
+            Thread.sleep(900); // a packet about every second: less than the write timeout apart
+            m.release();
+          }
+        }
+        long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+        assertTrue(tookMs > WRITE_TIMEOUT_MS + 1000, "the read took only " + tookMs + " ms");
+        Thread.sleep(WRITE_TIMEOUT_MS); // nothing waits now: still open
+        assertFalse(ep.closeFuture().isDone(), "an idle connection closed");
+        assertEquals(stalled, plugin.stalledConnectionsClosed());
+      } finally {
+        ep.close();
+        ep.closeFuture().handle((v, t) -> null).get(WAIT_MS, TimeUnit.MILLISECONDS);
+        reader.releaseAll();
+      }
+    }
+  }
+
+  private TransportConf peerConf(String transport) {
+    return TransportConf.defaults().with(TransportConf.ORDER_KEY, transport)
+        .with(TransportConf.CREDITS_KEY, Integer.toString(PEER_CREDITS));
+  }
+
+  private void sendRead(Endpoint ep, long id) throws IOException {
+    ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.READ_REQUEST, id,
+        BlockOps.readBlock(block.getBlock(), block.getBlockToken(), "stalled-read-test", 0, BLOCK_BYTES), null));
+  }
+
+  private DatanodeInfo datanode() throws IOException {
+    return cluster.getFileSystem().getDataNodeStats(DatanodeReportType.LIVE)[0];
+  }
+
+  private InetSocketAddress service() throws IOException {
+    DatanodeInfo dn = datanode();
+    return new InetSocketAddress(dn.getIpAddr(), RdmaPorts.pluginPort(dn, conf));
+  }
+
+  private RdmaDataNodePlugin plugin() throws IOException {
+    String uuid = datanode().getDatanodeUuid();
+    return RdmaDataNodePlugin.running().stream().filter(p -> uuid.equals(p.datanodeUuid())).findFirst()
+        .orElseThrow();
+  }
+
+  private static void await(BooleanSupplier cond, Supplier<String> what) throws InterruptedException {
+    await(cond, WAIT_MS, what);
+  }
+
+  private static void await(BooleanSupplier cond, long ms, Supplier<String> what) throws InterruptedException {
+    long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms);
+    while (!cond.getAsBoolean()) {
+      if (System.nanoTime() > end) {
+        fail(what.get());
+      }
+      Thread.sleep(10);
+    }
+  }
+}
