@@ -91,21 +91,32 @@ public abstract class AbstractEndpoint implements Endpoint {
    * to the transport until it completes (however: sent, failed, cancelled).
    */
   private final class SendFuture extends CompletableFuture<Void> {
-    private boolean counted; // set on the I/O thread before the transport or the queue has it
+    private boolean counted; // guarded by this: counted in and not out yet
 
+    /** On the I/O thread, before the transport or the queue has the send; a future already done is not counted. */
     void count() {
-      counted = true;
+      synchronized (this) {
+        if (isDone()) {
+          return;
+        }
+        counted = true;
+      }
       if (waitingSends.get() == 0) {
         sendProgressNanos = System.nanoTime(); // a wait begins: measured from now, not the last send
       }
       waitingSends.incrementAndGet();
     }
 
+    /** Counts the send out, once however often it is completed or cancelled. */
     private void ended() {
-      if (counted) {
-        sendProgressNanos = System.nanoTime();
-        waitingSends.decrementAndGet();
+      synchronized (this) {
+        if (!counted) {
+          return;
+        }
+        counted = false;
       }
+      sendProgressNanos = System.nanoTime();
+      waitingSends.decrementAndGet();
     }
 
     @Override

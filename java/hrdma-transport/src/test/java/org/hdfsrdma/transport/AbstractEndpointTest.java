@@ -159,6 +159,23 @@ class AbstractEndpointTest {
     assertEquals(0, pool.buffersOutstanding());
   }
 
+  /** A send cancelled twice by its caller counts out once: the other send still waiting shows. */
+  @Test
+  void aSendCancelledTwiceCountsOutOnce() throws Exception {
+    FakeEndpoint ep = new FakeEndpoint(new Recorder());
+    ep.hello(1, 8);
+    long far = 3_600_000_000_000L;
+    ep.send(pool.allocate(10)); // on the wire, not completed
+    CompletableFuture<Void> b = ep.send(pool.allocate(10)); // waits for a credit
+    assertTrue(b.cancel(false));
+    assertTrue(b.cancel(false)); // CompletableFuture answers true again
+    assertTrue(ep.sendStallNanos(System.nanoTime() + far) > 0, "the first send still waits");
+    ep.pendingDone.get(0).complete(null);
+    assertEquals(0, ep.sendStallNanos(System.nanoTime() + far), "nothing waits");
+    ep.close();
+    ep.wire.forEach(RegisteredBuffer::release);
+  }
+
   /**
    * The accepting side answers each message and releases it at once; the peer grants nothing back.
    * Once a window of answers waits for the peer's credits, released messages are no longer granted
