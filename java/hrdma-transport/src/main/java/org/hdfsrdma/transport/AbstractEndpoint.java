@@ -35,7 +35,10 @@ import org.slf4j.LoggerFactory;
  * DataXceiver blocks writing its answer and reads nothing more meanwhile). The queue then holds
  * at most that window plus the one the peer still had, for messages answered once each
  * ({@link #pendingSends}); the withheld credits go out as soon as the queue is below the window
- * again. Logged once per endpoint, counted ({@link #backlogStalls}). The connecting side never
+ * again. Sends handed to the transport and not yet written count too, past the peer's window and
+ * this side's together: only a peer granting back what it never received (over tcp, one that
+ * does not read its socket) gets there; those credits go out again as the sends are written.
+ * Logged once per endpoint, counted ({@link #backlogStalls}). The connecting side never
  * withholds: if both sides did, each could wait for the other's credits for ever (a client whose
  * writes queue behind a slow disk would withhold, the DataNode's acks then back up and it would
  * withhold too).
@@ -66,7 +69,7 @@ public abstract class AbstractEndpoint implements Endpoint {
   private int peerMaxMessage = Integer.MAX_VALUE;
   /** Sends waiting for the peer's credits at which this side stops granting it any (its own window). */
   private int backlogLimit = Integer.MAX_VALUE;
-  private boolean withholding; // I/O thread only: credits are not granted back while the queue is full
+  private volatile boolean withholding; // written on the I/O thread: credits are not granted back while backed up
   private boolean stallLogged; // I/O thread only
   private volatile int pendingCount; // pending.size(), readable from any thread
   private Set<Capability> capabilities = EnumSet.noneOf(Capability.class);
@@ -117,6 +120,13 @@ public abstract class AbstractEndpoint implements Endpoint {
       }
       sendProgressNanos = System.nanoTime();
       waitingSends.decrementAndGet();
+      if (withholding) { // a send written may be what the peer was owed: grant again if so
+        try {
+          executeOnIo(AbstractEndpoint.this::resumeIfTaken);
+        } catch (RuntimeException e) {
+          // transport closed: nobody to grant to
+        }
+      }
     }
 
     @Override
@@ -301,8 +311,27 @@ public abstract class AbstractEndpoint implements Endpoint {
     if (pending.isEmpty()) {
       writable = true;
     }
-    if (withholding && pending.size() < backlogLimit && !closed) {
-      // the peer takes its sends again: the credits held back go to it now
+    resumeIfTaken();
+  }
+
+  /**
+   * Whether the peer is owed more than an honest peer can be (I/O thread): a window of sends
+   * queued for its credits, or more sends handed to the transport and not yet written than its
+   * window and ours together, which only a peer granting credits back for messages it never
+   * received can cause (over tcp, one that does not read its socket: those answers wait in
+   * the transport's buffer, not in the credit queue). The connecting side is never backed up.
+   */
+  private boolean backedUp() {
+    if (backlogLimit == Integer.MAX_VALUE) {
+      return false;
+    }
+    int queued = pending.size();
+    return queued >= backlogLimit || (long) waitingSends.get() - queued > (long) peerWindow + backlogLimit;
+  }
+
+  /** The peer takes its sends again (I/O thread): the credits held back go to it now. */
+  private void resumeIfTaken() {
+    if (withholding && !closed && !backedUp()) {
       withholding = false;
       if (releasedSinceGrant.get() >= creditBatch) {
         doSendCredits(releasedSinceGrant.getAndSet(0));
@@ -374,20 +403,21 @@ public abstract class AbstractEndpoint implements Endpoint {
     if (closed) {
       return;
     }
-    if (withholding || pending.size() >= backlogLimit) {
+    if (withholding || backedUp()) {
       if (!withholding) {
         withholding = true;
         STALLS.incrementAndGet();
-        String what = "hrdma transport: {} sends to {} wait for its credits (a window: {}); granting it no credits"
-            + " until it takes them";
+        String what = "hrdma transport: {} sends to {} wait for its credits and {} more are not written yet (a"
+            + " window: {}); granting it no credits until it takes them";
+        int queued = pending.size();
         if (!stallLogged) {
           stallLogged = true;
-          LOG.info(what, pending.size(), remote, backlogLimit);
+          LOG.info(what, queued, remote, waitingSends.get() - queued, backlogLimit);
         } else {
-          LOG.debug(what, pending.size(), remote, backlogLimit);
+          LOG.debug(what, queued, remote, waitingSends.get() - queued, backlogLimit);
         }
       }
-      return; // creditsGranted grants them once the queue is below the window
+      return; // granted once the peer has taken enough: on its next grant, or as sends are written
     }
     int n = releasedSinceGrant.getAndSet(0);
     if (n > 0) {

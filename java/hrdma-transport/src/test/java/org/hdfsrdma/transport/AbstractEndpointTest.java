@@ -78,6 +78,13 @@ class AbstractEndpointTest {
     void receive(RegisteredBuffer m) {
       deliver(m);
     }
+
+    /** The transport has written every send it was handed (their futures complete). */
+    void written() {
+      for (CompletableFuture<Void> f : List.copyOf(pendingDone)) {
+        f.complete(null);
+      }
+    }
   }
 
   private final BufferPool pool = new BufferPool(SlabAllocator.DIRECT, 1 << 16, 1 << 20);
@@ -199,17 +206,53 @@ class AbstractEndpointTest {
     assertEquals(4, ep.wire.size());
     assertEquals(16, ep.pendingSends(), "two windows at most");
     assertEquals(stalls + 1, AbstractEndpoint.backlogStalls());
+    ep.written(); // an honest peer grants back what it received, so what was written
     ep.creditsGranted(4); // the peer takes some: a window still waits, still nothing granted
+    ep.written();
     ep.creditsGranted(4);
     assertEquals(8, ep.pendingSends());
     assertEquals(List.of(4, 4, 4), ep.creditsSent);
+    ep.written();
     ep.creditsGranted(1); // below the window: the 8 released since the last grant go at once
     assertEquals(7, ep.pendingSends());
     assertEquals(List.of(4, 4, 4, 8), ep.creditsSent);
+    ep.written();
     ep.creditsGranted(4);
+    ep.written();
     ep.creditsGranted(3);
     assertEquals(0, ep.pendingSends());
     assertTrue(ep.isWritable());
+    ep.wire.forEach(RegisteredBuffer::release);
+    assertEquals(0, pool.buffersOutstanding());
+  }
+
+  /**
+   * A peer that grants credits back for answers it never received (over tcp: it does not read its
+   * socket, so they wait in the transport's buffer, not in the credit queue) is granted nothing
+   * once more sends wait unwritten than its window and ours; what was held back goes to it as
+   * soon as the transport has written enough, without a grant of its own.
+   */
+  @Test
+  void aPeerGrantingBackWhatItNeverReceivedIsGrantedNoCredits() throws Exception {
+    Recorder h = new Recorder();
+    FakeEndpoint ep = new FakeEndpoint(h);
+    ep.helloAccepted(4, 8);
+    int received = 0;
+    // the peer sends a message whenever it holds a credit of ours, and grants back each answer at once
+    for (int i = 0; i < 200 && ep.creditsSent.stream().mapToInt(Integer::intValue).sum() + 8 > received; i++) {
+      ep.receive(pool.allocate(10));
+      received++;
+      h.got.remove(0).release();
+      ep.send(pool.allocate(10));
+      ep.creditsGranted(1);
+    }
+    int granted = ep.creditsSent.stream().mapToInt(Integer::intValue).sum();
+    assertTrue(received < 200, "the peer ran out of credits: " + received + " sent, " + granted + " granted back");
+    assertEquals(0, ep.pendingSends(), "nothing waits for its credits");
+    assertTrue(ep.wire.size() <= 4 + 8 + 8 + 1, ep.wire.size() + " answers handed to the transport, none written");
+    ep.written(); // the transport writes them: the credits held back go out with no grant of the peer's
+    assertTrue(ep.creditsSent.stream().mapToInt(Integer::intValue).sum() > granted, "granted again once written");
+    ep.close();
     ep.wire.forEach(RegisteredBuffer::release);
     assertEquals(0, pool.buffersOutstanding());
   }
