@@ -10,9 +10,7 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
@@ -27,7 +25,6 @@ import org.hdfsrdma.protocol.MessageKind;
 import org.hdfsrdma.protocol.RdmaPorts;
 import org.hdfsrdma.transport.AbstractEndpoint;
 import org.hdfsrdma.transport.Endpoint;
-import org.hdfsrdma.transport.EndpointHandler;
 import org.hdfsrdma.transport.RegisteredBuffer;
 import org.hdfsrdma.transport.TransportConf;
 import org.hdfsrdma.transport.select.HrdmaConnector;
@@ -73,25 +70,6 @@ class AnswerBacklogTest {
     }
   }
 
-  /** Holds everything it is sent (so grants nothing back) until the test lets it go. */
-  private static final class Hoarder implements EndpointHandler {
-    final Queue<RegisteredBuffer> held = new ConcurrentLinkedQueue<>();
-    final AtomicInteger answers = new AtomicInteger();
-
-    @Override
-    public void onMessage(Endpoint endpoint, RegisteredBuffer message) {
-      answers.incrementAndGet();
-      held.add(message);
-    }
-
-    void releaseAll() {
-      RegisteredBuffer m;
-      while ((m = held.poll()) != null) {
-        m.release();
-      }
-    }
-  }
-
   @ParameterizedTest(name = "INFO_REQUEST over {0}")
   @ValueSource(strings = {"tcp", "ucx", "stream"})
   @Timeout(120)
@@ -113,7 +91,7 @@ class AnswerBacklogTest {
         .filter(p -> dn.getDatanodeUuid().equals(p.datanodeUuid())).findFirst().orElseThrow();
     long idleClosed = plugin.idleConnectionsClosed();
     long stalls = plugin.answerBacklogStalls();
-    Hoarder hoarder = new Hoarder();
+    HoardingPeer hoarder = new HoardingPeer();
     TransportConf tc = TransportConf.defaults().with(TransportConf.ORDER_KEY, transport);
     try (HrdmaConnector connector = new HrdmaConnector(tc)) {
       HrdmaConnector.Connection c = connector.connect(service, hoarder);
@@ -129,8 +107,8 @@ class AnswerBacklogTest {
         AtomicInteger mostQueued = new AtomicInteger();
         await(() -> mostQueued.accumulateAndGet(plugin.queuedAnswers(), Math::max) >= 0
             && plugin.answerBacklogStalls() > stalls && ep.pendingSends() > 0
-            && hoarder.answers.get() + plugin.queuedAnswers() == REQUESTS - ep.pendingSends(),
-            () -> "no stall: sent " + (REQUESTS - ep.pendingSends()) + ", answers taken " + hoarder.answers
+            && hoarder.received.get() + plugin.queuedAnswers() == REQUESTS - ep.pendingSends(),
+            () -> "no stall: sent " + (REQUESTS - ep.pendingSends()) + ", answers taken " + hoarder.received
                 + ", queued " + plugin.queuedAnswers() + " (" + mostQueued + " at most)");
         int queued = plugin.queuedAnswers();
         assertTrue(queued <= 2 * CREDITS, queued + " answers queued for a peer that takes none");

@@ -8,11 +8,8 @@ import static org.junit.jupiter.api.Assertions.fail;
 import java.io.File;
 import java.io.IOException;
 import java.net.InetSocketAddress;
-import java.util.Queue;
 import java.util.Random;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import org.apache.hadoop.conf.Configuration;
@@ -30,7 +27,6 @@ import org.hdfsrdma.protocol.MessageCodec;
 import org.hdfsrdma.protocol.MessageKind;
 import org.hdfsrdma.protocol.RdmaPorts;
 import org.hdfsrdma.transport.Endpoint;
-import org.hdfsrdma.transport.EndpointHandler;
 import org.hdfsrdma.transport.RegisteredBuffer;
 import org.hdfsrdma.transport.TransportConf;
 import org.hdfsrdma.transport.select.HrdmaConnector;
@@ -90,25 +86,6 @@ class StalledReadTest {
     }
   }
 
-  /** Keeps what it is sent until the test releases it (a hoarder grants nothing back). */
-  private static final class Reader implements EndpointHandler {
-    final Queue<RegisteredBuffer> held = new ConcurrentLinkedQueue<>();
-    final AtomicInteger received = new AtomicInteger();
-
-    @Override
-    public void onMessage(Endpoint endpoint, RegisteredBuffer message) {
-      received.incrementAndGet();
-      held.add(message);
-    }
-
-    void releaseAll() {
-      RegisteredBuffer m;
-      while ((m = held.poll()) != null) {
-        m.release();
-      }
-    }
-  }
-
   @ParameterizedTest(name = "a reader that takes no packet is closed, over {0}")
   @ValueSource(strings = {"tcp", "ucx", "stream"})
   @Timeout(120)
@@ -118,7 +95,7 @@ class StalledReadTest {
     long idle = plugin.idleConnectionsClosed();
     int open = plugin.openConnections();
     long buffers = plugin.buffersOutstanding();
-    Reader reader = new Reader();
+    HoardingPeer reader = new HoardingPeer();
     try (HrdmaConnector connector = new HrdmaConnector(peerConf(transport))) {
       HrdmaConnector.Connection c = connector.connect(service(), reader);
       assertEquals(transport, c.transport());
@@ -158,7 +135,7 @@ class StalledReadTest {
   void slowReaderTakingAPacketASecondKeepsItsConnection(String transport) throws Exception {
     RdmaDataNodePlugin plugin = plugin();
     long stalled = plugin.stalledConnectionsClosed();
-    Reader reader = new Reader();
+    HoardingPeer reader = new HoardingPeer();
     try (HrdmaConnector connector = new HrdmaConnector(peerConf(transport))) {
       HrdmaConnector.Connection c = connector.connect(service(), reader);
       assertEquals(transport, c.transport());
