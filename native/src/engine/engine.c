@@ -207,8 +207,20 @@ static void hrdma_stream_recv_cb(void *request, ucs_status_t ucs, size_t length,
 }
 
 static void hrdma_am_recv_data_cb(void *request, ucs_status_t ucs,
-                                  size_t length, void *user_data HRDMA_UNUSED)
+                                  size_t length, void *user_data)
 {
+    hrdma_worker_t *worker = user_data;
+
+    if (worker->recv_posting) {
+        /* Completed inside ucp_am_recv_data_nbx, which still returns the
+         * request: it was never tracked. Freed here (UCX puts it back once
+         * this callback returns); the poster reports it. */
+        worker->recv_posted_done   = 1;
+        worker->recv_posted_status = ucs;
+        worker->recv_posted_length = length;
+        ucp_request_free(request);
+        return;
+    }
     hrdma_req_complete(request, ucs, length, 1);
 }
 
@@ -344,8 +356,9 @@ static ucs_status_t hrdma_am_recv_cb(void *arg, const void *header,
     if (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) {
         ep = hrdma_worker_ep_find(worker, param->reply_ep);
     }
-    if ((ep == NULL) || ep->closing) {
-        /* Sent without a reply endpoint or on one we no longer own. */
+    if ((ep == NULL) || ep->closing || ep->failed) {
+        /* Sent without a reply endpoint, on one we no longer own, or on one
+         * that failed (its owner hears of that instead). */
         return rndv ? UCS_ERR_CANCELED : UCS_OK;
     }
 
@@ -368,14 +381,26 @@ static ucs_status_t hrdma_am_recv_cb(void *arg, const void *header,
     }
 
     memset(&rparam, 0, sizeof(rparam));
-    rparam.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
+    rparam.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                          UCP_OP_ATTR_FIELD_USER_DATA;
     rparam.cb.recv_am   = hrdma_am_recv_data_cb;
+    rparam.user_data    = worker;
     if (dst_mem != NULL) {
         rparam.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
         rparam.memh          = dst_mem->memh;
     }
+    worker->recv_posting     = 1;
+    worker->recv_posted_done = 0;
     sp = ucp_am_recv_data_nbx(worker->ucp_worker, data, dst, length, &rparam);
-    if (sp == NULL) {
+    worker->recv_posting     = 0;
+    if (worker->recv_posted_done) {
+        /* Its callback ran already (the request is gone): report it once. */
+        worker->cb.on_recv_done(worker->cb.arg, ep->token, recv_cookie,
+                                hrdma_status_from_ucs(
+                                    worker->recv_posted_status),
+                                (worker->recv_posted_status == UCS_OK) ?
+                                    worker->recv_posted_length : 0);
+    } else if (sp == NULL) {
         worker->cb.on_recv_done(worker->cb.arg, ep->token, recv_cookie,
                                 HRDMA_OK, length);
     } else if (UCS_PTR_IS_ERR(sp)) {

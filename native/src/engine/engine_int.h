@@ -73,6 +73,14 @@ struct hrdma_worker {
     ucs_list_link_t           reqs;     /* outstanding hrdma_req_t */
     ucs_list_link_t           closing;  /* endpoints DRAINING or CLOSING */
     int                       close_timeout_ms;
+    /* Inside ucp_am_recv_data_nbx: a rendezvous receive that completes there
+     * (its sender's endpoint is gone) has its callback run before the call
+     * returns, on a request not tracked yet; the callback leaves the result
+     * here instead. */
+    int                       recv_posting;
+    int                       recv_posted_done;
+    ucs_status_t              recv_posted_status;
+    size_t                    recv_posted_length;
 };
 
 struct hrdma_listener {

@@ -44,7 +44,7 @@ final class OpContext {
     this.connector = connector;
     this.setupTimeoutMs = setupTimeoutMs;
     this.disk = disk;
-    this.shm = new ShmGrants(settings);
+    this.shm = new ShmGrants(settings, ShmGrants.orOwnThread(readExecutor));
     this.writeShm = writeShm;
     this.writers = new WriterRegistry(setupTimeoutMs);
     this.mirrors = mirrors;

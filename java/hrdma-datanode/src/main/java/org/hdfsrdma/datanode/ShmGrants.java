@@ -9,6 +9,8 @@ import java.net.InetSocketAddress;
 import java.util.HexFormat;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
@@ -51,6 +53,7 @@ final class ShmGrants {
   private static final SecureRandom RANDOM = new SecureRandom();
 
   private final ReadSettings settings;
+  private final Executor files;
   private final AtomicLong bytesMapped = new AtomicLong();
   private final AtomicLong granted = new AtomicLong();
   private final AtomicLong refused = new AtomicLong();
@@ -79,8 +82,29 @@ final class ShmGrants {
     }
   }
 
-  ShmGrants(ReadSettings settings) {
+  /**
+   * @param files where a segment closed before its file was removed has it removed (never a
+   *     transport's I/O thread: the directory may be on a disk)
+   */
+  ShmGrants(ReadSettings settings, Executor files) {
     this.settings = settings;
+    this.files = files;
+  }
+
+  /**
+   * {@code executor}, and for a task it refuses (it stops) a thread of its own: a segment closed
+   * as the DataNode stops still has its file removed, off the I/O thread that closed it.
+   */
+  static Executor orOwnThread(Executor executor) {
+    return task -> {
+      try {
+        executor.execute(task);
+      } catch (RejectedExecutionException e) {
+        Thread t = new Thread(task, "hrdma-dn-shm-remove");
+        t.setDaemon(true);
+        t.start();
+      }
+    };
   }
 
   /**
@@ -216,7 +240,7 @@ final class ShmGrants {
     return new ShmSegment(mem, fallback, slotBytes, byReference, () -> {
       bytesMapped.addAndGet(-size);
       charge(client, -size);
-    });
+    }, files);
   }
 
   /** Bytes of segments mapped now. */

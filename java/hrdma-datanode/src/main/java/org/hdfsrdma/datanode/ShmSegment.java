@@ -7,6 +7,8 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicLong;
 import org.hdfsrdma.nativelib.NativeShm;
 import org.hdfsrdma.proto.HrdmaProtos;
@@ -35,9 +37,10 @@ import org.slf4j.LoggerFactory;
  * segment never blocks a read.
  *
  * <p>Closing (the connection ended) fails the references the client still
- * held and removes the file; the memory is unmapped once every slot is back
- * (packets read ahead are given back by their reads), never under a packet
- * being written or read. Thread-safe.
+ * held and has the file removed off the calling thread (a connection closes on
+ * its transport's I/O thread, and the directory may be on a disk); the memory
+ * is unmapped once every slot is back (packets read ahead are given back by
+ * their reads), never under a packet being written or read. Thread-safe.
  */
 final class ShmSegment extends SlottedSegment {
   private static final Logger LOG = LoggerFactory.getLogger(ShmSegment.class);
@@ -50,6 +53,8 @@ final class ShmSegment extends SlottedSegment {
   private long refsProgressNanos;
   private volatile boolean fileRemoved; // removeFile() did: closing touches no directory
   private final AtomicLong byReference;
+  /** Where the file is removed when the segment closes before it was: never an I/O thread. */
+  private final Executor files;
 
   private record Ref(Slot slot, CompletableFuture<Void> done) {}
 
@@ -58,13 +63,16 @@ final class ShmSegment extends SlottedSegment {
    * @param fallback where packets come from when no slot is free
    * @param byReference counts the packets sent by reference
    * @param unmapped run once, after the segment's memory is unmapped
+   * @param files where the file is removed if the segment closes before {@link #removeFile}
+   *     (off any transport's I/O thread: the directory may be on a disk)
    */
   ShmSegment(NativeShm.Segment mem, BufferAllocator fallback, int slotBytes, AtomicLong byReference,
-      Runnable unmapped) {
+      Runnable unmapped, Executor files) {
     super(mem.buffer(), mem.address(), mem.bytes(), checkedSlotBytes(mem.bytes(), slotBytes), mem::close, unmapped);
     this.mem = mem;
     this.fallback = fallback;
     this.byReference = byReference;
+    this.files = files;
   }
 
   private static int checkedSlotBytes(long bytes, int slotBytes) {
@@ -103,6 +111,14 @@ final class ShmSegment extends SlottedSegment {
   void removeFile() throws IOException {
     Files.deleteIfExists(mem.path());
     fileRemoved = true;
+  }
+
+  private void removeFileQuietly() {
+    try {
+      removeFile();
+    } catch (IOException e) {
+      LOG.warn("hrdma datanode: cannot remove shared-memory segment {}: {}", mem.path(), e.toString());
+    }
   }
 
   /** Closes the segment if the client has not mapped it (the map timeout); true if it did. */
@@ -242,14 +258,16 @@ final class ShmSegment extends SlottedSegment {
       outstanding = new ArrayList<>(refs.values());
       refs.clear();
     }
-    // a connection's close runs on its I/O thread: once the client has mapped the segment its file
-    // is gone already (removeFile, on the read executor), and no unlink goes to the directory here
-    // (hrdma.datanode.read.shm.dir may be on a disk); only a segment never mapped is unlinked here
+    // a connection's close runs on its I/O thread, and hrdma.datanode.read.shm.dir may be on a
+    // disk: no unlink here. Once removeFile has run there is nothing to remove; else (never mapped,
+    // or closed between the client's SHM_MAPPED and the read executor's removeFile) it goes on
+    // the files executor
     if (!fileRemoved) {
       try {
-        Files.deleteIfExists(mem.path());
-      } catch (IOException e) {
-        LOG.warn("hrdma datanode: cannot remove shared-memory segment {}: {}", mem.path(), e.toString());
+        files.execute(this::removeFileQuietly);
+      } catch (RejectedExecutionException e) {
+        LOG.warn("hrdma datanode: cannot remove shared-memory segment {} (stopping): {}", mem.path(),
+            e.toString());
       }
     }
     TransportException closedWhy = new TransportException("the connection closed");

@@ -69,8 +69,9 @@ import org.slf4j.LoggerFactory;
  * disk work does. The answer is written from the event loop once that work is done. A
  * volume that has not done it within the timeout ({@value #TIMEOUT_KEY}, from the
  * request) gets the request an ERROR naming the volume (counted: {@link #volumeTimeouts});
- * descriptors it opens later are closed there and then. So a hung volume holds up its own
- * requests only, as stock's DataXceiver thread per request does.
+ * descriptors it opens later are closed there and then. The timeout starts again with the
+ * answer, so that the client's go-ahead gets all of it however long the volume took. So a
+ * hung volume holds up its own requests only, as stock's DataXceiver thread per request does.
  */
 final class ShortCircuitServer implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ShortCircuitServer.class);
@@ -241,7 +242,9 @@ final class ShortCircuitServer implements AutoCloseable {
    * The connection's timeout, as before a {@link ReadTimeoutHandler}: nothing read for the
    * timeout closes it. While the request's volume has not answered, the same timeout (counted
    * from the request, the last thing the client sent) is that volume's deadline instead: the
-   * request is answered with an error naming the volume, then the connection closes.
+   * request is answered with an error naming the volume, then the connection closes. A grant
+   * restarts it ({@link #resetReadTimeout}): the client's go-ahead is owed within the timeout
+   * of the grant, not of the request.
    */
   private final class Deadline extends ReadTimeoutHandler {
     Deadline() {
@@ -435,6 +438,11 @@ final class ShortCircuitServer implements AutoCloseable {
       fds = new FileDescriptor[] {l.data, l.meta};
       fdsOfCached = l.cached;
       send(l.ctx, ShortCircuitSocket.granted(l.cached, l.resident));
+      // the go-ahead is owed from now: a volume that took most of the timeout leaves it whole
+      Deadline d = l.ctx.pipeline().get(Deadline.class);
+      if (d != null) {
+        d.resetReadTimeout();
+      }
     }
 
     /**

@@ -86,7 +86,7 @@ final class RecordingWire extends AbstractEndpoint {
   }
 
   @Override
-  protected void doSend(RegisteredBuffer message, CompletableFuture<Void> done) {
+  protected void doSend(RegisteredBuffer message, SendCompletion done) {
     try {
       sent.accept(MessageCodec.decode(message));
     } catch (ProtocolException e) {
@@ -94,7 +94,7 @@ final class RecordingWire extends AbstractEndpoint {
     } finally {
       message.release();
     }
-    done.complete(null);
+    done.succeeded();
   }
 
   @Override

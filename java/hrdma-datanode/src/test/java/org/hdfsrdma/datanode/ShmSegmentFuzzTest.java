@@ -61,7 +61,7 @@ class ShmSegmentFuzzTest {
     Files.deleteIfExists(path);
     NativeShm.Segment mem = NativeShm.create(path, (long) slotBytes * slots);
     AtomicBoolean unmapped = new AtomicBoolean();
-    ShmSegment seg = new ShmSegment(mem, POOL, slotBytes, new AtomicLong(), () -> unmapped.set(true));
+    ShmSegment seg = new ShmSegment(mem, POOL, slotBytes, new AtomicLong(), () -> unmapped.set(true), Runnable::run);
     seg.clientMapped();
     List<Long> refs = new ArrayList<>();
     // a packet sent by value (no slot) is raw bytes of zeros here: not a message

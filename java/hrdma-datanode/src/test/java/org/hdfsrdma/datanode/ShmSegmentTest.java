@@ -52,7 +52,7 @@ class ShmSegmentTest {
     c.setLong(ReadSettings.SHM_SEGMENT_BYTES_KEY, segmentBytes);
     c.setLong(ReadSettings.SHM_MAX_BYTES_KEY, maxBytes);
     c.set(ReadSettings.SHM_DIR_KEY, dir.toString());
-    return new ShmGrants(ReadSettings.of(c));
+    return new ShmGrants(ReadSettings.of(c), Runnable::run);
   }
 
   @Test
@@ -210,7 +210,7 @@ class ShmSegmentTest {
   @Test
   void packetsHeldByReferenceStallUntilReleased() throws Exception {
     NativeShm.Segment mem = NativeShm.create(dir.resolve("stall"), 2L * SLOT);
-    ShmSegment s = new ShmSegment(mem, pool, SLOT, new java.util.concurrent.atomic.AtomicLong(), () -> { });
+    ShmSegment s = new ShmSegment(mem, pool, SLOT, new java.util.concurrent.atomic.AtomicLong(), () -> { }, Runnable::run);
     List<Long> offsets = new ArrayList<>();
     RecordingWire ep = new RecordingWire(pool, m -> {
       if (m.kind() == org.hdfsrdma.protocol.MessageKind.DATA_REF) {
@@ -255,5 +255,42 @@ class ShmSegmentTest {
     assertTrue(Files.exists(s.path()), "close unlinked a path it had removed already");
     Files.delete(s.path());
     assertEquals(0, g.bytesMapped());
+  }
+
+  /**
+   * No unlink on the thread that closes a segment (a connection's transport I/O thread), in every
+   * ordering: a segment the client never mapped, and one closed after the client's SHM_MAPPED
+   * and before the read executor removed its file, have it removed on the files executor; one
+   * whose file is gone hands nothing over. Either way the file goes and the budget comes back.
+   */
+  @Test
+  void aClosedSegmentsFileIsRemovedOffTheClosingThreadInEveryOrdering() throws Exception {
+    List<Runnable> handedOver = new ArrayList<>();
+    Configuration c = new Configuration(false);
+    c.setLong(ReadSettings.SHM_SEGMENT_BYTES_KEY, 2 * SLOT);
+    c.setLong(ReadSettings.SHM_MAX_BYTES_KEY, 6 * SLOT);
+    c.set(ReadSettings.SHM_DIR_KEY, dir.toString());
+    ShmGrants g = new ShmGrants(ReadSettings.of(c), handedOver::add);
+    ShmSegment neverMapped = g.grant(SameHost.name(), "user a", pool, SLOT);
+    ShmSegment mappedNotRemoved = g.grant(SameHost.name(), "user a", pool, SLOT);
+    ShmSegment removed = g.grant(SameHost.name(), "user a", pool, SLOT);
+    assertTrue(mappedNotRemoved.clientMapped()); // SHM_MAPPED; its removeFile still queued on the read executor
+    assertTrue(removed.clientMapped());
+    removed.removeFile();
+
+    neverMapped.close();
+    mappedNotRemoved.close();
+    removed.close();
+    assertTrue(Files.exists(neverMapped.path()), "a segment never mapped was unlinked on the closing thread");
+    assertTrue(Files.exists(mappedNotRemoved.path()),
+        "a segment closed between SHM_MAPPED and its file's removal was unlinked on the closing thread");
+    assertEquals(2, handedOver.size(), "the two files handed over for removal");
+    assertEquals(0, g.bytesMapped(), "the memory is unmapped at the close, the file or not");
+
+    Thread t = new Thread(() -> handedOver.forEach(Runnable::run), "files");
+    t.start();
+    t.join(10_000);
+    assertFalse(Files.exists(neverMapped.path()), "removed off the closing thread");
+    assertFalse(Files.exists(mappedNotRemoved.path()), "removed off the closing thread");
   }
 }

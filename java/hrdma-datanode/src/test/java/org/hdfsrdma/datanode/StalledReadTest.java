@@ -8,8 +8,13 @@ import static org.junit.jupiter.api.Assertions.fail;
 import java.io.File;
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.net.ProtocolException;
+import java.util.Queue;
 import java.util.Random;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import org.apache.hadoop.conf.Configuration;
@@ -27,6 +32,8 @@ import org.hdfsrdma.protocol.MessageCodec;
 import org.hdfsrdma.protocol.MessageKind;
 import org.hdfsrdma.protocol.RdmaPorts;
 import org.hdfsrdma.transport.Endpoint;
+import org.hdfsrdma.transport.EndpointHandler;
+import org.hdfsrdma.transport.FrameTap;
 import org.hdfsrdma.transport.RegisteredBuffer;
 import org.hdfsrdma.transport.TransportConf;
 import org.hdfsrdma.transport.select.HrdmaConnector;
@@ -44,6 +51,13 @@ import org.junit.jupiter.params.provider.ValueSource;
  * completed for the write timeout, counts it, and gets its read task, its connection slot and
  * its packets' buffers back. A slow but honest reader, taking a packet about every second (less
  * than the timeout apart), reads the whole block and keeps its connection. On every transport.
+ *
+ * <p>And a peer whose UCX worker stops progressing altogether (its I/O thread blocks in its
+ * handler), not one that only withholds credits: it granted the DataNode a whole window (64
+ * messages) and asked for 30 INFO answers and a 24-packet block, so that every send fits in its
+ * credits and only UCX decides whether a send completes. Over ucx and stream the sends UCX cannot
+ * hand over stay not completed, the connection is closed at the write timeout, what the DataNode
+ * held for it stays within the window and is given back.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class StalledReadTest {
@@ -53,10 +67,14 @@ class StalledReadTest {
   private static final int BLOCK_BYTES = 6 << 20; // about 6 packets of 1 MiB
   /** What the reading peer advertises: READ_RESPONSE and one packet, then the rest wait for it. */
   private static final int PEER_CREDITS = 2;
+  /** The block a peer whose worker stops asks for: more packets than socket buffers hold. */
+  private static final int STOPPED_BLOCK_BYTES = 24 << 20;
+  private static final int INFOS = 30;
 
   private MiniDFSCluster cluster;
   private Configuration conf;
   private LocatedBlock block;
+  private LocatedBlock bigBlock;
 
   @BeforeAll
   void startCluster() throws IOException {
@@ -77,6 +95,14 @@ class StalledReadTest {
     }
     block = fs.getClient().getLocatedBlocks(p.toString(), 0).get(0);
     assertEquals(BLOCK_BYTES, block.getBlockSize());
+    Path big = new Path("/stopped-worker");
+    byte[] bigData = new byte[STOPPED_BLOCK_BYTES];
+    new Random(11).nextBytes(bigData);
+    try (FSDataOutputStream out = fs.create(big, (short) 1)) {
+      out.write(bigData);
+    }
+    bigBlock = fs.getClient().getLocatedBlocks(big.toString(), 0).get(0);
+    assertEquals(STOPPED_BLOCK_BYTES, bigBlock.getBlockSize());
   }
 
   @AfterAll
@@ -117,7 +143,7 @@ class StalledReadTest {
             () -> plugin.openConnections() + " connections open (" + open + " before), " + plugin.queuedAnswers()
                 + " answers queued");
         // and the peer is told
-        ep.closeFuture().handle((v, t) -> null).get(WAIT_MS, TimeUnit.MILLISECONDS);
+        awaitPeerClosed(ep, connector, plugin, "the DataNode's close");
         reader.releaseAll();
         await(() -> plugin.buffersOutstanding() <= buffers,
             () -> plugin.buffersOutstanding() + " buffers outstanding, " + buffers + " before");
@@ -178,6 +204,147 @@ class StalledReadTest {
         reader.releaseAll();
       }
     }
+  }
+
+  /**
+   * Keeps every message (grants no credits back) and, at the READ_RESPONSE, blocks the
+   * transport's I/O thread until released: its worker stops progressing altogether.
+   */
+  private static final class StoppedPeer implements EndpointHandler {
+    final CountDownLatch stopped = new CountDownLatch(1);
+    final CountDownLatch resume = new CountDownLatch(1);
+    final AtomicInteger received = new AtomicInteger();
+    final Queue<Message> held = new ConcurrentLinkedQueue<>();
+
+    @Override
+    public void onMessage(Endpoint endpoint, RegisteredBuffer message) {
+      received.incrementAndGet();
+      Message m;
+      try {
+        m = MessageCodec.decode(message);
+      } catch (ProtocolException e) {
+        message.release();
+        throw new AssertionError("the DataNode sent what cannot be decoded", e);
+      }
+      held.add(m);
+      if (m.kind() == MessageKind.READ_RESPONSE) {
+        stopped.countDown();
+        try {
+          resume.await(WAIT_MS * 2, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+    }
+
+    void releaseAll() {
+      Message m;
+      while ((m = held.poll()) != null) {
+        m.release();
+      }
+    }
+  }
+
+  @ParameterizedTest(name = "a peer whose worker stops is closed at the write timeout, over {0}")
+  @ValueSource(strings = {"ucx", "stream"})
+  @Timeout(120)
+  void aPeerWhoseWorkerStopsIsClosedAtTheWriteTimeout(String transport) throws Exception {
+    RdmaDataNodePlugin plugin = plugin();
+    long stalled = plugin.stalledConnectionsClosed();
+    long idle = plugin.idleConnectionsClosed();
+    int open = plugin.openConnections();
+    long buffers = plugin.buffersOutstanding();
+    StoppedPeer peer = new StoppedPeer();
+    AtomicInteger packetsSent = new AtomicInteger();
+    FrameTap.set((sent, bytes) -> {
+      if (sent && bytes.remaining() > 1
+          && MessageKind.of(bytes.get(bytes.position() + 1) & 0xff) == MessageKind.DATA_PACKET) {
+        packetsSent.incrementAndGet();
+      }
+    });
+    try (HrdmaConnector connector = new HrdmaConnector(TransportConf.defaults().with(TransportConf.ORDER_KEY,
+        transport))) {
+      HrdmaConnector.Connection c = connector.connect(service(), peer);
+      assertEquals(transport, c.transport());
+      Endpoint ep = c.endpoint();
+      try {
+        long start = System.nanoTime();
+        for (int i = 0; i < INFOS; i++) {
+          ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.INFO_REQUEST, 100 + i, null, null));
+        }
+        ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.READ_REQUEST, 1,
+            BlockOps.readBlock(bigBlock.getBlock(), bigBlock.getBlockToken(), "stopped-worker-test", 0,
+                STOPPED_BLOCK_BYTES),
+            null));
+        assertTrue(peer.stopped.await(WAIT_MS, TimeUnit.MILLISECONDS), "no answer came");
+        long maxQueued = 0;
+        long maxBuffers = 0;
+        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(WRITE_TIMEOUT_MS + WAIT_MS);
+        while (plugin.stalledConnectionsClosed() == stalled) {
+          if (System.nanoTime() > end) {
+            fail("not closed by the write timeout; " + plugin.queuedAnswers() + " answers queued, "
+                + (plugin.buffersOutstanding() - buffers) + " buffers held");
+          }
+          maxQueued = Math.max(maxQueued, plugin.queuedAnswers());
+          maxBuffers = Math.max(maxBuffers, plugin.buffersOutstanding() - buffers);
+          Thread.sleep(5);
+        }
+        long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+        System.err.println("hrdma test: " + transport + ": a peer whose worker stopped, closed after " + tookMs
+            + " ms; at most " + maxQueued + " answers queued for credits and " + maxBuffers
+            + " buffers held by the DataNode meanwhile; " + packetsSent + " packets handed to the transport");
+        assertTrue(tookMs >= WRITE_TIMEOUT_MS - 200, "closed after " + tookMs + " ms, before the write timeout");
+        assertEquals(stalled + 1, plugin.stalledConnectionsClosed());
+        assertEquals(idle, plugin.idleConnectionsClosed());
+        assertTrue(maxQueued <= TransportConf.CREDITS_DEFAULT, maxQueued + " answers queued");
+        assertTrue(maxBuffers <= TransportConf.CREDITS_DEFAULT, maxBuffers + " buffers held");
+        // its slot, its read and its buffers come back although the peer never answers the close
+        await(() -> plugin.openConnections() == open && plugin.queuedAnswers() == 0
+            && plugin.buffersOutstanding() <= buffers,
+            () -> plugin.openConnections() + " connections open (" + open + " before), " + plugin.queuedAnswers()
+                + " answers queued, " + plugin.buffersOutstanding() + " buffers (" + buffers + " before)");
+        // the peer, progressing again, learns that the DataNode closed the connection
+        peer.resume.countDown();
+        long resumed = System.nanoTime();
+        awaitPeerClosed(ep, connector, plugin, "the DataNode's close once its worker progressed again");
+        System.err.println("hrdma test: " + transport + ": the resumed peer saw the close after "
+            + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - resumed) + " ms");
+      } finally {
+        peer.resume.countDown();
+        ep.close();
+        ep.closeFuture().handle((v, t) -> null).get(WAIT_MS, TimeUnit.MILLISECONDS);
+        FrameTap.set(null);
+        System.err.println("hrdma test: " + transport + ": the peer got " + peer.received + " messages in all");
+        peer.releaseAll();
+      }
+    }
+  }
+
+  /**
+   * Waits for the peer's endpoint to close; if it does not, fails saying which side still holds
+   * a native endpoint (UCX transports count theirs), so that a repeat shows which side hung.
+   */
+  private static void awaitPeerClosed(Endpoint ep, HrdmaConnector connector, RdmaDataNodePlugin plugin,
+      String what) throws Exception {
+    try {
+      ep.closeFuture().handle((v, t) -> null).get(WAIT_MS, TimeUnit.MILLISECONDS);
+    } catch (java.util.concurrent.TimeoutException e) {
+      fail("the peer's " + ep + " did not see " + what + " within " + WAIT_MS + " ms; native endpoints open: peer "
+          + nativeEndpoints(connector.transports()) + ", DataNode " + nativeEndpoints(plugin.transports())
+          + "; DataNode connections open " + plugin.openConnections());
+    }
+  }
+
+  private static String nativeEndpoints(java.util.Map<String, org.hdfsrdma.transport.Transport> transports) {
+    StringBuilder b = new StringBuilder("{");
+    transports.forEach((name, t) -> {
+      if (t instanceof org.hdfsrdma.transport.ucx.UcxTransport u) {
+        b.append(' ').append(name).append('=').append(u.openEndpoints());
+      } else if (t instanceof org.hdfsrdma.transport.ucx.StreamTransport u) {
+        b.append(' ').append(name).append('=').append(u.openEndpoints());
+      }
+    });
+    return b.append(" }").toString();
   }
 
   private TransportConf peerConf(String transport) {

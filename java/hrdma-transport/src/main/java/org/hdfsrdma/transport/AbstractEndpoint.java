@@ -90,18 +90,31 @@ public abstract class AbstractEndpoint implements Endpoint {
   private record PendingSend(RegisteredBuffer message, SendFuture done) {}
 
   /**
-   * A send's future, counted in {@link #waitingSends} from the time the send is queued or passed
-   * to the transport until it completes (however: sent, failed, cancelled).
+   * How a transport tells that a send {@link #doSend} handed it is done: exactly once, when its
+   * message is written (or UCX reports it sent), or when it fails or the connection's close fails
+   * it. Only this counts the send out of {@link #waitingSends}: the caller's future may be
+   * cancelled or completed by the caller meanwhile, and the message still waits.
    */
-  private final class SendFuture extends CompletableFuture<Void> {
+  protected interface SendCompletion {
+    /** The message is sent: the send's future completes, and the send counts as progress. */
+    void succeeded();
+
+    /** The message is not sent and never will be: the send's future fails with {@code cause}. */
+    void failed(Throwable cause);
+  }
+
+  /**
+   * A send's future, counted in {@link #waitingSends} from the time the send is queued or passed
+   * to the transport until the transport or a close completes it ({@link SendCompletion}). A
+   * caller that cancels or completes the future itself does not count the send out: its message
+   * is still queued or being written, and a peer that takes nothing must show as a stall.
+   */
+  private final class SendFuture extends CompletableFuture<Void> implements SendCompletion {
     private boolean counted; // guarded by this: counted in and not out yet
 
-    /** On the I/O thread, before the transport or the queue has the send; a future already done is not counted. */
+    /** On the I/O thread, before the transport or the queue has the send. */
     void count() {
       synchronized (this) {
-        if (isDone()) {
-          return;
-        }
         counted = true;
       }
       if (waitingSends.get() == 0) {
@@ -110,7 +123,19 @@ public abstract class AbstractEndpoint implements Endpoint {
       waitingSends.incrementAndGet();
     }
 
-    /** Counts the send out, once however often it is completed or cancelled. */
+    @Override
+    public void succeeded() {
+      complete(null);
+      ended();
+    }
+
+    @Override
+    public void failed(Throwable cause) {
+      completeExceptionally(cause);
+      ended();
+    }
+
+    /** Counts the send out, once however often the transport reports it. */
     private void ended() {
       synchronized (this) {
         if (!counted) {
@@ -127,33 +152,6 @@ public abstract class AbstractEndpoint implements Endpoint {
           // transport closed: nobody to grant to
         }
       }
-    }
-
-    @Override
-    public boolean complete(Void value) {
-      boolean r = super.complete(value);
-      if (r) {
-        ended();
-      }
-      return r;
-    }
-
-    @Override
-    public boolean completeExceptionally(Throwable ex) {
-      boolean r = super.completeExceptionally(ex);
-      if (r) {
-        ended();
-      }
-      return r;
-    }
-
-    @Override
-    public boolean cancel(boolean mayInterruptIfRunning) {
-      boolean r = super.cancel(mayInterruptIfRunning);
-      if (r) {
-        ended();
-      }
-      return r;
     }
   }
 
@@ -184,9 +182,9 @@ public abstract class AbstractEndpoint implements Endpoint {
 
   /**
    * Puts one message on the wire (I/O thread). Must release {@code message}
-   * and complete {@code done} exactly once, also on failure.
+   * and report {@code done} exactly once, also on failure.
    */
-  protected abstract void doSend(RegisteredBuffer message, CompletableFuture<Void> done);
+  protected abstract void doSend(RegisteredBuffer message, SendCompletion done);
 
   /** Sends a credit grant (I/O thread). */
   protected abstract void doSendCredits(int messages);
@@ -246,7 +244,7 @@ public abstract class AbstractEndpoint implements Endpoint {
       } catch (RuntimeException e) {
         queuedSends.decrementAndGet();
         message.release();
-        done.completeExceptionally(new TransportException.Closed("transport closed"));
+        done.failed(new TransportException.Closed("transport closed"));
       }
     }
     return done;
@@ -255,13 +253,13 @@ public abstract class AbstractEndpoint implements Endpoint {
   private void sendOnIo(RegisteredBuffer message, SendFuture done) {
     if (closed) {
       message.release();
-      done.completeExceptionally(new TransportException.Closed("endpoint closed"));
+      done.failed(new TransportException.Closed("endpoint closed"));
       return;
     }
     if (message.readableBytes() > peerMaxMessage) {
       int n = message.readableBytes();
       message.release();
-      done.completeExceptionally(new TransportException.Protocol(
+      done.failed(new TransportException.Protocol(
           "message of " + n + " bytes exceeds the peer's limit of " + peerMaxMessage));
       return;
     }
@@ -450,7 +448,7 @@ public abstract class AbstractEndpoint implements Endpoint {
     PendingSend p;
     while ((p = pending.pollFirst()) != null) {
       p.message.release();
-      p.done.completeExceptionally(failure);
+      p.done.failed(failure);
     }
     pendingCount = 0;
     try {
@@ -497,7 +495,7 @@ public abstract class AbstractEndpoint implements Endpoint {
         TransportException failure = new TransportException.Closed("endpoint closed");
         while ((p = pending.pollFirst()) != null) {
           p.message.release();
-          p.done.completeExceptionally(failure);
+          p.done.failed(failure);
         }
         pendingCount = 0;
         doClose();

@@ -22,7 +22,7 @@ class AbstractEndpointTest {
   /** Runs I/O tasks inline on the caller; records what goes on the wire. */
   private static final class FakeEndpoint extends AbstractEndpoint {
     final List<RegisteredBuffer> wire = new ArrayList<>();
-    final List<CompletableFuture<Void>> pendingDone = new ArrayList<>();
+    final List<AbstractEndpoint.SendCompletion> pendingDone = new ArrayList<>();
     final List<Integer> creditsSent = new ArrayList<>();
     boolean ioGone;
     int closes;
@@ -50,7 +50,7 @@ class AbstractEndpointTest {
     }
 
     @Override
-    protected void doSend(RegisteredBuffer message, CompletableFuture<Void> done) {
+    protected void doSend(RegisteredBuffer message, SendCompletion done) {
       wire.add(message);
       pendingDone.add(done);
     }
@@ -81,8 +81,8 @@ class AbstractEndpointTest {
 
     /** The transport has written every send it was handed (their futures complete). */
     void written() {
-      for (CompletableFuture<Void> f : List.copyOf(pendingDone)) {
-        f.complete(null);
+      for (AbstractEndpoint.SendCompletion f : List.copyOf(pendingDone)) {
+        f.succeeded();
       }
     }
   }
@@ -120,7 +120,7 @@ class AbstractEndpointTest {
     assertEquals(3, ep.wire.size());
     assertTrue(ep.isWritable());
     ep.wire.forEach(RegisteredBuffer::release);
-    ep.pendingDone.forEach(f -> f.complete(null));
+    ep.pendingDone.forEach(AbstractEndpoint.SendCompletion::succeeded);
     assertTrue(a.isDone() && c.isDone());
     assertEquals(0, pool.buffersOutstanding());
   }
@@ -143,7 +143,7 @@ class AbstractEndpointTest {
     long t1 = System.nanoTime();
     long s = ep.sendStallNanos(t1 + far);
     assertTrue(s >= far && s <= far + (t1 - t0), "measured from the first send: " + s);
-    ep.pendingDone.get(0).complete(null);
+    ep.pendingDone.get(0).succeeded();
     assertTrue(a.isDone());
     long t2 = System.nanoTime();
     s = ep.sendStallNanos(t2 + far);
@@ -151,7 +151,7 @@ class AbstractEndpointTest {
     ep.creditsGranted(1);
     assertEquals(2, ep.wire.size());
     assertTrue(ep.sendStallNanos(System.nanoTime() + far) > 0, "b is on the wire, not completed");
-    ep.pendingDone.get(1).completeExceptionally(new TransportException("failed"));
+    ep.pendingDone.get(1).failed(new TransportException("failed"));
     assertTrue(b.isDone());
     assertEquals(0, ep.sendStallNanos(System.nanoTime() + far), "all completed");
     // a send that waits fails when the connection closes: nothing waits then
@@ -166,21 +166,43 @@ class AbstractEndpointTest {
     assertEquals(0, pool.buffersOutstanding());
   }
 
-  /** A send cancelled twice by its caller counts out once: the other send still waiting shows. */
+  /**
+   * A caller that cancels or fails a send's future does not count the send out: its message is
+   * still queued or being written, and a peer that takes nothing still shows as a stall (what a
+   * DataNode closes a connection for at the write timeout). Only the transport's report, or the
+   * close, ends the wait; a send reported twice counts out once.
+   */
   @Test
-  void aSendCancelledTwiceCountsOutOnce() throws Exception {
+  void aSendCancelledOrFailedByItsCallerStillWaitsUntilTheTransportReportsIt() throws Exception {
     FakeEndpoint ep = new FakeEndpoint(new Recorder());
     ep.hello(1, 8);
     long far = 3_600_000_000_000L;
-    ep.send(pool.allocate(10)); // on the wire, not completed
+    CompletableFuture<Void> a = ep.send(pool.allocate(10)); // on the wire, not completed
     CompletableFuture<Void> b = ep.send(pool.allocate(10)); // waits for a credit
+    assertTrue(a.cancel(false));
     assertTrue(b.cancel(false));
     assertTrue(b.cancel(false)); // CompletableFuture answers true again
-    assertTrue(ep.sendStallNanos(System.nanoTime() + far) > 0, "the first send still waits");
-    ep.pendingDone.get(0).complete(null);
+    assertTrue(ep.sendStallNanos(System.nanoTime() + far) > 0, "both sends still wait, cancelled or not");
+    ep.pendingDone.get(0).succeeded(); // a is written: progress, b still waits for a credit
+    ep.pendingDone.get(0).succeeded(); // reported twice: counted out once
+    assertEquals(1, ep.pendingSends());
+    assertTrue(ep.sendStallNanos(System.nanoTime() + far) > 0, "b still waits for its credit");
+    ep.creditsGranted(1);
+    assertEquals(2, ep.wire.size(), "a cancelled send still goes out: its message is the transport's");
+    assertTrue(ep.sendStallNanos(System.nanoTime() + far) > 0, "b is on the wire, not completed");
+    ep.pendingDone.get(1).succeeded();
     assertEquals(0, ep.sendStallNanos(System.nanoTime() + far), "nothing waits");
+    assertTrue(a.isCancelled() && b.isCancelled(), "the caller's cancel stands");
+
+    CompletableFuture<Void> c = ep.send(pool.allocate(10)); // waits for a credit
+    assertTrue(c.completeExceptionally(new IllegalStateException("the caller gave up")));
+    assertFalse(c.complete(null));
+    assertTrue(c.isCompletedExceptionally());
+    assertTrue(ep.sendStallNanos(System.nanoTime() + far) > 0, "c still waits, failed by its caller");
     ep.close();
+    assertEquals(0, ep.sendStallNanos(System.nanoTime() + far), "closed: nothing waits");
     ep.wire.forEach(RegisteredBuffer::release);
+    assertEquals(0, pool.buffersOutstanding());
   }
 
   /**

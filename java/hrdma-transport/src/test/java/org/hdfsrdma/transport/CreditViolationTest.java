@@ -28,7 +28,7 @@ class CreditViolationTest {
 
   private static final class Fake extends AbstractEndpoint {
     final List<RegisteredBuffer> wire = new ArrayList<>();
-    final List<CompletableFuture<Void>> done = new ArrayList<>();
+    final List<AbstractEndpoint.SendCompletion> done = new ArrayList<>();
 
     Fake(EndpointHandler h, int peerCredits, int ownCredits) {
       super(new InetSocketAddress("127.0.0.1", 1), h);
@@ -51,7 +51,7 @@ class CreditViolationTest {
     }
 
     @Override
-    protected void doSend(RegisteredBuffer message, CompletableFuture<Void> d) {
+    protected void doSend(RegisteredBuffer message, SendCompletion d) {
       wire.add(message);
       done.add(d);
     }
@@ -100,7 +100,7 @@ class CreditViolationTest {
     assertTrue(ep.isClosed());
     assertInstanceOf(TransportException.Protocol.class, cause(ep));
     ep.wire.forEach(RegisteredBuffer::release);
-    ep.done.forEach(f -> f.complete(null));
+    ep.done.forEach(AbstractEndpoint.SendCompletion::succeeded);
     assertTrue(a.isDone());
   }
 

@@ -38,7 +38,7 @@ class EndpointCreditFuzzTest {
   /** Runs I/O inline; the wire is a list. */
   private static final class Fake extends AbstractEndpoint {
     final ArrayDeque<RegisteredBuffer> wire = new ArrayDeque<>();
-    final List<CompletableFuture<Void>> inFlight = new ArrayList<>();
+    final List<AbstractEndpoint.SendCompletion> inFlight = new ArrayList<>();
     long granted;
 
     Fake(EndpointHandler h) {
@@ -61,7 +61,7 @@ class EndpointCreditFuzzTest {
     }
 
     @Override
-    protected void doSend(RegisteredBuffer message, CompletableFuture<Void> done) {
+    protected void doSend(RegisteredBuffer message, SendCompletion done) {
       wire.add(message);
       inFlight.add(done);
     }
@@ -163,7 +163,7 @@ class EndpointCreditFuzzTest {
     ep.finishClose();
     assertTrue(ep.isClosed());
     ep.wire.forEach(RegisteredBuffer::release);
-    ep.inFlight.forEach(f -> f.complete(null));
+    ep.inFlight.forEach(AbstractEndpoint.SendCompletion::succeeded);
     h.held.forEach(RegisteredBuffer::release);
     for (CompletableFuture<Void> f : sends) {
       assertTrue(f.isDone(), "a send neither sent nor failed");

@@ -52,10 +52,10 @@ class SendOrderTest {
     }
 
     @Override
-    protected void doSend(RegisteredBuffer message, CompletableFuture<Void> done) {
+    protected void doSend(RegisteredBuffer message, SendCompletion done) {
       wire.add(message.nio().getInt(message.nio().position()));
       message.release();
-      done.complete(null);
+      done.succeeded();
     }
 
     @Override

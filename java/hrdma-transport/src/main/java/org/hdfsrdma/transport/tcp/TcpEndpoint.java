@@ -188,7 +188,7 @@ public final class TcpEndpoint extends AbstractEndpoint {
   }
 
   @Override
-  protected void doSend(RegisteredBuffer message, CompletableFuture<Void> done) {
+  protected void doSend(RegisteredBuffer message, SendCompletion done) {
     ByteBuffer nio = message.nio();
     int n = nio.remaining();
     channel.write(TcpFrames.header(channel.alloc(), TcpFrames.DATA, n));
@@ -196,9 +196,9 @@ public final class TcpEndpoint extends AbstractEndpoint {
     channel.write(Unpooled.wrappedBuffer(nio)).addListener((ChannelFutureListener) f -> {
       message.release();
       if (f.isSuccess()) {
-        done.complete(null);
+        done.succeeded();
       } else {
-        done.completeExceptionally(sendFailure(f.cause()));
+        done.failed(sendFailure(f.cause()));
       }
     });
     channel.flush(); // consolidated: one syscall for a burst of sends

@@ -228,17 +228,17 @@ abstract class UcxConnection extends AbstractEndpoint implements UcxWorkerLoop.E
   }
 
   @Override
-  protected void doSend(RegisteredBuffer message, CompletableFuture<Void> done) {
+  protected void doSend(RegisteredBuffer message, SendCompletion done) {
     if (state != State.OPEN) {
       message.release();
-      done.completeExceptionally(new TransportException.Closed("endpoint not open"));
+      done.failed(new TransportException.Closed("endpoint not open"));
       return;
     }
     sendFrame(DATA, message, (st, len) -> {
       if (st < 0) {
-        done.completeExceptionally(UcxErrors.of("send", st));
+        done.failed(UcxErrors.of("send", st));
       } else {
-        done.complete(null);
+        done.succeeded();
       }
     });
   }
