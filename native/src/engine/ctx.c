@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <ucm/api/ucm.h>
 #include <ucs/debug/debug.h>
+#include <ucs/config/global_opts.h>
 #include <ucs/config/parser.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,11 +18,17 @@ static atomic_uint_fast64_t hrdma_process_contexts;
 
 void hrdma_restore_signal_handlers(void)
 {
-    static const int signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE};
-    size_t i;
+    unsigned i;
 
-    for (i = 0; i < sizeof(signals) / sizeof(signals[0]); i++) {
-        ucs_debug_disable_signal(signals[i]);
+    /* libucs took the UCX_ERROR_SIGNALS while it loaded, unless errors are
+     * not handled at all; libhrdma-preload empties the list unless the user
+     * set it. Only the signals UCX took are given back (UCX warns about any
+     * other). */
+    if (ucs_global_opts.handle_errors == 0) {
+        return;
+    }
+    for (i = 0; i < ucs_global_opts.error_signals.count; i++) {
+        ucs_debug_disable_signal(ucs_global_opts.error_signals.signals[i]);
     }
 }
 

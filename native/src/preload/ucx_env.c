@@ -12,6 +12,13 @@
  * is not needed. This library turns the events off before libucs loads,
  * unless the user chose a value: it has no dependency and does nothing but
  * this, so nothing of UCX runs before it.
+ *
+ * libucs also takes SIGSEGV, SIGBUS, SIGILL and SIGFPE (UCX_ERROR_SIGNALS)
+ * while it loads. HotSpot raises SIGSEGV on purpose (safepoint polls,
+ * implicit null checks) in every Java thread; one raised between libucs's
+ * load and JNI_OnLoad, which gives the JVM its handlers back, reached UCX's
+ * handler and the JVM aborted. This library empties that list too, unless
+ * the user set it, so UCX never takes them.
  */
 #include <stdlib.h>
 
@@ -19,4 +26,6 @@ __attribute__((constructor)) static void hrdma_preload_ucx_env(void)
 {
     /* overwrite=0: an explicit UCX_MEM_EVENTS from the user wins. */
     setenv("UCX_MEM_EVENTS", "no", 0);
+    /* Empty: UCX installs no error-signal handler at all. */
+    setenv("UCX_ERROR_SIGNALS", "", 0);
 }
