@@ -35,14 +35,15 @@ public final class HrdmaDataNodeKeys {
   /**
    * Whether the plugins of DataNodes sharing one JVM (a MiniDFSCluster) share its transports: one UCX
    * context, worker, progress thread and registered buffer pool per transport, one tcp event-loop group.
-   * Ports, limits, tokens and endpoints stay each DataNode's own. {@code auto}: the servers always lease
-   * the JVM's transports (a lone DataNode holds the only lease, as if its own), and the connector that
-   * forwards a DataNode's writes shares them only when another DataNode plugin runs in the JVM; so with
-   * one DataNode per JVM nothing is shared with anything. {@code true}: also a lone DataNode's server and
-   * connector share; {@code false}: every server and connector its own.
+   * Ports, limits, tokens and endpoints stay each DataNode's own. {@code true} (the default): the servers
+   * and the connector that forwards a DataNode's writes lease the JVM's transports, so a lone DataNode
+   * forwards on its server's I/O thread (no hand-off between I/O threads to forward a packet or relay an
+   * ack); {@code auto}: the servers lease them, the connector only when another DataNode plugin runs in
+   * the JVM (a lone DataNode's connector on transports of its own); {@code false}: every server and
+   * connector its own.
    */
   public static final String SHARE_TRANSPORTS_KEY = "hrdma.datanode.share-transports";
-  public static final String SHARE_TRANSPORTS_DEFAULT = "auto";
+  public static final String SHARE_TRANSPORTS_DEFAULT = "true";
   /** Threads per volume that write received packets to disk (a hung volume holds up only its own writes). */
   public static final String WRITE_THREADS_KEY = "hrdma.datanode.write.threads";
   public static final int WRITE_THREADS_DEFAULT = 8;

@@ -83,7 +83,10 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
      * forwarding connector shares them when another DataNode plugin runs in the JVM, else owns its own.
      */
     AUTO,
-    /** Servers and forwarding connectors on the JVM's shared transports, also for a lone DataNode. */
+    /**
+     * Servers and forwarding connectors on the JVM's shared transports, also for a lone DataNode (the
+     * default): its writes are forwarded and their acks relayed on its server's I/O thread.
+     */
     TRUE,
     /** Every server and connector its own transports. */
     FALSE;
@@ -362,15 +365,22 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
 
   /**
    * Whether the forwarding connector leases the JVM's transports. Decided when the first write is
-   * forwarded, when the DataNodes of a MiniDFSCluster have all started: with auto, only when another
-   * DataNode plugin runs in this JVM, so that a DataNode alone in its JVM (a real cluster) forwards on
-   * transports of its connector's own, as it did before auto.
+   * forwarded, when the DataNodes of a MiniDFSCluster have all started.
    */
   private boolean sharesConnector() {
-    return switch (sharing) {
+    return sharesConnector(sharing, RUNNING.stream().anyMatch(p -> p != this));
+  }
+
+  /**
+   * With {@code s}, whether a DataNode's forwarding connector leases the JVM's transports; {@code others}:
+   * another DataNode plugin runs in the JVM. With auto only then, so that a DataNode alone in its JVM
+   * forwards on transports of its connector's own; with true (the default) also then, on its server's.
+   */
+  static boolean sharesConnector(Sharing s, boolean others) {
+    return switch (s) {
       case TRUE -> true;
       case FALSE -> false;
-      case AUTO -> RUNNING.stream().anyMatch(p -> p != this);
+      case AUTO -> others;
     };
   }
 

@@ -115,7 +115,7 @@ class RdmaDataNodePluginTest {
     for (DatanodeInfo dn : dns) {
       RdmaDataNodePlugin p = pluginOf(dn.getDatanodeUuid(), x -> x.state() == RdmaDataNodePlugin.State.SERVING);
       assertEquals(dn.getXferPort() + RdmaPorts.PORT_OFFSET_DEFAULT, p.serviceAddress().getPort());
-      // hrdma.datanode.share-transports=auto (the default): the DataNodes of one JVM on the same transports
+      // hrdma.datanode.share-transports=true (the default): the DataNodes of one JVM on the same transports
       if (shared == null) {
         shared = p.transports();
       }

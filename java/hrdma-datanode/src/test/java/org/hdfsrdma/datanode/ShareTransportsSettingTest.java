@@ -1,18 +1,34 @@
 package org.hdfsrdma.datanode;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.hdfsrdma.datanode.RdmaDataNodePlugin.Sharing;
 import org.junit.jupiter.api.Test;
 
-/** The values of hrdma.datanode.share-transports: auto by default, true, false, nothing else. */
+/** The values of hrdma.datanode.share-transports: true by default, auto, false, nothing else. */
 class ShareTransportsSettingTest {
   @Test
-  void autoByDefault() {
-    assertEquals("auto", RdmaDataNodePlugin.SHARE_TRANSPORTS_DEFAULT);
-    assertEquals(Sharing.AUTO, Sharing.parse(RdmaDataNodePlugin.SHARE_TRANSPORTS_DEFAULT));
+  void trueByDefault() {
+    assertEquals("true", RdmaDataNodePlugin.SHARE_TRANSPORTS_DEFAULT);
+    assertEquals(Sharing.TRUE, Sharing.parse(RdmaDataNodePlugin.SHARE_TRANSPORTS_DEFAULT));
+  }
+
+  @Test
+  void byDefaultALoneDataNodeForwardsOnItsServersTransports() {
+    Sharing byDefault = Sharing.parse(RdmaDataNodePlugin.SHARE_TRANSPORTS_DEFAULT);
+    assertTrue(RdmaDataNodePlugin.sharesConnector(byDefault, false), "a DataNode alone in its JVM");
+    assertTrue(RdmaDataNodePlugin.sharesConnector(byDefault, true), "DataNodes sharing a JVM");
+  }
+
+  @Test
+  void autoSharesTheConnectorOnlyWithOtherDataNodesAndFalseNever() {
+    assertFalse(RdmaDataNodePlugin.sharesConnector(Sharing.AUTO, false));
+    assertTrue(RdmaDataNodePlugin.sharesConnector(Sharing.AUTO, true));
+    assertFalse(RdmaDataNodePlugin.sharesConnector(Sharing.FALSE, false));
+    assertFalse(RdmaDataNodePlugin.sharesConnector(Sharing.FALSE, true));
   }
 
   @Test
