@@ -87,22 +87,21 @@ class StalledReadTest {
     cluster = new MiniDFSCluster.Builder(conf, base).numDataNodes(1).build();
     cluster.waitActive();
     DistributedFileSystem fs = cluster.getFileSystem();
-    Path p = new Path("/stalled-read");
-    byte[] data = new byte[BLOCK_BYTES];
-    new Random(7).nextBytes(data);
-    try (FSDataOutputStream out = fs.create(p, (short) 1)) {
+    block = writeBlock(fs, "/stalled-read", BLOCK_BYTES, 7);
+    bigBlock = writeBlock(fs, "/stopped-worker", STOPPED_BLOCK_BYTES, 11);
+  }
+
+  /** Writes one block of random bytes at replication 1 and returns it. */
+  private static LocatedBlock writeBlock(DistributedFileSystem fs, String path, int bytes, long seed)
+      throws IOException {
+    byte[] data = new byte[bytes];
+    new Random(seed).nextBytes(data);
+    try (FSDataOutputStream out = fs.create(new Path(path), (short) 1)) {
       out.write(data);
     }
-    block = fs.getClient().getLocatedBlocks(p.toString(), 0).get(0);
-    assertEquals(BLOCK_BYTES, block.getBlockSize());
-    Path big = new Path("/stopped-worker");
-    byte[] bigData = new byte[STOPPED_BLOCK_BYTES];
-    new Random(11).nextBytes(bigData);
-    try (FSDataOutputStream out = fs.create(big, (short) 1)) {
-      out.write(bigData);
-    }
-    bigBlock = fs.getClient().getLocatedBlocks(big.toString(), 0).get(0);
-    assertEquals(STOPPED_BLOCK_BYTES, bigBlock.getBlockSize());
+    LocatedBlock b = fs.getClient().getLocatedBlocks(path, 0).get(0);
+    assertEquals(bytes, b.getBlockSize());
+    return b;
   }
 
   @AfterAll
