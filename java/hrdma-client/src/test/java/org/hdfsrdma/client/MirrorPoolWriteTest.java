@@ -90,6 +90,10 @@ class MirrorPoolWriteTest {
     int files = 12;
     // what another test left kept goes first: the counts below start from nothing held downstream
     awaitValue(() -> mirrors(RdmaDataNodePlugin.MirrorStats::live), 0, "connections downstream before");
+    // and the write segments another test's closed connections still held (their unmapping would
+    // take the mapped bytes below the counts taken next)
+    awaitValue(() -> writeShmSum(RdmaDataNodePlugin.WriteShmStats::segments), 0, "write segments before");
+    awaitValue(WriteSegment::live, 0, "senders' write segments before");
     long shm0 = NativeShm.mappedBytes();
     long fdMapped0 = NativeFiles.mappedBytes();
     long fds0 = NativeFiles.fdsHeld();
