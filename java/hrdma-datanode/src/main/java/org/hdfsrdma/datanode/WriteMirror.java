@@ -201,10 +201,17 @@ final class WriteMirror implements EndpointHandler {
     if (seg != null && forwardByReference(e, seg, received, dataOffset)) {
       return;
     }
+    // A copy (sealed, or into another transport's memory) keeps the received packet until the copy is
+    // sent, as the cut-through does by sending the packet itself: the packet holds the upstream's credit,
+    // so a downstream that takes nothing stops the upstream after its window (stock's BlockReceiver stops
+    // reading while its mirror's socket takes nothing); released once written here, the credit went back
+    // and the copies queued for the downstream without bound, in the pool every connection draws from.
     if (e instanceof ProtectedEndpoint p) {
       // sealed into the connector's own buffer in one pass: no plain copy first
       received.placeAligned(dataOffset);
+      received.retain(); // until the sealed copy is sent
       p.sendCopy(received.retain()).whenComplete((v, t) -> {
+        received.release();
         if (t != null) {
           listener.onDownstreamFailed("forwarding to " + name + " failed: " + t.getMessage());
         }
@@ -213,6 +220,7 @@ final class WriteMirror implements EndpointHandler {
     }
     RegisteredBuffer out;
     ByteBuffer src = received.nio();
+    boolean copied = false;
     // cut-through when the buffer is the downstream transport's own memory (one transport shared by the
     // server and the connector), or on tcp, which sends from any direct buffer
     if (e.transport() == up.transport() || "tcp".equals(e.transport().name())) {
@@ -229,9 +237,15 @@ final class WriteMirror implements EndpointHandler {
       o.clear();
       o.put(src.duplicate());
       o.flip();
+      received.retain(); // until the copy is sent
+      copied = true;
     }
     out.placeAligned(dataOffset);
+    boolean held = copied;
     e.send(out).whenComplete((v, t) -> {
+      if (held) {
+        received.release();
+      }
       if (t != null) {
         listener.onDownstreamFailed("forwarding to " + name + " failed: " + t.getMessage());
       }

@@ -1,0 +1,200 @@
+package org.hdfsrdma.client;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.net.ProtocolException;
+import java.util.EnumSet;
+import java.util.Map;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.CreateFlag;
+import org.apache.hadoop.fs.StorageType;
+import org.apache.hadoop.fs.permission.FsPermission;
+import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.hdfs.protocol.ClientProtocol;
+import org.apache.hadoop.hdfs.protocol.DatanodeID;
+import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
+import org.apache.hadoop.hdfs.protocol.DatanodeInfo.DatanodeInfoBuilder;
+import org.apache.hadoop.hdfs.protocol.HdfsFileStatus;
+import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.apache.hadoop.io.EnumSetWritable;
+import org.hdfsrdma.datanode.HrdmaDataNodeKeys;
+import org.hdfsrdma.datanode.RdmaDataNodePlugin;
+import org.hdfsrdma.protocol.BlockOps;
+import org.hdfsrdma.protocol.Message;
+import org.hdfsrdma.protocol.MessageCodec;
+import org.hdfsrdma.protocol.MessageKind;
+import org.hdfsrdma.protocol.RdmaPorts;
+import org.hdfsrdma.transport.Endpoint;
+import org.hdfsrdma.transport.EndpointHandler;
+import org.hdfsrdma.transport.RegisteredBuffer;
+import org.hdfsrdma.transport.TransportConf;
+import org.hdfsrdma.transport.TransportException;
+import org.hdfsrdma.transport.select.HrdmaServer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * A pipeline whose second DataNode (a peer posing as one: a client names the pipeline's targets)
+ * answers the first's WRITE_REQUEST, then keeps every packet forwarded to it (grants no credits
+ * back) and acks none, while the client sends packets without waiting for acks (a large write
+ * window, which a client sets as it likes). The client reaches the first DataNode over tcp and the
+ * first forwards over ucx, so each forward is a copy into the ucx transport's registered memory
+ * (as every forward over a sealed connection is). What the first DataNode holds for that write
+ * must stay within the client's credit window, as stock's BlockReceiver stops reading its upstream
+ * while its mirror's socket does not take its writes: before, the copies queued on the downstream
+ * connection for every packet the client sent, in the pool that, with shared transports, serves
+ * every other connection of the DataNode. And the write is closed at the packet timeout and gives
+ * everything back.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(180)
+class StalledMirrorTest {
+  private static final int PACKET_BYTES = 64 << 10;
+  private static final int PACKETS = 320;
+  private static final int CREDITS = TransportConf.CREDITS_DEFAULT;
+  private static final long PACKET_TIMEOUT_MS = 6000;
+
+  private MiniDFSCluster cluster;
+
+  @BeforeAll
+  void start() throws Exception {
+    Configuration conf = PluginCluster.baseConf();
+    // the pipeline is made up here (as SilentMirrorPipelineTest's): no block token
+    conf.setBoolean(org.apache.hadoop.hdfs.DFSConfigKeys.DFS_BLOCK_ACCESS_TOKEN_ENABLE_KEY, false);
+    conf.setLong(HrdmaDataNodeKeys.WRITE_PACKET_TIMEOUT_MS_KEY, PACKET_TIMEOUT_MS);
+    conf.setBoolean(HrdmaDataNodeKeys.WRITE_SHM_KEY, false); // forwards by value, as to another host
+    cluster = PluginCluster.start(conf, getClass(), 1);
+  }
+
+  @AfterAll
+  void stop() throws IOException {
+    PluginCluster.shutdown(null, cluster);
+  }
+
+  /** A "DataNode" that accepts a write and then takes nothing: keeps every packet, acks none. */
+  private static final class HoardingDataNode implements EndpointHandler {
+    final Queue<Message> held = new ConcurrentLinkedQueue<>();
+    final AtomicInteger packets = new AtomicInteger();
+
+    @Override
+    public void onMessage(Endpoint ep, RegisteredBuffer buffer) {
+      Message m;
+      try {
+        m = MessageCodec.decode(buffer);
+      } catch (ProtocolException e) {
+        buffer.release();
+        return;
+      }
+      if (m.kind() == MessageKind.DATA_PACKET) {
+        packets.incrementAndGet();
+        held.add(m); // kept: no credit goes back
+        return;
+      }
+      try {
+        if (m.kind() == MessageKind.WRITE_REQUEST) {
+          ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.WRITE_RESPONSE, m.requestId(),
+              BlockOps.writeResponseOk(false), null));
+        }
+      } catch (TransportException e) {
+        ep.close();
+      } finally {
+        m.release();
+      }
+    }
+
+    void releaseAll() {
+      Message m;
+      while ((m = held.poll()) != null) {
+        m.release();
+      }
+    }
+  }
+
+  @Test
+  void aDownstreamThatTakesNothingHoldsTheFirstDataNodeToTheClientsWindow() throws Exception {
+    RdmaDataNodePlugin plugin = RdmaDataNodePlugin.running().get(0);
+    long base = plugin.buffersOutstanding();
+    HoardingDataNode hoarder = new HoardingDataNode();
+    Configuration conf = PluginCluster.rdmaClientConf(cluster);
+    conf.set(TransportConf.ORDER_KEY, "tcp"); // the client's hop over tcp, the forward over ucx: a copy
+    conf.setBoolean(RdmaBlockClient.SHM_WRITES_KEY, false);
+    conf.setInt(RdmaBlockWriter.PACKET_BYTES_KEY, PACKET_BYTES);
+    conf.setLong(RdmaBlockWriter.WINDOW_BYTES_KEY, 1L << 30); // acks not waited for
+    HrdmaServer fake = HrdmaServer.start(TransportConf.of(Map.of(TransportConf.ORDER_KEY, "ucx")), hoarder,
+        "127.0.0.1", 0);
+    RdmaBlockWriter w = null;
+    try (RdmaBlockClient client = new RdmaBlockClient(conf)) {
+      assertTrue(fake.offers().stream().anyMatch(a -> a.getTransport().equals("ucx")), "offers " + fake.offers());
+      Configuration dnConf = cluster.getConfiguration(0);
+      int port = fake.serviceAddress().getPort();
+      int xfer = port - dnConf.getInt(RdmaPorts.PORT_OFFSET_KEY, RdmaPorts.PORT_OFFSET_DEFAULT);
+      DatanodeInfo hoarding = new DatanodeInfoBuilder().setNodeID(new DatanodeID("127.0.0.1", "localhost",
+          "hoarding-dn", xfer, xfer + 1, xfer + 2, xfer + 3)).build();
+      assertEquals(port, RdmaPorts.pluginPort(hoarding, dnConf));
+
+      ClientProtocol nn = cluster.getFileSystem().getClient().getNamenode();
+      String name = cluster.getFileSystem().getClient().getClientName();
+      String path = "/stalled-mirror";
+      HdfsFileStatus st = nn.create(path, FsPermission.getFileDefault(), name,
+          new EnumSetWritable<>(EnumSet.of(CreateFlag.CREATE, CreateFlag.OVERWRITE)), true, (short) 1,
+          64L << 20, org.apache.hadoop.crypto.CryptoProtocolVersion.supported(), null, null);
+      LocatedBlock one = nn.addBlock(path, name, null, null, st.getFileId(), null, null);
+      LocatedBlock two = new LocatedBlock(one.getBlock(), new DatanodeInfo[] {one.getLocations()[0], hoarding},
+          new String[] {one.getStorageIDs()[0], "hoarding-storage"},
+          new StorageType[] {one.getStorageTypes()[0], StorageType.DEFAULT});
+
+      w = RdmaBlockWriter.create(client, two, conf);
+      byte[] packet = new byte[PACKET_BYTES];
+      for (int i = 0; i < PACKETS; i++) {
+        packet[0] = (byte) i;
+        w.write(packet); // queued by the client's transport once the first DataNode grants no credits
+      }
+      // the downstream took its window, then nothing: what the first DataNode holds stays bounded
+      long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+      while (hoarder.packets.get() < CREDITS - 1 && System.nanoTime() < end) {
+        Thread.sleep(20);
+      }
+      // its window, less the WRITE_REQUEST's credit it kept (granted back in batches of half a window)
+      assertTrue(hoarder.packets.get() >= CREDITS - 1 && hoarder.packets.get() <= CREDITS,
+          hoarder.packets + " packets the hoarding DataNode got");
+      long bound = 2L * CREDITS + 16; // the client's window of received packets and their copies
+      long most = 0;
+      end = System.nanoTime() + TimeUnit.SECONDS.toNanos(4);
+      while (System.nanoTime() < end) {
+        most = Math.max(most, plugin.buffersOutstanding() - base);
+        Thread.sleep(20);
+      }
+      System.err.println("hrdma test: stalled mirror -> at most " + most + " buffers held, bound " + bound);
+      assertTrue(most <= bound, "the first DataNode held up to " + most + " buffers for one write whose"
+          + " downstream takes nothing (bound " + bound + "; the client sent up to " + PACKETS + " packets)");
+      // the client can send nothing more: the write is closed at the packet timeout and gives all back
+      long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(PACKET_TIMEOUT_MS + 30_000);
+      while (plugin.openWrites() > 0 && System.nanoTime() < deadline) {
+        Thread.sleep(50);
+      }
+      assertEquals(0, plugin.openWrites(), "the stalled write is still open");
+      hoarder.releaseAll();
+      deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+      while (plugin.buffersOutstanding() > base && System.nanoTime() < deadline) {
+        Thread.sleep(50);
+      }
+      assertTrue(plugin.buffersOutstanding() <= base, plugin.buffersOutstanding() + " buffers outstanding, "
+          + base + " before");
+    } finally {
+      if (w != null) {
+        w.abort();
+      }
+      hoarder.releaseAll();
+      fake.close();
+    }
+  }
+}
