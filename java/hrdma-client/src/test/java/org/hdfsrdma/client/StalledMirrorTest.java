@@ -80,10 +80,18 @@ class StalledMirrorTest {
     PluginCluster.shutdown(null, cluster);
   }
 
-  /** A "DataNode" that accepts a write and then takes nothing: keeps every packet, acks none. */
+  /**
+   * A "DataNode" that accepts a write and acks none of its packets; {@code keep}: it also keeps
+   * every packet (grants no credits back), else it releases each at once.
+   */
   private static final class HoardingDataNode implements EndpointHandler {
     final Queue<Message> held = new ConcurrentLinkedQueue<>();
     final AtomicInteger packets = new AtomicInteger();
+    private final boolean keep;
+
+    HoardingDataNode(boolean keep) {
+      this.keep = keep;
+    }
 
     @Override
     public void onMessage(Endpoint ep, RegisteredBuffer buffer) {
@@ -96,13 +104,17 @@ class StalledMirrorTest {
       }
       if (m.kind() == MessageKind.DATA_PACKET) {
         packets.incrementAndGet();
-        held.add(m); // kept: no credit goes back
+        if (keep) {
+          held.add(m); // kept: no credit goes back
+        } else {
+          m.release();
+        }
         return;
       }
       try {
         if (m.kind() == MessageKind.WRITE_REQUEST) {
           ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.WRITE_RESPONSE, m.requestId(),
-              BlockOps.writeResponseOk(false), null));
+              BlockOps.writeResponseOk(true), null)); // takes heartbeats (and acks none)
         }
       } catch (TransportException e) {
         ep.close();
@@ -123,7 +135,7 @@ class StalledMirrorTest {
   void aDownstreamThatTakesNothingHoldsTheFirstDataNodeToTheClientsWindow() throws Exception {
     RdmaDataNodePlugin plugin = RdmaDataNodePlugin.running().get(0);
     long base = plugin.buffersOutstanding();
-    HoardingDataNode hoarder = new HoardingDataNode();
+    HoardingDataNode hoarder = new HoardingDataNode(true);
     Configuration conf = PluginCluster.rdmaClientConf(cluster);
     conf.set(TransportConf.ORDER_KEY, "tcp"); // the client's hop over tcp, the forward over ucx: a copy
     conf.setBoolean(RdmaBlockClient.SHM_WRITES_KEY, false);
@@ -133,25 +145,7 @@ class StalledMirrorTest {
         "127.0.0.1", 0);
     RdmaBlockWriter w = null;
     try (RdmaBlockClient client = new RdmaBlockClient(conf)) {
-      assertTrue(fake.offers().stream().anyMatch(a -> a.getTransport().equals("ucx")), "offers " + fake.offers());
-      Configuration dnConf = cluster.getConfiguration(0);
-      int port = fake.serviceAddress().getPort();
-      int xfer = port - dnConf.getInt(RdmaPorts.PORT_OFFSET_KEY, RdmaPorts.PORT_OFFSET_DEFAULT);
-      DatanodeInfo hoarding = new DatanodeInfoBuilder().setNodeID(new DatanodeID("127.0.0.1", "localhost",
-          "hoarding-dn", xfer, xfer + 1, xfer + 2, xfer + 3)).build();
-      assertEquals(port, RdmaPorts.pluginPort(hoarding, dnConf));
-
-      ClientProtocol nn = cluster.getFileSystem().getClient().getNamenode();
-      String name = cluster.getFileSystem().getClient().getClientName();
-      String path = "/stalled-mirror";
-      HdfsFileStatus st = nn.create(path, FsPermission.getFileDefault(), name,
-          new EnumSetWritable<>(EnumSet.of(CreateFlag.CREATE, CreateFlag.OVERWRITE)), true, (short) 1,
-          64L << 20, org.apache.hadoop.crypto.CryptoProtocolVersion.supported(), null, null);
-      LocatedBlock one = nn.addBlock(path, name, null, null, st.getFileId(), null, null);
-      LocatedBlock two = new LocatedBlock(one.getBlock(), new DatanodeInfo[] {one.getLocations()[0], hoarding},
-          new String[] {one.getStorageIDs()[0], "hoarding-storage"},
-          new StorageType[] {one.getStorageTypes()[0], StorageType.DEFAULT});
-
+      LocatedBlock two = pipelineTo(fake, "/stalled-mirror");
       w = RdmaBlockWriter.create(client, two, conf);
       byte[] packet = new byte[PACKET_BYTES];
       for (int i = 0; i < PACKETS; i++) {
@@ -182,6 +176,13 @@ class StalledMirrorTest {
         Thread.sleep(50);
       }
       assertEquals(0, plugin.openWrites(), "the stalled write is still open");
+      // and the client was told the downstream failed (its ack timeout, 5 s per DataNode longer, would
+      // have named none, and the client drops the first DataNode then)
+      deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (w.badNodeIndex() < 0 && System.nanoTime() < deadline) {
+        Thread.sleep(20);
+      }
+      assertEquals(1, w.badNodeIndex(), "the DataNode the client was told failed");
       hoarder.releaseAll();
       deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
       while (plugin.buffersOutstanding() > base && System.nanoTime() < deadline) {
@@ -194,6 +195,73 @@ class StalledMirrorTest {
         w.abort();
       }
       hoarder.releaseAll();
+      fake.close();
+    }
+  }
+
+  /** A new file's first block, its pipeline this cluster's DataNode and then {@code fake}. */
+  private LocatedBlock pipelineTo(HrdmaServer fake, String path) throws IOException {
+    assertTrue(fake.offers().stream().anyMatch(a -> a.getTransport().equals("ucx")), "offers " + fake.offers());
+    Configuration dnConf = cluster.getConfiguration(0);
+    int port = fake.serviceAddress().getPort();
+    int xfer = port - dnConf.getInt(RdmaPorts.PORT_OFFSET_KEY, RdmaPorts.PORT_OFFSET_DEFAULT);
+    DatanodeInfo hoarding = new DatanodeInfoBuilder().setNodeID(new DatanodeID("127.0.0.1", "localhost",
+        "hoarding-dn", xfer, xfer + 1, xfer + 2, xfer + 3)).build();
+    assertEquals(port, RdmaPorts.pluginPort(hoarding, dnConf));
+    ClientProtocol nn = cluster.getFileSystem().getClient().getNamenode();
+    String name = cluster.getFileSystem().getClient().getClientName();
+    HdfsFileStatus st = nn.create(path, FsPermission.getFileDefault(), name,
+        new EnumSetWritable<>(EnumSet.of(CreateFlag.CREATE, CreateFlag.OVERWRITE)), true, (short) 1,
+        64L << 20, org.apache.hadoop.crypto.CryptoProtocolVersion.supported(), null, null);
+    LocatedBlock one = nn.addBlock(path, name, null, null, st.getFileId(), null, null);
+    return new LocatedBlock(one.getBlock(), new DatanodeInfo[] {one.getLocations()[0], hoarding},
+        new String[] {one.getStorageIDs()[0], "hoarding-storage"},
+        new StorageType[] {one.getStorageTypes()[0], StorageType.DEFAULT});
+  }
+
+  /**
+   * A downstream that takes every packet and acks none: the first DataNode reports it failed once it
+   * owed acks for the packet timeout and 5 s (stock's PacketResponder: its mirror's ack read timeout),
+   * so the client drops the downstream. Before, nothing on the DataNode timed out (the client's
+   * heartbeats, which the first DataNode relays, kept the write alive) until the client's own ack
+   * timeout, 5 s per DataNode of the pipeline, named no DataNode, and the client's recovery drops
+   * the first one then.
+   */
+  @Test
+  void aDownstreamThatAcksNothingIsReportedToTheClientBeforeItsOwnAckTimeout() throws Exception {
+    RdmaDataNodePlugin plugin = RdmaDataNodePlugin.running().get(0);
+    HoardingDataNode silent = new HoardingDataNode(false);
+    Configuration conf = PluginCluster.rdmaClientConf(cluster);
+    conf.setBoolean(RdmaBlockClient.SHM_WRITES_KEY, false);
+    conf.setInt(RdmaBlockWriter.PACKET_BYTES_KEY, PACKET_BYTES);
+    // the client's ack timeout: this and 5 s per DataNode, 16 s; the first DataNode's, 11 s
+    conf.setLong(org.apache.hadoop.hdfs.client.HdfsClientConfigKeys.DFS_CLIENT_SOCKET_TIMEOUT_KEY, PACKET_TIMEOUT_MS);
+    long clientAckTimeoutMs = PACKET_TIMEOUT_MS + 2 * 5000;
+    HrdmaServer fake = HrdmaServer.start(TransportConf.of(Map.of(TransportConf.ORDER_KEY, "ucx")), silent,
+        "127.0.0.1", 0);
+    RdmaBlockWriter w = null;
+    try (RdmaBlockClient client = new RdmaBlockClient(conf)) {
+      w = RdmaBlockWriter.create(client, pipelineTo(fake, "/silent-acks"), conf);
+      w.write(new byte[4 * PACKET_BYTES]);
+      long t0 = System.nanoTime();
+      RdmaBlockWriter writer = w;
+      IOException e = org.junit.jupiter.api.Assertions.assertThrows(IOException.class, writer::close);
+      long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+      System.err.println("hrdma test: silent acks -> after " + ms + " ms, bad node " + w.badNodeIndex() + ": "
+          + e.getMessage());
+      assertTrue(silent.packets.get() >= 4, silent.packets + " packets reached the downstream");
+      assertEquals(1, w.badNodeIndex(), "the DataNode the client was told failed: " + e.getMessage());
+      assertTrue(ms < clientAckTimeoutMs, "failed after " + ms + " ms, the client's ack timeout is "
+          + clientAckTimeoutMs + " ms");
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+      while (plugin.openWrites() > 0 && System.nanoTime() < deadline) {
+        Thread.sleep(50);
+      }
+      assertEquals(0, plugin.openWrites(), "the write is still open");
+    } finally {
+      if (w != null) {
+        w.abort();
+      }
       fake.close();
     }
   }

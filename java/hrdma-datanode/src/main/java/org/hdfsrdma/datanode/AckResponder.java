@@ -64,6 +64,8 @@ final class AckResponder {
   private boolean ended;
   private long forwarded;     // packets (heartbeats included) sent downstream
   private long downstreamAcks; // acks of packets the downstream sent, out-of-band ones not counted
+  // nanoTime of the downstream's last ack, or of the packet it began to owe one for when it owed none
+  private long owedSinceNanos;
 
   /** {@code oobUpstream}: how an out-of-band ack goes up (stock sends them past the responder's fault hooks). */
   AckResponder(Upstream upstream, Upstream oobUpstream) {
@@ -140,6 +142,7 @@ final class AckResponder {
     if (ended) {
       return true; // nothing will take it: the write ended
     }
+    owedSinceNanos = System.nanoTime(); // progress, as stock's PacketResponder reading an ack
     if (++downstreamAcks > forwarded) {
       // an ack for a packet never sent it: kept, such acks would pile up without bound (stock's
       // PacketResponder reads one ack per packet it waits for, and fails on one out of order)
@@ -162,7 +165,22 @@ final class AckResponder {
 
   /** A packet went downstream (upstream I/O thread, before it is sent): the downstream may ack one more. */
   synchronized void forwarded() {
+    if (forwarded == downstreamAcks) {
+      owedSinceNanos = System.nanoTime(); // it owed nothing: the wait for an ack starts now
+    }
     forwarded++;
+  }
+
+  /**
+   * For how long the downstream has owed acks without sending one (stock: PacketResponder's read
+   * of its mirror's acks, under the mirror socket's read timeout); 0 when it owes none, failed
+   * already or the write ended.
+   */
+  synchronized long downstreamSilentNanos(long now) {
+    if (ended || downFailure != null || forwarded <= downstreamAcks) {
+      return 0;
+    }
+    return Math.max(0, now - owedSinceNanos);
   }
 
   /** The downstream failed; false when it had already. */

@@ -204,6 +204,13 @@ final class BlockWriteTask implements WriteMirror.Listener {
     if (!ready || responder.ended() || now - lastPacketNanos <= timeoutNs) {
       return;
     }
+    WriteMirror d = mirror;
+    if (d != null && d.sendsWaiting(now) && responder.downstreamSilentNanos(now) > 0) {
+      // held up by the downstream, which takes nothing (stock's receiver, blocked writing to its mirror,
+      // reads nothing upstream meanwhile): its ack timeout decides (checkDownstreamAckTimeout), and names
+      // it rather than this node; once it failed, or owes nothing, this timeout applies again
+      return;
+    }
     synchronized (lock) {
       if (aborted || finished || scheduled) {
         return;
@@ -214,6 +221,29 @@ final class BlockWriteTask implements WriteMirror.Listener {
         DataNodeLimits.PACKET_TIMEOUT_KEY);
     abort();
     up.close();
+  }
+
+  /**
+   * The timer: a downstream that has owed acks and sent none for the packet timeout and 5 s per
+   * DataNode downstream fails, as stock's PacketResponder times out reading its mirror's acks
+   * (dfs.client.socket-timeout and 5 s per target) and reports the mirror bad from then on: this
+   * node's acks upstream carry ERROR in the downstream's place and the write ends, so the client
+   * drops the downstream. Without it the client's own ack timeout (5 s per DataNode of the whole
+   * pipeline) came first and dropped the first DataNode, whoever was silent.
+   */
+  void checkDownstreamAckTimeout(long now, long packetTimeoutNs) {
+    WriteMirror d = mirror;
+    if (!ready || d == null) {
+      return;
+    }
+    long timeoutNs = packetTimeoutNs
+        + org.apache.hadoop.hdfs.protocol.HdfsConstants.READ_TIMEOUT_EXTENSION * 1_000_000L * setup.downstream;
+    long silentNs = responder.downstreamSilentNanos(now);
+    if (silentNs > timeoutNs) {
+      d.failed("no ack from " + d.name() + " for " + TimeUnit.NANOSECONDS.toMillis(silentNs) + " ms ("
+          + DataNodeLimits.PACKET_TIMEOUT_KEY + " and 5 s per DataNode downstream: "
+          + TimeUnit.NANOSECONDS.toMillis(timeoutNs) + " ms)");
+    }
   }
 
   /**

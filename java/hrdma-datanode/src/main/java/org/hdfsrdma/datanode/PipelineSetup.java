@@ -66,6 +66,7 @@ final class PipelineSetup {
   DiskIo.WriteStream disk; // hrdma disk: this block's I/O on its volume's scheduler
   DataChecksum checksum;
   String mirrorName;
+  int downstream; // DataNodes after this one in the pipeline
   volatile WriteMirror mirror;
   // whether the DataNodes downstream relay and ack heartbeats (their WRITE_RESPONSE says so); none: true
   volatile boolean downstreamHeartbeats = true;
@@ -157,6 +158,7 @@ final class PipelineSetup {
     } else {
       DatanodeInfo next = targets[0];
       mirrorName = next.getXferAddr();
+      downstream = targets.length;
       InetSocketAddress nextAddress = new InetSocketAddress(next.getIpAddr(), RdmaPorts.pluginPort(next, dn.conf()));
       // same-host writes by reference downstream: asked with the write's block and token, as a client would
       // (not when upstream chose the segment request's own id for its write: the answers would mix)

@@ -275,7 +275,20 @@ final class WriteMirror implements EndpointHandler {
     return true;
   }
 
-  /** Sending to the downstream failed here (an injected fault): the write goes on without it. */
+  /**
+   * Whether sends to the downstream wait (for its credits, or handed to the transport and not
+   * done): this node is held up by the downstream, as stock's BlockReceiver blocked writing to its
+   * mirror.
+   */
+  boolean sendsWaiting(long now) {
+    Endpoint e = ep;
+    return e != null && e.sendStallNanos(now) > 0;
+  }
+
+  /**
+   * Sending to the downstream failed here (an injected fault), or it owed acks for too long: the
+   * write goes on without it.
+   */
   void failed(String why) {
     listener.onDownstreamFailed(why);
   }
