@@ -19,16 +19,28 @@ static atomic_uint_fast64_t hrdma_process_contexts;
 void hrdma_restore_signal_handlers(void)
 {
     unsigned i;
+    int debug_taken = ucs_global_opts.debug_signo > 0;
 
     /* libucs took the UCX_ERROR_SIGNALS while it loaded, unless errors are
      * not handled at all; libhrdma-preload empties the list unless the user
      * set it. Only the signals UCX took are given back (UCX warns about any
      * other). */
-    if (ucs_global_opts.handle_errors == 0) {
-        return;
+    if (ucs_global_opts.handle_errors != 0) {
+        for (i = 0; i < ucs_global_opts.error_signals.count; i++) {
+            ucs_debug_disable_signal(ucs_global_opts.error_signals.signals[i]);
+            if (ucs_global_opts.error_signals.signals[i] ==
+                (int)ucs_global_opts.debug_signo) {
+                debug_taken = 0; /* given back already */
+            }
+        }
     }
-    for (i = 0; i < ucs_global_opts.error_signals.count; i++) {
-        ucs_debug_disable_signal(ucs_global_opts.error_signals.signals[i]);
+    /* libucs also took UCX_DEBUG_SIGNO (SIGHUP by default) for its debug
+     * mode, whether errors are handled or not; libhrdma-preload sets it to 0
+     * unless the user set it. Given back where the user did not ask for it
+     * (a process that loaded libucs without the preload): a JVM's SIGHUP
+     * runs its shutdown hooks. */
+    if (debug_taken && (getenv("UCX_DEBUG_SIGNO") == NULL)) {
+        ucs_debug_disable_signal((int)ucs_global_opts.debug_signo);
     }
 }
 

@@ -19,6 +19,12 @@
  * load and JNI_OnLoad, which gives the JVM its handlers back, reached UCX's
  * handler and the JVM aborted. This library empties that list too, unless
  * the user set it, so UCX never takes them.
+ *
+ * And libucs takes SIGHUP (UCX_DEBUG_SIGNO) as it loads, for a debug mode of
+ * its own: its handler swallowed the signal, so a JVM (a DataNode, a client
+ * application) sent SIGHUP neither logged it (Hadoop's SignalLogger) nor ran
+ * its shutdown hooks and exited, as a JVM does. This library sets it to 0
+ * (none), unless the user set it.
  */
 #include <stdlib.h>
 
@@ -28,4 +34,6 @@ __attribute__((constructor)) static void hrdma_preload_ucx_env(void)
     setenv("UCX_MEM_EVENTS", "no", 0);
     /* Empty: UCX installs no error-signal handler at all. */
     setenv("UCX_ERROR_SIGNALS", "", 0);
+    /* 0: UCX takes no signal for its debug mode (UCX's default: SIGHUP). */
+    setenv("UCX_DEBUG_SIGNO", "0", 0);
 }
