@@ -62,6 +62,8 @@ class StalledMirrorTest {
   private static final int PACKETS = 320;
   private static final int CREDITS = TransportConf.CREDITS_DEFAULT;
   private static final long PACKET_TIMEOUT_MS = 6000;
+  /** dfs.datanode.socket.write.timeout: a downstream that takes nothing fails after it and 5 s. */
+  private static final long WRITE_TIMEOUT_MS = 4000;
 
   private MiniDFSCluster cluster;
 
@@ -71,6 +73,8 @@ class StalledMirrorTest {
     // the pipeline is made up here (as SilentMirrorPipelineTest's): no block token
     conf.setBoolean(org.apache.hadoop.hdfs.DFSConfigKeys.DFS_BLOCK_ACCESS_TOKEN_ENABLE_KEY, false);
     conf.setLong(HrdmaDataNodeKeys.WRITE_PACKET_TIMEOUT_MS_KEY, PACKET_TIMEOUT_MS);
+    conf.setLong(org.apache.hadoop.hdfs.client.HdfsClientConfigKeys.DFS_DATANODE_SOCKET_WRITE_TIMEOUT_KEY,
+        WRITE_TIMEOUT_MS);
     conf.setBoolean(HrdmaDataNodeKeys.WRITE_SHM_KEY, false); // forwards by value, as to another host
     cluster = PluginCluster.start(conf, getClass(), 1);
   }
@@ -88,9 +92,26 @@ class StalledMirrorTest {
     final Queue<Message> held = new ConcurrentLinkedQueue<>();
     final AtomicInteger packets = new AtomicInteger();
     private final boolean keep;
+    /** Seqnos of the packets kept and not acked yet, for {@link #ackOne}. */
+    private final Queue<Long> unacked = new ConcurrentLinkedQueue<>();
+    private volatile Endpoint endpoint;
+    private volatile long requestId;
 
     HoardingDataNode(boolean keep) {
       this.keep = keep;
+    }
+
+    /** Acks the oldest packet kept and not acked yet (SUCCESS): progress, while it still takes nothing. */
+    boolean ackOne() throws TransportException, ProtocolException {
+      Long seqno = unacked.poll();
+      Endpoint ep = endpoint;
+      if (seqno == null || ep == null) {
+        return false;
+      }
+      ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.PIPELINE_ACK, requestId,
+          BlockOps.pipelineAck(seqno, java.util.List.of(
+              org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status.SUCCESS)), null));
+      return true;
     }
 
     @Override
@@ -105,6 +126,11 @@ class StalledMirrorTest {
       if (m.kind() == MessageKind.DATA_PACKET) {
         packets.incrementAndGet();
         if (keep) {
+          try {
+            unacked.add(m.packetHeader().getSeqno());
+          } catch (ProtocolException e) {
+            // not acked then
+          }
           held.add(m); // kept: no credit goes back
         } else {
           m.release();
@@ -113,6 +139,8 @@ class StalledMirrorTest {
       }
       try {
         if (m.kind() == MessageKind.WRITE_REQUEST) {
+          endpoint = ep;
+          requestId = m.requestId();
           ep.send(MessageCodec.encode(ep.transport().allocator(), MessageKind.WRITE_RESPONSE, m.requestId(),
               BlockOps.writeResponseOk(true), null)); // takes heartbeats (and acks none)
         }
@@ -160,7 +188,8 @@ class StalledMirrorTest {
       // its window, less the WRITE_REQUEST's credit it kept (granted back in batches of half a window)
       assertTrue(hoarder.packets.get() >= CREDITS - 1 && hoarder.packets.get() <= CREDITS,
           hoarder.packets + " packets the hoarding DataNode got");
-      long bound = 2L * CREDITS + 16; // the client's window of received packets and their copies
+      // copies of the downstream's window (in flight until delivered) and of the client's (queued for credits)
+      long bound = 2L * CREDITS + 16;
       long most = 0;
       end = System.nanoTime() + TimeUnit.SECONDS.toNanos(4);
       while (System.nanoTime() < end) {
@@ -262,6 +291,62 @@ class StalledMirrorTest {
       if (w != null) {
         w.abort();
       }
+      fake.close();
+    }
+  }
+
+  /**
+   * A downstream that takes nothing (keeps every packet) but acks one of those it got every 1.5 s:
+   * each ack is progress for the ack timeout, so only the write timeout on what it was sent
+   * (dfs.datanode.socket.write.timeout and 5 s per DataNode downstream, as stock's on its mirror's
+   * socket) ends it, naming the downstream. Before, nothing did while it had packets left to ack
+   * (its window: about 95 s here), and the client's window stayed held.
+   */
+  @Test
+  void aDownstreamThatTakesNothingButAcksNowAndThenFailsAtTheWriteTimeout() throws Exception {
+    RdmaDataNodePlugin plugin = RdmaDataNodePlugin.running().get(0);
+    HoardingDataNode trickling = new HoardingDataNode(true);
+    Configuration conf = PluginCluster.rdmaClientConf(cluster);
+    conf.setBoolean(RdmaBlockClient.SHM_WRITES_KEY, false);
+    conf.setInt(RdmaBlockWriter.PACKET_BYTES_KEY, PACKET_BYTES);
+    conf.setLong(RdmaBlockWriter.WINDOW_BYTES_KEY, 1L << 30); // acks not waited for
+    HrdmaServer fake = HrdmaServer.start(TransportConf.of(Map.of(TransportConf.ORDER_KEY, "ucx")), trickling,
+        "127.0.0.1", 0);
+    java.util.concurrent.ScheduledExecutorService acker = java.util.concurrent.Executors
+        .newSingleThreadScheduledExecutor();
+    RdmaBlockWriter w = null;
+    try (RdmaBlockClient client = new RdmaBlockClient(conf)) {
+      w = RdmaBlockWriter.create(client, pipelineTo(fake, "/trickling-acks"), conf);
+      w.write(new byte[2 * CREDITS * PACKET_BYTES]);
+      long t0 = System.nanoTime();
+      acker.scheduleWithFixedDelay(() -> {
+        try {
+          trickling.ackOne();
+        } catch (TransportException | ProtocolException e) {
+          // the connection closed: nothing more to ack
+        }
+      }, 1500, 1500, TimeUnit.MILLISECONDS);
+      long bound = WRITE_TIMEOUT_MS + 5000 + 10_000; // the write timeout, 5 s, and the sweep's and the load's share
+      long deadline = t0 + TimeUnit.MILLISECONDS.toNanos(bound);
+      while (plugin.openWrites() > 0 && System.nanoTime() < deadline) {
+        Thread.sleep(50);
+      }
+      long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+      System.err.println("hrdma test: trickling acks -> write open " + plugin.openWrites() + " after " + ms
+          + " ms, " + trickling.packets + " packets taken");
+      assertEquals(0, plugin.openWrites(), "the write to a downstream that takes nothing is still open after "
+          + ms + " ms");
+      long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (w.badNodeIndex() < 0 && System.nanoTime() < end) {
+        Thread.sleep(20);
+      }
+      assertEquals(1, w.badNodeIndex(), "the DataNode the client was told failed");
+    } finally {
+      acker.shutdownNow();
+      if (w != null) {
+        w.abort();
+      }
+      trickling.releaseAll();
       fake.close();
     }
   }

@@ -224,14 +224,18 @@ final class BlockWriteTask implements WriteMirror.Listener {
   }
 
   /**
-   * The timer: a downstream that has owed acks and sent none for the packet timeout and 5 s per
-   * DataNode downstream fails, as stock's PacketResponder times out reading its mirror's acks
-   * (dfs.client.socket-timeout and 5 s per target) and reports the mirror bad from then on: this
-   * node's acks upstream carry ERROR in the downstream's place and the write ends, so the client
-   * drops the downstream. Without it the client's own ack timeout (5 s per DataNode of the whole
-   * pipeline) came first and dropped the first DataNode, whoever was silent.
+   * The timer, for a write with a downstream, as stock's DataXceiver and PacketResponder time out
+   * their mirror: a downstream that has owed acks and sent none for the packet timeout and 5 s per
+   * DataNode downstream (stock: the mirror's ack read timeout, dfs.client.socket-timeout and 5 s
+   * per target), or that took none of what it was sent for {@code writeTimeoutNs} and 5 s per
+   * DataNode downstream (stock: the mirror socket's write timeout, dfs.datanode.socket.write.timeout
+   * and 5 s per target; 0: none) fails: this node's acks upstream carry ERROR in its place and the
+   * write ends, so the client drops the downstream. Without the first the client's own ack timeout
+   * (5 s per DataNode of the whole pipeline) came first and dropped the first DataNode, whoever was
+   * silent; without the second a downstream that took nothing but acked a packet now and then
+   * held the write, and the upstream's window, for as long as it had packets to ack.
    */
-  void checkDownstreamAckTimeout(long now, long packetTimeoutNs) {
+  void checkDownstreamTimeouts(long now, long packetTimeoutNs, long writeTimeoutNs) {
     WriteMirror d = mirror;
     if (!ready || d == null) {
       return;
@@ -243,6 +247,18 @@ final class BlockWriteTask implements WriteMirror.Listener {
       d.failed("no ack from " + d.name() + " for " + TimeUnit.NANOSECONDS.toMillis(silentNs) + " ms ("
           + DataNodeLimits.PACKET_TIMEOUT_KEY + " and 5 s per DataNode downstream: "
           + TimeUnit.NANOSECONDS.toMillis(timeoutNs) + " ms)");
+      return;
+    }
+    if (writeTimeoutNs <= 0 || responder.ended() || responder.downstreamFailure() != null) {
+      return;
+    }
+    long writeNs = writeTimeoutNs
+        + org.apache.hadoop.hdfs.protocol.HdfsConstants.WRITE_TIMEOUT_EXTENSION * 1_000_000L * setup.downstream;
+    long stalledNs = d.sendStallNanos(now);
+    if (stalledNs > writeNs) {
+      d.failed(d.name() + " took none of what it was sent for " + TimeUnit.NANOSECONDS.toMillis(stalledNs)
+          + " ms (" + DataNodeLimits.WRITE_TIMEOUT_KEY + " and 5 s per DataNode downstream: "
+          + TimeUnit.NANOSECONDS.toMillis(writeNs) + " ms)");
     }
   }
 

@@ -266,8 +266,8 @@ final class RequestDispatcher implements EndpointHandler {
    * {@value DataNodeLimits#WRITE_TIMEOUT_KEY} (a peer that takes nothing it is sent: stock's
    * DataXceiver writes with that timeout; busy or not), fails writes that received no packet
    * for {@value DataNodeLimits#PACKET_TIMEOUT_KEY}, and reports the downstream of a write failed
-   * when it owed acks and sent none for that and 5 s per DataNode downstream. Run by the plugin's
-   * timer; never blocks.
+   * when it owed acks and sent none for that, or took nothing for the write timeout, and 5 s per
+   * DataNode downstream. Run by the plugin's timer; never blocks.
    */
   void sweep() {
     long now = System.nanoTime();
@@ -277,7 +277,7 @@ final class RequestDispatcher implements EndpointHandler {
     for (Connection c : conns.values()) {
       for (BlockWriteTask w : c.writes()) {
         w.checkPacketTimeout(now, packetNs);
-        w.checkDownstreamAckTimeout(now, packetNs);
+        w.checkDownstreamTimeouts(now, packetNs, writeNs);
       }
       long stalledNs = writeNs > 0 ? c.sendStallNanos(now) : 0;
       if (stalledNs > writeNs && writeNs > 0) {

@@ -281,8 +281,13 @@ final class WriteMirror implements EndpointHandler {
    * mirror.
    */
   boolean sendsWaiting(long now) {
+    return sendStallNanos(now) > 0;
+  }
+
+  /** For how long sends to the downstream have waited with none completed ({@link Endpoint#sendStallNanos}). */
+  long sendStallNanos(long now) {
     Endpoint e = ep;
-    return e != null && e.sendStallNanos(now) > 0;
+    return e == null ? 0 : e.sendStallNanos(now);
   }
 
   /**
