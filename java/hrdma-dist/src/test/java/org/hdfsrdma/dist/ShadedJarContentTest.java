@@ -47,7 +47,8 @@ class ShadedJarContentTest {
     // package-private members of DFSInputStream, DFSOutputStream and DFSClient, so they cannot
     // be relocated) and their folders
     assertEquals(List.of("org/apache/hadoop/", "org/apache/hadoop/hdfs/",
-        "org/apache/hadoop/hdfs/HrdmaInputStreamBase.class", "org/apache/hadoop/hdfs/HrdmaOutputStreamBase.class"),
+        "org/apache/hadoop/hdfs/HrdmaInputStreamBase.class", "org/apache/hadoop/hdfs/HrdmaOutputStreamBase.class",
+        "org/apache/hadoop/hdfs/HrdmaStreamerView.class"),
         matching("org/apache/hadoop/").stream().sorted().collect(Collectors.toList()));
     assertEquals(List.of(), matching("org/slf4j/"));
     assertEquals(List.of(), matching("META-INF/native/libnetty"));
