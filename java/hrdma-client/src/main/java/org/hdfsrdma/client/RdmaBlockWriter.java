@@ -30,7 +30,9 @@ import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpWriteBlockProt
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpWriteBlockProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PipelineAckProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
 import org.apache.hadoop.net.NetUtils;
+import org.apache.hadoop.security.token.Token;
 import org.apache.hadoop.util.DataChecksum;
 import org.hdfsrdma.client.compat.FaultInjection;
 import org.hdfsrdma.client.compat.StockPacketSize;
@@ -99,8 +101,10 @@ import org.slf4j.LoggerFactory;
  * {@code complete} with. A writer closed before the end (or after a failure)
  * abandons the write at the DataNode (READ_STATUS ERROR for its request id).
  *
- * <p>Thread-safety: every method but {@link #awaitAcked}, {@link #bytesAcked}
- * and {@link #badNodeIndex} must be called by one thread at a time (the
+ * <p>Thread-safety: every method but {@link #awaitAcked}, {@link #bytesAcked},
+ * {@link #badNodeIndex} and the state read by the stream's streamer view
+ * ({@link #pipeline}, {@link #storageIds}, {@link #blockToken}, {@link #ackedBlock},
+ * {@link #stage}, {@link #recoveriesSinceAck}, {@link #isClosed}) must be called by one thread at a time (the
  * owner serializes them; {@link RdmaOutputStream} holds its monitor);
  * {@link #awaitAcked} may be called by any number of threads meanwhile and
  * never changes the pipeline (a failure it sees is recovered by
@@ -161,9 +165,11 @@ public final class RdmaBlockWriter implements Closeable {
   // the pipeline: replaced by a recovery (writing thread only, the responder reads its own copies)
   private DataNodeConnection conn;
   private PendingRead pending;
-  private DatanodeInfo[] nodes;
-  private StorageType[] storageTypes;
-  private String[] storageIds;
+  // replaced (never changed in place) by the writing thread; read by any (the stream's streamer view)
+  private volatile DatanodeInfo[] nodes;
+  private volatile StorageType[] storageTypes;
+  private volatile String[] storageIds;
+  private volatile Token<BlockTokenIdentifier> token; // the current pipeline was set up with it
   private Thread responder;
   private boolean heartbeats; // the pipeline's WRITE_RESPONSE said every DataNode takes heartbeats
 
@@ -176,6 +182,8 @@ public final class RdmaBlockWriter implements Closeable {
   private long lastSentEnd;   // block offset after the last packet sent
   private boolean hflushed;
   private int recoveries;
+  private int recoveriesSinceAck; // guarded by this: stock's pipelineRecoveryCount
+  private boolean restartFailure; // guarded by this: the failure was an OOB_RESTART (not counted, as stock)
   private boolean corruptNext; // test hook
   private volatile long slowdownMs;
 
@@ -294,6 +302,7 @@ public final class RdmaBlockWriter implements Closeable {
     this.nodes = lb.getLocations();
     this.storageTypes = lb.getStorageTypes();
     this.storageIds = lb.getStorageIDs();
+    this.token = lb.getBlockToken();
     // the request carries the file's block size as the block's length (stock: DataStreamer
     // #createBlockOutputStream); without a file (a bare writer) 0: the DataNode's own
     ExtendedBlock request = new ExtendedBlock(block);
@@ -486,6 +495,75 @@ public final class RdmaBlockWriter implements Closeable {
   /** The DataNodes of the current pipeline. */
   public DatanodeInfo[] pipeline() {
     return nodes.clone();
+  }
+
+  /** The storage ids of {@link #pipeline()}'s DataNodes, in its order. */
+  public String[] storageIds() {
+    String[] ids = storageIds;
+    return ids == null ? null : ids.clone();
+  }
+
+  /** The block token the current pipeline was set up with (a recovery's new one after it). */
+  public Token<BlockTokenIdentifier> blockToken() {
+    return token;
+  }
+
+  /** The block with its current generation stamp and the length every DataNode acknowledged (stock's streamer's block). Any thread. */
+  public synchronized ExtendedBlock ackedBlock() {
+    ExtendedBlock b = new ExtendedBlock(block);
+    b.setNumBytes(acked);
+    return b;
+  }
+
+  /** Closed (finished, failed for good or aborted): no pipeline any more. Any thread. */
+  public boolean isClosed() {
+    return closed;
+  }
+
+  /**
+   * Stock's stage of this block (DataStreamer#getStage): DATA_STREAMING once the pipeline is
+   * set up, PIPELINE_CLOSE from the last packet on (a close recovery too, as stock's stays so),
+   * PIPELINE_SETUP_CREATE once closed (stock's endBlock). Any thread.
+   */
+  public org.apache.hadoop.hdfs.protocol.datatransfer.BlockConstructionStage stage() {
+    if (closed) {
+      return org.apache.hadoop.hdfs.protocol.datatransfer.BlockConstructionStage.PIPELINE_SETUP_CREATE;
+    }
+    return lastSent ? org.apache.hadoop.hdfs.protocol.datatransfer.BlockConstructionStage.PIPELINE_CLOSE
+        : org.apache.hadoop.hdfs.protocol.datatransfer.BlockConstructionStage.DATA_STREAMING;
+  }
+
+  /**
+   * Stock's {@code DataStreamer#getPipelineRecoveryCount()}: pipeline recoveries begun since a
+   * data packet was last acknowledged by every DataNode (a recovery for a DataNode that sent
+   * OOB_RESTART is none); 0 again once one is. Any thread.
+   */
+  public synchronized int recoveriesSinceAck() {
+    return recoveriesSinceAck;
+  }
+
+  /**
+   * Stock's {@code DataStreamer#updatePipeline(long)}: the caller says every DataNode of the
+   * pipeline has the replica with generation stamp {@code newGs}; the NameNode records the
+   * pipeline with it and the block takes it, as the last step of a recovery. The writing
+   * thread's (the owner serializes it with writes).
+   */
+  public void updatePipeline(long newGs) throws IOException {
+    checkOpen();
+    if (recovery == null) {
+      throw new IOException("the writer of " + block + " has no file to update a pipeline for");
+    }
+    commitPipeline(ackedBlock(), newGs);
+  }
+
+  /** The NameNode records the pipeline with {@code newGs} for {@code current} (the acked length), then the block takes it. */
+  private void commitPipeline(ExtendedBlock current, long newGs) throws IOException {
+    ExtendedBlock updated = new ExtendedBlock(current);
+    updated.setGenerationStamp(newGs);
+    recovery.dfs().getNamenode().updatePipeline(recovery.dfs().getClientName(), current, updated, nodes, storageIds);
+    synchronized (this) {
+      block.setGenerationStamp(newGs);
+    }
   }
 
   /** The pipeline index of the DataNode an error ack named, or -1. */
@@ -867,6 +945,10 @@ public final class RdmaBlockWriter implements Closeable {
     synchronized (this) {
       bad = badNode;
       restarting = restartingNode;
+      if (!restartFailure) {
+        recoveriesSinceAck++; // as stock's count (DataStreamer#processDatanodeOrExternalError)
+      }
+      restartFailure = false;
       // stock ErrorState#initRestartingNode: the wait runs from the OOB ack
       deadline = restartNoticeNanos + restartTimeoutMs * 1_000_000L;
       nextTry = restartNoticeNanos + restartRetryMs() * 1_000_000L;
@@ -921,15 +1003,19 @@ public final class RdmaBlockWriter implements Closeable {
         ackedNow = acked;
         closeRecovery = unacked.size() == 1 && unacked.peek().last();
       }
-      ExtendedBlock current = new ExtendedBlock(block);
-      current.setNumBytes(ackedNow);
-      if (!closeRecovery) {
-        addDatanodeIfPolicyAsks(current);
+      ExtendedBlock current;
+      synchronized (this) {
+        current = new ExtendedBlock(block);
       }
+      current.setNumBytes(ackedNow);
+      // as stock 3.5 (DataStreamer#addDatanode2ExistingPipeline), a closing pipeline too: its
+      // replicas are complete (every data packet was acked), the new DataNode gets a copy
+      addDatanodeIfPolicyAsks(current);
       ClientProtocol nn = recovery.dfs().getNamenode();
       String clientName = recovery.dfs().getClientName();
       LocatedBlock lb = nn.updateBlockForPipeline(current, clientName);
       long newGs = lb.getBlock().getGenerationStamp();
+      token = lb.getBlockToken(); // as stock's accessToken: the new pipeline is set up with it
       BlockConstructionStage stage = closeRecovery ? BlockConstructionStage.PIPELINE_CLOSE_RECOVERY
           : BlockConstructionStage.PIPELINE_SETUP_STREAMING_RECOVERY;
       try {
@@ -960,15 +1046,13 @@ public final class RdmaBlockWriter implements Closeable {
         }
         continue;
       }
-      ExtendedBlock updated = new ExtendedBlock(current);
-      updated.setGenerationStamp(newGs);
-      nn.updatePipeline(clientName, current, updated, nodes, storageIds);
-      block.setGenerationStamp(newGs);
+      commitPipeline(current, newGs);
       List<Packet> again;
       synchronized (this) {
         if (closeRecovery) {
           unacked.clear(); // every DataNode finalized the replica in the setup
           lastAcked = true;
+          recoveriesSinceAck = 0; // as stock: the last packet counts as acknowledged
           notifyAll();
         }
         again = new ArrayList<>(unacked);
@@ -1216,6 +1300,7 @@ public final class RdmaBlockWriter implements Closeable {
         return; // as stock: its statuses count, nothing else
       }
       acked = head.end();
+      recoveriesSinceAck = 0; // as stock: a data packet acknowledged
       if (head.last()) {
         lastAcked = true;
       } else if (head.data().length == packetBytes && freeArrays.size() < maxUnacked) {
@@ -1238,6 +1323,9 @@ public final class RdmaBlockWriter implements Closeable {
     }
     boolean wait = shouldWaitForRestart(pipeline, i);
     IOException e = new IOException("Datanode " + i + " is restarting: " + pipeline[i]);
+    if (failure == null) {
+      restartFailure = true; // stock's ErrorState#isRestartingNode, waited for or not
+    }
     if (failure == null && wait) {
       restartingNode = i;
       restartNoticeNanos = System.nanoTime();

@@ -12,7 +12,6 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.CreateFlag;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.StreamCapabilities;
-import org.apache.hadoop.hdfs.AddBlockFlag;
 import org.apache.hadoop.hdfs.DFSOutputStream;
 import org.apache.hadoop.hdfs.HrdmaOutputStreamBase;
 import org.apache.hadoop.hdfs.client.HdfsClientConfigKeys;
@@ -27,9 +26,12 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.protocol.NSQuotaExceededException;
 import org.apache.hadoop.hdfs.protocol.QuotaByStorageTypeExceededException;
 import org.apache.hadoop.hdfs.protocol.UnresolvedPathException;
+import org.apache.hadoop.hdfs.protocol.datatransfer.BlockConstructionStage;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
 import org.apache.hadoop.hdfs.security.token.block.InvalidBlockTokenException;
 import org.apache.hadoop.ipc.RemoteException;
 import org.apache.hadoop.security.AccessControlException;
+import org.apache.hadoop.security.token.Token;
 import org.apache.hadoop.util.DataChecksum;
 import org.apache.hadoop.util.Progressable;
 import org.hdfsrdma.client.compat.StockFileStream;
@@ -113,12 +115,13 @@ final class RdmaOutputStream extends HrdmaOutputStreamBase {
   /** Bytes of a block whose pipeline is not set up yet (stock allocates a block when its first packet is full). */
   private final byte[] head;
 
-  // guarded by this
+  // guarded by this (writer and previous are also read without it, by the streamer view)
   private int headLen;
-  private RdmaBlockWriter writer;
-  private ExtendedBlock previous;   // the last block written completely
+  private volatile RdmaBlockWriter writer;
+  private volatile ExtendedBlock previous;   // the last block written completely
+  private volatile Token<BlockTokenIdentifier> previousToken; // its pipeline's token
   private long bytesWritten;
-  private DFSOutputStream stock;    // after a fallback
+  private volatile DFSOutputStream stock; // after a fallback (set once; read without the monitor by the streamer view)
   private IOException failure;
   private final boolean syncBlock; // CreateFlag.SYNC_BLOCK: every block fsynced at its end
   private boolean persistBlocks;    // a block was allocated since the last flush: its length goes to the NameNode
@@ -294,8 +297,8 @@ final class RdmaOutputStream extends HrdmaOutputStreamBase {
     DatanodeInfo[] ex = excluded.isEmpty() ? null : excluded.toArray(new DatanodeInfo[0]);
     for (int i = 0;; i++) {
       try {
-        return namenode.addBlock(src, clientName, previous, ex, fileId, favoredNodes,
-            EnumSet.noneOf(AddBlockFlag.class));
+        // as stock: CreateFlag NO_LOCAL_WRITE, NO_LOCAL_RACK, IGNORE_CLIENT_LOCALITY as AddBlockFlags
+        return namenode.addBlock(src, clientName, previous, ex, fileId, favoredNodes, getAddBlockFlags());
       } catch (RemoteException e) {
         // as stock's addBlock: these reach the writer as themselves (a file deleted or no longer
         // under this client's lease is a FileNotFoundException; quotas, permissions, links)
@@ -316,8 +319,9 @@ final class RdmaOutputStream extends HrdmaOutputStreamBase {
   private void endBlock() throws IOException {
     RdmaBlockWriter w = writer;
     w.close();
+    previous = w.block(); // before the writer goes: the streamer view always finds a block
+    previousToken = w.blockToken();
     writer = null;
-    previous = w.block();
   }
 
   @Override
@@ -606,6 +610,62 @@ final class RdmaOutputStream extends HrdmaOutputStreamBase {
     if (stock != null) {
       stock.setArtificialSlowdown(period);
     }
+  }
+
+  // ---------------------------------------------------------------- the streamer view's answers
+
+  @Override
+  protected DFSOutputStream stockStream() {
+    return stock;
+  }
+
+  @Override
+  protected DatanodeInfo[] currentNodes() {
+    RdmaBlockWriter w = writer;
+    return w == null || w.isClosed() ? null : w.pipeline();
+  }
+
+  @Override
+  protected String[] currentStorageIDs() {
+    RdmaBlockWriter w = writer;
+    return w == null || w.isClosed() ? null : w.storageIds();
+  }
+
+  @Override
+  protected ExtendedBlock currentBlock() {
+    RdmaBlockWriter w = writer;
+    if (w != null) {
+      return w.ackedBlock();
+    }
+    ExtendedBlock p = previous;
+    return p == null ? null : new ExtendedBlock(p);
+  }
+
+  @Override
+  protected Token<BlockTokenIdentifier> currentBlockToken() {
+    RdmaBlockWriter w = writer;
+    return w != null ? w.blockToken() : previousToken;
+  }
+
+  @Override
+  protected BlockConstructionStage currentStage() {
+    RdmaBlockWriter w = writer;
+    return w == null ? BlockConstructionStage.PIPELINE_SETUP_CREATE : w.stage();
+  }
+
+  @Override
+  protected int pipelineRecoveryCount() {
+    RdmaBlockWriter w = writer;
+    return w == null ? 0 : w.recoveriesSinceAck();
+  }
+
+  @Override
+  protected synchronized void updatePipeline(long newGS) throws IOException {
+    checkClosed();
+    if (writer == null) {
+      throw new IOException("no block of " + src + " is being written: no pipeline to update");
+    }
+    writer.updatePipeline(newGS);
   }
 
   /** Whether the bytes go through the stock data path (after a fallback). */

@@ -130,6 +130,8 @@ class ChildLoaderReadTest {
               "the file is written by our stream");
           assertEquals(parent, Class.forName(StreamBaseLoader.OUTPUT_BASE, false, child).getClassLoader(),
               "the output stream base is Hadoop's loader's");
+          assertEquals(parent, Class.forName(StreamBaseLoader.STREAMER_VIEW, false, child).getClassLoader(),
+              "its streamer view (a DataStreamer, package-private) is Hadoop's loader's");
           ((java.io.OutputStream) out).write(data);
         } finally {
           ((java.io.Closeable) out).close();

@@ -286,6 +286,15 @@ class DataNodeFailureTest {
     });
     String all = e.toString() + (e.getCause() == null ? "" : e.getCause().toString());
     assertTrue(all.contains("All datanodes") && all.contains("are bad"), all);
+    // as stock's (TestDFSOutputStream#testCloseTwice): a close throws the failure once at most
+    // (the first close, when the write met the failure), every later one returns
+    try {
+      ours(out).close();
+    } catch (IOException once) {
+      assertTrue(String.valueOf(once.getMessage()).contains("are bad"), once.toString());
+    }
+    ours(out).close();
+    ours(out).close();
   }
 
   /**

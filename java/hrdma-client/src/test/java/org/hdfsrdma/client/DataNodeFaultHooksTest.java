@@ -116,6 +116,11 @@ class DataNodeFaultHooksTest {
     @Override
     public void failPipeline(ReplicaInPipeline replica, String mirror) {
       note("failPipeline", replica.getBlockId() + "," + mirror);
+      // as stock's responder: the bytes of the packet being acked are on disk, not yet acked
+      if (replica.getBytesAcked() < replica.getBytesOnDisk()) {
+        note("failPipeline before its packet's bytes are acked", replica.getBytesAcked() + "<"
+            + replica.getBytesOnDisk());
+      }
     }
 
     @Override
@@ -170,6 +175,10 @@ class DataNodeFaultHooksTest {
     assertTrue(r.calls.getOrDefault("delaySendingAckToUpstream", List.of()).size() >= 4, r.calls.toString());
     assertTrue(r.calls.getOrDefault("logDelaySendingAckToUpstream", List.of()).size() >= 4, r.calls.toString());
     assertTrue(r.calls.getOrDefault("failPipeline", List.of()).size() >= 4, r.calls.toString());
+    // each block's data packet, at each of its two DataNodes (Hadoop's
+    // TestClientProtocolForPipelineRecovery#testPipelineRecoveryWithTransferBlock waits for this)
+    assertTrue(r.calls.getOrDefault("failPipeline before its packet's bytes are acked", List.of()).size() >= 4,
+        r.calls.toString());
     assertTrue(r.calls.getOrDefault("throwTooManyOpenFiles", List.of()).size() >= 2, r.calls.toString());
   }
 

@@ -28,7 +28,19 @@ final class AckResponder {
   /** Sends an ack upstream; never blocks. */
   interface Upstream {
     void ack(PipelineAckProto ack);
+
+    /**
+     * Sends {@code ack}, running {@code recordAcked} (the replica's bytes acked) once nothing
+     * can fail it any more: stock's responder records them after its fault hook
+     * {@code failPipeline} and before {@code delaySendingAckToUpstream} and the write.
+     */
+    default void ack(PipelineAckProto ack, Runnable recordAcked) {
+      recordAcked.run();
+      ack(ack);
+    }
   }
+
+  private static final Runnable NOTHING_ACKED = () -> { };
 
   /** A packet processed here, waiting for its downstream ack, then (the last) for finalizing. */
   private static final class Pending {
@@ -270,10 +282,8 @@ final class AckResponder {
     unacked.poll();
     boolean ok = allOk(p.statuses);
     RbwReplica r = replica;
-    if (ok && r != null && !p.heartbeat) {
-      r.setBytesAcked(p.end);
-    }
-    upstream.ack(BlockOps.pipelineAck(p.seqno, p.statuses));
+    Runnable record = ok && r != null && !p.heartbeat ? () -> r.setBytesAcked(p.end) : NOTHING_ACKED;
+    upstream.ack(BlockOps.pipelineAck(p.seqno, p.statuses), record);
     if (!ok) {
       LOG.warn("hrdma datanode: write of {} failed at seqno {}: acked {}", what, p.seqno, p.statuses);
     }

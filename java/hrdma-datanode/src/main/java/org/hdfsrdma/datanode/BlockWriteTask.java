@@ -93,7 +93,17 @@ final class BlockWriteTask implements WriteMirror.Listener {
     this.request = request;
     this.id = request.requestId();
     this.setup = new PipelineSetup(ctx, this, up, request, this);
-    this.responder = new AckResponder(this::ackUp, ack -> sendUp(MessageKind.PIPELINE_ACK, ack));
+    this.responder = new AckResponder(new AckResponder.Upstream() {
+      @Override
+      public void ack(PipelineAckProto ack) {
+        ackUp(ack, () -> { });
+      }
+
+      @Override
+      public void ack(PipelineAckProto ack, Runnable recordAcked) {
+        ackUp(ack, recordAcked);
+      }
+    }, ack -> sendUp(MessageKind.PIPELINE_ACK, ack));
   }
 
   long requestId() {
@@ -478,12 +488,14 @@ final class BlockWriteTask implements WriteMirror.Listener {
   /**
    * An ack upstream, between stock's PacketResponder hooks: an injected failure before it is
    * sent fails the write as a failed responder does stock's (the connection closes, the client
-   * recovers its pipeline).
+   * recovers its pipeline). The replica's bytes acked are recorded in stock's place, between
+   * {@code failPipeline} (which sees the previous ack's, as stock's) and the ack's delay hook.
    */
-  private void ackUp(PipelineAckProto ack) {
+  private void ackUp(PipelineAckProto ack, Runnable recordAcked) {
     long begin = System.nanoTime();
     try {
       FaultHooks.failPipeline(setup.replica, setup.mirrorName);
+      recordAcked.run();
       FaultHooks.delaySendingAckToUpstream(String.valueOf(up.remoteAddress()));
     } catch (IOException e) {
       LOG.warn("hrdma datanode: ack of {} seqno {} to {} failed: {}", setup.block, ack.getSeqno(),

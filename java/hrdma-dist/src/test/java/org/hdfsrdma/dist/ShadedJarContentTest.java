@@ -43,11 +43,12 @@ class ShadedJarContentTest {
   void noUnrelocatedNettyOrProtobufAndNoHadoop() {
     assertEquals(List.of(), matching("io/netty/"));
     assertEquals(List.of(), matching("com/google/protobuf/"));
-    // none of Hadoop's classes; the two classes of ours in Hadoop's package (they reach
-    // package-private members of DFSInputStream, DFSOutputStream and DFSClient, so they cannot
-    // be relocated) and their folders
+    // none of Hadoop's classes; the three classes of ours in Hadoop's package (they reach
+    // package-private members of DFSInputStream, DFSOutputStream, DataStreamer and DFSClient,
+    // so they cannot be relocated) and their folders
     assertEquals(List.of("org/apache/hadoop/", "org/apache/hadoop/hdfs/",
-        "org/apache/hadoop/hdfs/HrdmaInputStreamBase.class", "org/apache/hadoop/hdfs/HrdmaOutputStreamBase.class"),
+        "org/apache/hadoop/hdfs/HrdmaInputStreamBase.class", "org/apache/hadoop/hdfs/HrdmaOutputStreamBase.class",
+        "org/apache/hadoop/hdfs/HrdmaStreamerView.class"),
         matching("org/apache/hadoop/").stream().sorted().collect(Collectors.toList()));
     assertEquals(List.of(), matching("org/slf4j/"));
     assertEquals(List.of(), matching("META-INF/native/libnetty"));

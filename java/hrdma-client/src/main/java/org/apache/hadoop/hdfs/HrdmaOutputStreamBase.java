@@ -7,7 +7,12 @@ import java.lang.invoke.MethodType;
 import java.nio.ByteBuffer;
 import java.util.EnumSet;
 import org.apache.hadoop.fs.CreateFlag;
+import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.HdfsFileStatus;
+import org.apache.hadoop.hdfs.protocol.datatransfer.BlockConstructionStage;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
+import org.apache.hadoop.security.token.Token;
 import org.apache.hadoop.util.DataChecksum;
 import org.apache.hadoop.util.Progressable;
 
@@ -30,8 +35,13 @@ import org.apache.hadoop.util.Progressable;
  * stream is open, {@code DFSClient#close} closes the stream, and when renewing fails past
  * the lease's hard limit the DFSClient calls {@link #abort()}, package-private: overridden
  * here so that it aborts the subclass's writer ({@link #abortWrite}) as stock's abort
- * stops its DataStreamer. Other package-private DFSOutputStream methods (getStreamer,
- * getBlock, completeFile) stay the stock ones: only Hadoop's tests call them.
+ * stops its DataStreamer.
+ *
+ * <p>{@link #getStreamer()} (and so stock's {@code getBlock()}, {@code getBlockToken()}, which
+ * read it) is a {@link HrdmaStreamerView}: a DataStreamer that is never started and answers
+ * from the subclass's writer ({@link #currentNodes()} and the methods after it), or, after the
+ * subclass handed its file to a stock stream ({@link #stockStream()}), that stream's streamer.
+ * The view is also the superclass's {@code streamer} field, where stock's keeps its own.
  *
  * <p>The class refers to Hadoop and JDK types only, so that {@code StreamBaseLoader} can
  * define it in Hadoop's class loader. Verified against Apache Hadoop 3.5.0.
@@ -45,7 +55,55 @@ public abstract class HrdmaOutputStreamBase extends DFSOutputStream {
       Progressable progress, DataChecksum checksum, long initialLength) {
     super(dfs, src, stat, flags, progress, checksum, null, false);
     this.initialFileSize = initialLength;
+    // where stock's constructor puts its DataStreamer (tests read the field by reflection)
+    this.streamer = new HrdmaStreamerView(this, stat, progress, checksum);
   }
+
+  /**
+   * The streamer view of this stream's writer, or, once the file went to a stock stream,
+   * that stream's own DataStreamer (stock's {@code getBlock()} and {@code getBlockToken()}
+   * read it, so they answer for whichever writes the bytes).
+   */
+  @Override
+  protected DataStreamer getStreamer() {
+    DFSOutputStream s = stockStream();
+    return s != null ? s.getStreamer() : streamer;
+  }
+
+  // What the streamer view answers, from the subclass's writer at the moment of the call;
+  // each is called without the stream's monitor (by any thread, while a write holds it).
+
+  /** The stock stream the file was handed to (a fallback), or null. */
+  protected abstract DFSOutputStream stockStream();
+
+  /** The DataNodes of the current block's pipeline, null when none is set up (before a block, between blocks). */
+  protected abstract DatanodeInfo[] currentNodes();
+
+  /** The storage ids of {@link #currentNodes()}, in its order; null when it is. */
+  protected abstract String[] currentStorageIDs();
+
+  /**
+   * The block being written, or between blocks the last one written, with its current
+   * generation stamp and the length every DataNode acknowledged (stock's streamer's block);
+   * null before the first block. A copy.
+   */
+  protected abstract ExtendedBlock currentBlock();
+
+  /** The token the current (or last) block's pipeline was set up with, null before the first block. */
+  protected abstract Token<BlockTokenIdentifier> currentBlockToken();
+
+  /** Stock's stage: PIPELINE_SETUP_CREATE without a pipeline, DATA_STREAMING, PIPELINE_CLOSE once the last packet went. */
+  protected abstract BlockConstructionStage currentStage();
+
+  /** Stock's {@code getPipelineRecoveryCount()}: recoveries since a data packet was last acknowledged. */
+  protected abstract int pipelineRecoveryCount();
+
+  /**
+   * Stock's {@code DataStreamer#updatePipeline(long)}: the current block takes generation stamp
+   * {@code newGS}, which the caller says every DataNode of the pipeline has, and the NameNode
+   * records the pipeline with it.
+   */
+  protected abstract void updatePipeline(long newGS) throws IOException;
 
   private static MethodHandle beginFileLeaseHandle() {
     try {

@@ -10,8 +10,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Puts the client's stream bases ({@code org.apache.hadoop.hdfs.HrdmaInputStreamBase} and
- * {@code HrdmaOutputStreamBase}) into the class loader that defined Hadoop's
+ * Puts the client's stream bases ({@code org.apache.hadoop.hdfs.HrdmaInputStreamBase},
+ * {@code HrdmaOutputStreamBase} and its {@code HrdmaStreamerView}) into the class loader that defined Hadoop's
  * {@link DFSInputStream}, before anything loads them.
  *
  * <p>The bases call package-private members of {@code DFSInputStream}, {@code DFSOutputStream}
@@ -41,7 +41,9 @@ public final class StreamBaseLoader {
   public static final String BASE = "org.apache.hadoop.hdfs.HrdmaInputStreamBase";
   /** The output stream base's binary name. */
   public static final String OUTPUT_BASE = "org.apache.hadoop.hdfs.HrdmaOutputStreamBase";
-  private static final String[] BASES = {BASE, OUTPUT_BASE};
+  /** The output base's DataStreamer view (a package-private superclass: it must be Hadoop's loader's too). */
+  public static final String STREAMER_VIEW = "org.apache.hadoop.hdfs.HrdmaStreamerView";
+  private static final String[] BASES = {BASE, OUTPUT_BASE, STREAMER_VIEW};
 
   /** null until decided; then whether the base is Hadoop's loader's. */
   private static volatile Boolean usable;
