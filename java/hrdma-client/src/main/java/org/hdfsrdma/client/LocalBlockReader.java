@@ -9,6 +9,7 @@ import java.util.ArrayDeque;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.atomic.LongAdder;
 import org.apache.hadoop.fs.ChecksumException;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.server.datanode.BlockMetadataHeader;
@@ -81,6 +82,9 @@ final class LocalBlockReader implements BlockReader {
   private final Executor verifier; // null: the caller verifies every window
   private final int ahead;         // windows queued beyond the one being read
   private final boolean verify;    // false: the DataNode caches the replica or the stream skips checksums
+  private final boolean direct;    // large aligned reads go straight into the caller's buffer (readDirect)
+  private final Executor helper;   // takes half of a direct read (the verifier), or null
+  private boolean directOff;       // a direct read met pages not in the page cache: windows from then on
   private final long readAhead;    // bytes the kernel is asked to read ahead of the windows made; 0: none
   private long advised;            // block offset up to which it was asked
   /** Windows made, not yet handed to the caller, in block order; the head is the next to read. */
@@ -110,6 +114,19 @@ final class LocalBlockReader implements BlockReader {
   LocalBlockReader(ExtendedBlock block, NativeFiles.Fd data, NativeFiles.Fd metaFd, long visibleLength,
       long offsetInBlock, long length, int windowBytes, Executor verifier, int ahead, boolean verify,
       long readAheadBytes)
+      throws IOException {
+    this(block, data, metaFd, visibleLength, offsetInBlock, length, windowBytes, verifier, ahead, verify,
+        readAheadBytes, false);
+  }
+
+  /**
+   * As the constructor above; with {@code direct} (and libhrdma loaded, CRC32C sums or none to
+   * verify) a large read at a chunk boundary reads the replica straight into the caller's buffer
+   * and verifies it there ({@link #readDirect}), and windows are made only when a read needs them.
+   */
+  LocalBlockReader(ExtendedBlock block, NativeFiles.Fd data, NativeFiles.Fd metaFd, long visibleLength,
+      long offsetInBlock, long length, int windowBytes, Executor verifier, int ahead, boolean verify,
+      long readAheadBytes, boolean direct)
       throws IOException {
     try (metaFd) {
       if (offsetInBlock < 0 || length < 0 || offsetInBlock + length > visibleLength) {
@@ -151,7 +168,13 @@ final class LocalBlockReader implements BlockReader {
     this.verifier = overlap ? verifier : null;
     this.ahead = overlap ? ahead : 0;
     this.buf = ByteBuffer.allocate(0);
-    queueWindows();
+    this.direct = direct && NATIVE_CRC && (!verify || checksum.getChecksumType() == DataChecksum.Type.CRC32C);
+    this.helper = this.direct ? verifier : null;
+    if (this.direct) {
+      adviseAhead(); // the first range at once; the windows wait for a read that needs them
+    } else {
+      queueWindows();
+    }
   }
 
   /** The checksum a replica's .meta file declares (its header, read with pread). */
@@ -336,6 +359,9 @@ final class LocalBlockReader implements BlockReader {
 
   /** Makes the next verified window {@link #buf}; false at the end of the range. */
   private boolean fill() throws IOException {
+    if (queued.isEmpty()) {
+      queueWindows(); // none made yet, or dropped by a direct read
+    }
     Window w = queued.peekFirst();
     if (w == null) {
       return false;
@@ -440,6 +466,231 @@ final class LocalBlockReader implements BlockReader {
     ChunkSums.verify(dc, w, sums, name, at);
   }
 
+  /** Smallest read taken straight into the caller's buffer; smaller ones copy out of windows. */
+  static final int DIRECT_MIN = 64 * 1024;
+  /** Smallest direct read split between the caller and the helper (half each). */
+  static final int DIRECT_SPLIT_MIN = 256 * 1024;
+  /** Bytes read and verified straight into callers' buffers (process-wide; tests and benchmarks). */
+  private static final LongAdder DIRECT_BYTES = new LongAdder();
+  /** Direct reads that met pages not in the page cache, after which their readers went on with windows (tests). */
+  private static final LongAdder DIRECT_MISSES = new LongAdder();
+
+  static long directBytes() {
+    return DIRECT_BYTES.sum();
+  }
+
+  static long directMisses() {
+    return DIRECT_MISSES.sum();
+  }
+
+  /**
+   * How much of a read of {@code len} bytes at the position goes straight into the caller's buffer:
+   * whole chunks from a chunk boundary (or up to the replica's last byte), at least
+   * {@link #DIRECT_MIN}, nothing left of a window to hand out first; 0: the windows serve it.
+   */
+  private int directLength(int len) {
+    if (!direct || directOff || closed || buf.hasRemaining() || len < DIRECT_MIN || pos % bpc != 0) {
+      return 0;
+    }
+    long n = Math.min(len, end - pos);
+    if (pos + n != fileEnd) {
+      n = n / bpc * bpc;
+    }
+    return n >= DIRECT_MIN ? (int) n : 0;
+  }
+
+  /**
+   * Reads {@code n} bytes at the position into {@code b} (or {@code bb}, direct) from {@code off},
+   * verifying them there, and moves the position past them. Windows made ahead are dropped (a
+   * reader that keeps reading large is served without them). A read of at least
+   * {@link #DIRECT_SPLIT_MIN} is split: the helper (the verifier) reads and verifies the second half
+   * into the same buffer while the caller does the first, and the call returns only when both are
+   * done (the caller does the helper's half itself if the helper has not started it). Each half
+   * goes to libhrdma at most {@link NativeFiles.Fd#READ_VERIFIED_MAX} at a time: pread of what the
+   * page cache holds, then ISA-L's CRC32C of it, a heap array pinned for that call only. Pages not
+   * in the page cache (a cold or evicted replica) are read as the windows read them, on this thread,
+   * and the rest of the block goes through the windows (verified and read ahead by the verifier).
+   * On a checksum failure the exception is the windows' (message, position: the first bad chunk);
+   * the caller's buffer then holds what was read, as after stock's FSInputChecker.
+   */
+  private void readDirect(byte[] b, ByteBuffer bb, int off, int n) throws IOException {
+    dropWindows();
+    nextWindow = pos + n; // read-ahead asked for beyond this read
+    long[] advice = adviseAhead();
+    nextWindow = pos;     // no window made: a later read's start here until this one is done
+    int half = helper != null && n >= DIRECT_SPLIT_MIN ? n / 2 / bpc * bpc : n;
+    DirectPart second = half < n ? new DirectPart(b, bb, off + half, n - half, pos + half, advice) : null;
+    if (second != null) {
+      try {
+        helper.execute(second);
+      } catch (RejectedExecutionException e) {
+        // the verifier is full or shut down: this thread does that half too
+      }
+    } else if (advice != null) {
+      willNeed(advice);
+    }
+    DirectPart first = new DirectPart(b, bb, off, half, pos, null);
+    Throwable failed = null;
+    try {
+      first.verify();
+      first.rethrow();
+      first.finish();
+    } catch (IOException | RuntimeException | Error e) {
+      failed = e;
+    }
+    if (second != null) {
+      if (failed != null && second.withdraw()) {
+        unqueue(second);
+      } else if (second.verify()) {
+        unqueue(second); // not started by the helper: done here, its queued entry is a no-op
+      } else {
+        second.await(); // the buffer and the descriptor are the caller's again after this
+      }
+      if (failed == null) {
+        try {
+          second.rethrow();
+          second.finish();
+        } catch (IOException | RuntimeException | Error e) {
+          failed = e;
+        }
+      }
+    }
+    if (failed instanceof IOException e) {
+      throw e;
+    }
+    if (failed instanceof RuntimeException e) {
+      throw e;
+    }
+    if (failed instanceof Error e) {
+      throw e;
+    }
+    DIRECT_BYTES.add(first.done + (second == null ? 0 : second.done));
+    if (directOff) {
+      DIRECT_MISSES.increment();
+    }
+    pos += n;
+    nextWindow = pos;
+  }
+
+  private void unqueue(Runnable r) {
+    if (helper instanceof ThreadPoolExecutor pool) {
+      pool.remove(r);
+    }
+  }
+
+  private void willNeed(long[] advice) {
+    try {
+      data.willNeed(advice[0], advice[1]);
+    } catch (NativeException e) {
+      // advisory: reads fetch the file as before
+    }
+  }
+
+  /** Withdraws the windows made and not handed out (waits for one being verified), gives their buffers back. */
+  private void dropWindows() {
+    for (Window w : queued) {
+      if (w.withdraw()) {
+        unqueue(w);
+      }
+    }
+    for (Window w : queued) {
+      w.await();
+      WindowBuffers.give(w.data);
+    }
+    queued.clear();
+    WindowBuffers.give(bufOwned); // nothing of it left to hand out
+    bufOwned = null;
+    buf = ByteBuffer.allocate(0);
+  }
+
+  /**
+   * A part of a direct read: {@code [at, at + length)} of the block read into {@code b} (or
+   * {@code bb}) from {@code off} and verified there, by whichever thread starts it first. What the
+   * page cache did not hold is left to {@link #finish()}, on the caller's thread.
+   */
+  private final class DirectPart extends VerifyOnce {
+    private final byte[] b;
+    private final ByteBuffer bb;
+    private final int off;
+    private final int length;
+    private final long at;
+    private final long[] advice;
+    private int done; // bytes read and verified by check()
+
+    DirectPart(byte[] b, ByteBuffer bb, int off, int length, long at, long[] advice) {
+      this.b = b;
+      this.bb = bb;
+      this.off = off;
+      this.length = length;
+      this.at = at;
+      this.advice = advice;
+    }
+
+    @Override
+    protected void check() throws IOException {
+      if (advice != null) {
+        willNeed(advice);
+      }
+      int piece = Math.min(NativeFiles.Fd.READ_VERIFIED_MAX, window);
+      while (done < length) {
+        int k = Math.min(piece, length - done);
+        long from = at + done;
+        ByteBuffer s = verify ? sums.slice((int) ((from - mapStart) / bpc * sumSize), (k + bpc - 1) / bpc * sumSize)
+            : null;
+        long r;
+        try {
+          r = b != null ? data.readVerified(from, b, off + done, k, bpc, s)
+              : data.readVerified(from, bb.duplicate().position(off + done).limit(off + done + k), bpc, s);
+        } catch (NativeException e) {
+          throw new IOException("cannot read [" + from + ", " + (from + k) + ") of the block file of " + block + ": "
+              + e.getMessage(), e);
+        }
+        if (r <= -2) {
+          throw badChunk(from, k, s, -2 - r);
+        }
+        if (r < k) {
+          done += (int) (r / bpc * bpc); // the whole chunks read were verified
+          return;
+        }
+        done += k;
+      }
+    }
+
+    /** The windows' exception for the chunk at {@code bad} of {@code [from, from + k)}. */
+    private ChecksumException badChunk(long from, int k, ByteBuffer s, long bad) throws ChecksumException {
+      int c = (int) (bad / bpc);
+      int rest = k - c * bpc;
+      ByteBuffer w = b != null ? ByteBuffer.wrap(b, off + done + c * bpc, rest).slice()
+          : bb.duplicate().position(off + done + c * bpc).limit(off + done + k).slice();
+      int chunks = (k + bpc - 1) / bpc;
+      // the message as the JDK's CRC32C makes it, from the bad chunk on (as verifyChunks)
+      ChunkSums.verify(checksum, w, s.slice(c * sumSize, (chunks - c) * sumSize), name, from + (long) c * bpc);
+      return new ChecksumException("Checksum CRC32C not matched for file " + name + " at position " + (from + bad)
+          + " (libhrdma)", from + bad);
+    }
+
+    /**
+     * On the caller's thread, after {@link #check()}: what the page cache did not hold (or a
+     * truncated file no longer has) read as the windows read it, and the rest of the block left to them.
+     */
+    void finish() throws IOException {
+      if (done == length) {
+        return;
+      }
+      directOff = true;
+      int base = off + done;
+      long from = at + done;
+      preadVerified(data, from, at + length, checksum, sums, mapStart, name, block, (piece, p) -> {
+        int o = base + (int) (p - from);
+        if (b != null) {
+          piece.get(piece.position(), b, o, piece.remaining());
+        } else {
+          bb.put(o, piece, piece.position(), piece.remaining());
+        }
+      }, verify);
+    }
+  }
+
   private boolean ensure() throws IOException {
     checkOpen();
     while (!buf.hasRemaining()) {
@@ -455,6 +706,18 @@ final class LocalBlockReader implements BlockReader {
     if (!dst.hasRemaining()) {
       checkOpen();
       return 0;
+    }
+    int d = directLength(dst.remaining());
+    if (d > 0 && (dst.isDirect() || dst.hasArray()) && !dst.isReadOnly()) {
+      checkOpen();
+      int p = dst.position();
+      if (dst.isDirect()) {
+        readDirect(null, dst.duplicate().limit(p + d), p, d);
+      } else {
+        readDirect(dst.array(), null, dst.arrayOffset() + p, d);
+      }
+      dst.position(p + d);
+      return d;
     }
     if (!ensure()) {
       return -1;
@@ -472,6 +735,13 @@ final class LocalBlockReader implements BlockReader {
     if (len == 0) {
       checkOpen();
       return 0;
+    }
+    int d = directLength(len);
+    if (d > 0) {
+      java.util.Objects.checkFromIndexSize(off, len, b.length);
+      checkOpen();
+      readDirect(b, null, off, d);
+      return d;
     }
     if (!ensure()) {
       return -1;
