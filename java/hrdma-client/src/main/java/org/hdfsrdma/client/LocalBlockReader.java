@@ -9,6 +9,7 @@ import java.util.ArrayDeque;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import org.apache.hadoop.fs.ChecksumException;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
@@ -85,6 +86,7 @@ final class LocalBlockReader implements BlockReader {
   private final boolean direct;    // large aligned reads go straight into the caller's buffer (readDirect)
   private final Executor helper;   // takes half of a direct read (the verifier), or null
   private boolean directOff;       // a direct read met pages not in the page cache: windows from then on
+  private final int piece;         // bytes of a direct read per native call (a window, within bounds)
   private final long readAhead;    // bytes the kernel is asked to read ahead of the windows made; 0: none
   private long advised;            // block offset up to which it was asked
   /** Windows made, not yet handed to the caller, in block order; the head is the next to read. */
@@ -170,6 +172,9 @@ final class LocalBlockReader implements BlockReader {
     this.buf = ByteBuffer.allocate(0);
     this.direct = direct && NATIVE_CRC && (!verify || checksum.getChecksumType() == DataChecksum.Type.CRC32C);
     this.helper = this.direct ? verifier : null;
+    // a window, whole chunks: at least DIRECT_PIECE_MIN (no tiny calls), at most what a call may pin
+    this.piece = Math.max(1, Math.min(NativeFiles.Fd.READ_VERIFIED_MAX, Math.max(DIRECT_PIECE_MIN, window)) / bpc)
+        * bpc;
     if (this.direct) {
       adviseAhead(); // the first range at once; the windows wait for a read that needs them
     } else {
@@ -468,12 +473,17 @@ final class LocalBlockReader implements BlockReader {
 
   /** Smallest read taken straight into the caller's buffer; smaller ones copy out of windows. */
   static final int DIRECT_MIN = 64 * 1024;
-  /** Smallest direct read split between the caller and the helper (half each). */
-  static final int DIRECT_SPLIT_MIN = 256 * 1024;
   /** Bytes read and verified straight into callers' buffers (process-wide; tests and benchmarks). */
   private static final LongAdder DIRECT_BYTES = new LongAdder();
   /** Direct reads that met pages not in the page cache, after which their readers went on with windows (tests). */
   private static final LongAdder DIRECT_MISSES = new LongAdder();
+
+  /** Pieces of direct reads the helper took (process-wide; tests and benchmarks). */
+  private static final LongAdder DIRECT_HELPED = new LongAdder();
+
+  static long directPiecesHelped() {
+    return DIRECT_HELPED.sum();
+  }
 
   static long directBytes() {
     return DIRECT_BYTES.sum();
@@ -502,75 +512,57 @@ final class LocalBlockReader implements BlockReader {
   /**
    * Reads {@code n} bytes at the position into {@code b} (or {@code bb}, direct) from {@code off},
    * verifying them there, and moves the position past them. Windows made ahead are dropped (a
-   * reader that keeps reading large is served without them). A read of at least
-   * {@link #DIRECT_SPLIT_MIN} is split: the helper (the verifier) reads and verifies the second half
-   * into the same buffer while the caller does the first, and the call returns only when both are
-   * done (the caller does the helper's half itself if the helper has not started it). Each half
-   * goes to libhrdma at most {@link NativeFiles.Fd#READ_VERIFIED_MAX} at a time: pread of what the
-   * page cache holds, then ISA-L's CRC32C of it, a heap array pinned for that call only. Pages not
-   * in the page cache (a cold or evicted replica) are read as the windows read them, on this thread,
-   * and the rest of the block goes through the windows (verified and read ahead by the verifier).
-   * On a checksum failure the exception is the windows' (message, position: the first bad chunk);
-   * the caller's buffer then holds what was read, as after stock's FSInputChecker.
+   * reader that keeps reading large is served without them). The read goes to libhrdma in pieces
+   * of a window ({@link #piece}: 512 KiB by default): pread of what the page cache holds, then
+   * ISA-L's CRC32C of it, a heap array pinned for that piece only. A read of more than one piece is
+   * shared with the helper (the verifier): both take the next piece not taken until none is left,
+   * so the helper does as much as it has time for (none if it does not start before the caller is
+   * done), and the call returns only when both are done with the buffer. Pages not in the page cache (a
+   * cold or evicted replica) are read as the windows read them, on this thread, and the rest of the
+   * block goes through the windows (verified and read ahead by the verifier). On a checksum
+   * failure the exception is the windows' (message, position: the first bad chunk); the caller's
+   * buffer then holds what was read, as after stock's FSInputChecker.
    */
   private void readDirect(byte[] b, ByteBuffer bb, int off, int n) throws IOException {
     dropWindows();
     nextWindow = pos + n; // read-ahead asked for beyond this read
     long[] advice = adviseAhead();
     nextWindow = pos;     // no window made: a later read's start here until this one is done
-    int half = helper != null && n >= DIRECT_SPLIT_MIN ? n / 2 / bpc * bpc : n;
-    DirectPart second = half < n ? new DirectPart(b, bb, off + half, n - half, pos + half, advice) : null;
-    if (second != null) {
+    DirectRead r = new DirectRead(b, bb, off, n, pos);
+    DirectHelp help = helper != null && r.pieces > 1 ? new DirectHelp(r, advice) : null;
+    if (help != null) {
       try {
-        helper.execute(second);
+        helper.execute(help);
       } catch (RejectedExecutionException e) {
-        // the verifier is full or shut down: this thread does that half too
+        help = null; // the verifier is full or shut down: this thread reads it all
       }
-    } else if (advice != null) {
+    }
+    if (help == null && advice != null) {
       willNeed(advice);
     }
-    DirectPart first = new DirectPart(b, bb, off, half, pos, null);
-    Throwable failed = null;
-    try {
-      first.verify();
-      first.rethrow();
-      first.finish();
-    } catch (IOException | RuntimeException | Error e) {
-      failed = e;
-    }
-    if (second != null) {
-      if (failed != null && second.withdraw()) {
-        unqueue(second);
-      } else if (second.verify()) {
-        unqueue(second); // not started by the helper: done here, its queued entry is a no-op
-      } else {
-        second.await(); // the buffer and the descriptor are the caller's again after this
-      }
-      if (failed == null) {
-        try {
-          second.rethrow();
-          second.finish();
-        } catch (IOException | RuntimeException | Error e) {
-          failed = e;
+    r.take();
+    if (help != null) {
+      if (help.withdraw()) {
+        unqueue(help); // not started: its queued entry would do nothing
+        if (advice != null) {
+          willNeed(advice);
         }
+      } else {
+        help.await(); // the buffer and the descriptor are the caller's alone after this
       }
     }
-    if (failed instanceof IOException e) {
-      throw e;
-    }
-    if (failed instanceof RuntimeException e) {
-      throw e;
-    }
-    if (failed instanceof Error e) {
-      throw e;
-    }
-    DIRECT_BYTES.add(first.done + (second == null ? 0 : second.done));
+    r.finish();
+    DIRECT_BYTES.add(r.direct);
     if (directOff) {
       DIRECT_MISSES.increment();
     }
     pos += n;
     nextWindow = pos;
   }
+
+  /** Least bytes of a direct read per native call. */
+  static final int DIRECT_PIECE_MIN = 128 * 1024;
+
 
   private void unqueue(Runnable r) {
     if (helper instanceof ThreadPoolExecutor pool) {
@@ -602,66 +594,100 @@ final class LocalBlockReader implements BlockReader {
     bufOwned = null;
     buf = ByteBuffer.allocate(0);
   }
-
-  /**
-   * A part of a direct read: {@code [at, at + length)} of the block read into {@code b} (or
-   * {@code bb}) from {@code off} and verified there, by whichever thread starts it first. What the
-   * page cache did not hold is left to {@link #finish()}, on the caller's thread.
-   */
-  private final class DirectPart extends VerifyOnce {
-    private final byte[] b;
-    private final ByteBuffer bb;
-    private final int off;
-    private final int length;
-    private final long at;
+  /** The helper's share of a direct read: pieces not taken yet, and the read-ahead advice. */
+  private final class DirectHelp extends VerifyOnce {
+    private final DirectRead read;
     private final long[] advice;
-    private int done; // bytes read and verified by check()
 
-    DirectPart(byte[] b, ByteBuffer bb, int off, int length, long at, long[] advice) {
-      this.b = b;
-      this.bb = bb;
-      this.off = off;
-      this.length = length;
-      this.at = at;
+    DirectHelp(DirectRead read, long[] advice) {
+      this.read = read;
       this.advice = advice;
     }
 
     @Override
-    protected void check() throws IOException {
+    protected void check() {
+      DIRECT_HELPED.add(read.take());
       if (advice != null) {
-        willNeed(advice);
-      }
-      int piece = Math.min(NativeFiles.Fd.READ_VERIFIED_MAX, window);
-      while (done < length) {
-        int k = Math.min(piece, length - done);
-        long from = at + done;
-        ByteBuffer s = verify ? sums.slice((int) ((from - mapStart) / bpc * sumSize), (k + bpc - 1) / bpc * sumSize)
-            : null;
-        long r;
-        try {
-          r = b != null ? data.readVerified(from, b, off + done, k, bpc, s)
-              : data.readVerified(from, bb.duplicate().position(off + done).limit(off + done + k), bpc, s);
-        } catch (NativeException e) {
-          throw new IOException("cannot read [" + from + ", " + (from + k) + ") of the block file of " + block + ": "
-              + e.getMessage(), e);
-        }
-        if (r <= -2) {
-          throw badChunk(from, k, s, -2 - r);
-        }
-        if (r < k) {
-          done += (int) (r / bpc * bpc); // the whole chunks read were verified
-          return;
-        }
-        done += k;
+        willNeed(advice); // after the pieces: the caller waits for those, not for this
       }
     }
+  }
 
-    /** The windows' exception for the chunk at {@code bad} of {@code [from, from + k)}. */
-    private ChecksumException badChunk(long from, int k, ByteBuffer s, long bad) throws ChecksumException {
+  /**
+   * A direct read: {@code [at, at + n)} of the block into {@code b} (or {@code bb}) from {@code off},
+   * in pieces that the caller and the helper take in turn ({@link #take()}); what a piece found is
+   * kept for {@link #finish()}, on the caller's thread.
+   */
+  private final class DirectRead {
+    private final byte[] b;
+    private final ByteBuffer bb;
+    private final int off;
+    private final int n;
+    private final long at;
+    final int pieces;
+    private final AtomicInteger next = new AtomicInteger();
+    private final int[] done;          // bytes of each piece read and verified by take()
+    private final Throwable[] failure; // what each piece threw
+    private volatile boolean stop;     // a piece failed or met pages not cached: take no more
+    private long direct;               // bytes read and verified by take(), summed by finish()
+
+    DirectRead(byte[] b, ByteBuffer bb, int off, int n, long at) {
+      this.b = b;
+      this.bb = bb;
+      this.off = off;
+      this.n = n;
+      this.at = at;
+      this.pieces = (n + piece - 1) / piece;
+      this.done = new int[pieces];
+      this.failure = new Throwable[pieces];
+    }
+
+    private int length(int i) {
+      return Math.min(piece, n - i * piece);
+    }
+
+    /** Reads and verifies pieces until none is left (or one failed or missed the page cache); how many it took. */
+    int take() {
+      int taken = 0;
+      for (int i; !stop && (i = next.getAndIncrement()) < pieces; taken++) {
+        try {
+          done[i] = piece(i);
+          if (done[i] < length(i)) {
+            stop = true;
+          }
+        } catch (Throwable t) {
+          failure[i] = t;
+          stop = true;
+        }
+      }
+      return taken;
+    }
+
+    private int piece(int i) throws IOException {
+      int k = length(i);
+      int o = off + i * piece;
+      long from = at + (long) i * piece;
+      ByteBuffer s = verify ? sums.slice((int) ((from - mapStart) / bpc * sumSize), (k + bpc - 1) / bpc * sumSize)
+          : null;
+      long r;
+      try {
+        r = b != null ? data.readVerified(from, b, o, k, bpc, s)
+            : data.readVerified(from, bb.duplicate().position(o).limit(o + k), bpc, s);
+      } catch (NativeException e) {
+        throw new IOException("cannot read [" + from + ", " + (from + k) + ") of the block file of " + block + ": "
+            + e.getMessage(), e);
+      }
+      if (r <= -2) {
+        throw badChunk(o, from, k, s, -2 - r);
+      }
+      return r < k ? (int) (r / bpc * bpc) : k; // short: the whole chunks read were verified
+    }
+
+    /** The windows' exception for the chunk at {@code bad} of the piece {@code [from, from + k)} at {@code o}. */
+    private ChecksumException badChunk(int o, long from, int k, ByteBuffer s, long bad) throws ChecksumException {
       int c = (int) (bad / bpc);
-      int rest = k - c * bpc;
-      ByteBuffer w = b != null ? ByteBuffer.wrap(b, off + done + c * bpc, rest).slice()
-          : bb.duplicate().position(off + done + c * bpc).limit(off + done + k).slice();
+      ByteBuffer w = b != null ? ByteBuffer.wrap(b, o + c * bpc, k - c * bpc).slice()
+          : bb.duplicate().position(o + c * bpc).limit(o + k).slice();
       int chunks = (k + bpc - 1) / bpc;
       // the message as the JDK's CRC32C makes it, from the bad chunk on (as verifyChunks)
       ChunkSums.verify(checksum, w, s.slice(c * sumSize, (chunks - c) * sumSize), name, from + (long) c * bpc);
@@ -670,24 +696,38 @@ final class LocalBlockReader implements BlockReader {
     }
 
     /**
-     * On the caller's thread, after {@link #check()}: what the page cache did not hold (or a
-     * truncated file no longer has) read as the windows read it, and the rest of the block left to them.
+     * On the caller's thread, once nobody takes pieces: in block order, the first failure is thrown;
+     * what the page cache did not hold (or a piece nobody took after a miss) is read as the windows
+     * read it, and the rest of the block is left to them.
      */
     void finish() throws IOException {
-      if (done == length) {
-        return;
-      }
-      directOff = true;
-      int base = off + done;
-      long from = at + done;
-      preadVerified(data, from, at + length, checksum, sums, mapStart, name, block, (piece, p) -> {
-        int o = base + (int) (p - from);
-        if (b != null) {
-          piece.get(piece.position(), b, o, piece.remaining());
-        } else {
-          bb.put(o, piece, piece.position(), piece.remaining());
+      for (int i = 0; i < pieces; i++) {
+        Throwable t = failure[i];
+        if (t instanceof IOException e) {
+          throw e;
         }
-      }, verify);
+        if (t instanceof RuntimeException e) {
+          throw e;
+        }
+        if (t instanceof Error e) {
+          throw e;
+        }
+        direct += done[i];
+        if (done[i] < length(i)) {
+          directOff = true;
+          int base = off + i * piece + done[i];
+          long from = at + (long) i * piece + done[i];
+          preadVerified(data, from, at + (long) i * piece + length(i), checksum, sums, mapStart, name, block,
+              (piece, p) -> {
+                int o = base + (int) (p - from);
+                if (b != null) {
+                  piece.get(piece.position(), b, o, piece.remaining());
+                } else {
+                  bb.put(o, piece, piece.position(), piece.remaining());
+                }
+              }, verify);
+        }
+      }
     }
   }
 

@@ -149,6 +149,7 @@ class DirectLocalReadTest {
         BLOCK - 512, BLOCK, BLOCK + 3, 3 * BLOCK, 5 * BLOCK};
     long[] starts = {0, 512, 1000, BLOCK - 65536, BLOCK - 100, 2L * BLOCK, 3L * BLOCK + 512 * 7};
     long direct0 = LocalBlockReader.directBytes();
+    long helped0 = LocalBlockReader.directPiecesHelped();
     long local0 = direct.localBytesRead();
     long read = 0;
     for (Into how : Into.values()) {
@@ -183,11 +184,12 @@ class DirectLocalReadTest {
         "most bytes read straight into the caller's buffer: " + (LocalBlockReader.directBytes() - direct0) + " of "
             + read);
     assertEquals(read, direct.localBytesRead() - local0, "every byte counted as short-circuit, once");
+    assertTrue(LocalBlockReader.directPiecesHelped() > helped0, "the verifier took pieces of large reads");
   }
 
   /**
-   * A bad chunk: the same ChecksumException (message, position) as the windows give, for reads of a
-   * bad chunk in the caller's half and in the helper's half.
+   * A bad chunk: the same ChecksumException (message, position) as the windows give, wherever it is
+   * in a large read (its first piece, its middle, its last chunk), whichever thread met it.
    */
   @Test
   void aBadChunkIsTheWindowsChecksumException() throws Exception {
@@ -238,8 +240,7 @@ class DirectLocalReadTest {
         assertEquals(BPC, readInto(in, how, got, BLOCK, BPC)); // the second block's replica chosen
         DatanodeInfo dn = ((RdmaInputStream) in.getWrappedStream()).currentDataNode();
         LocatedBlock lb = stock.getClient().getLocatedBlocks(p.toString(), 0).get(1);
-        // the rest of its first window is copied out; the direct read of [512K, 1M) has the bad
-        // chunk in its second half: the helper's
+        // the rest of its first window is copied out; the bad chunk is in the direct read of [512K, 1M)
         LocalReadFixture.flip(cluster, dn, lb, BLOCK * 3 / 4 + 77);
         int at = BLOCK + BPC;
         while (at < data.length) {

@@ -117,7 +117,7 @@ class LocalTruncateTest {
 
     /**
      * Reads of 1 MiB straight into the caller's array (pinned while libhrdma preads and verifies
-     * into it), half of each on the verifier; the replica truncated between two of them.
+     * a piece into it), pieces shared with the verifier; the replica truncated between two reads.
      */
     static void sequentialDirect(ExtendedBlock block, Path data, Path meta, ExecutorService verifier)
         throws IOException {
