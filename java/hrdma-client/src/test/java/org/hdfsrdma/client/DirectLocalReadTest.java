@@ -14,7 +14,6 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.StandardOpenOption;
 import java.util.Arrays;
-import java.util.Random;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -61,7 +60,7 @@ class DirectLocalReadTest {
   private LocalReadFixture local;
   private MiniDFSCluster cluster;
   private DistributedFileSystem stock;
-  private RdmaDistributedFileSystem direct;  // the defaults: direct reads on
+  private RdmaDistributedFileSystem direct;  // direct reads on
   private RdmaDistributedFileSystem windows; // direct reads off: the windows' copy
 
   @BeforeAll
@@ -71,7 +70,7 @@ class DirectLocalReadTest {
     cluster = PluginCluster.start(local.clusterConf(), getClass(), 3);
     stock = cluster.getFileSystem();
     Configuration d = local.clientConf(cluster, true, 0, 0);
-    assertTrue(d.getBoolean(HrdmaClientKeys.READ_LOCAL_DIRECT_KEY, HrdmaClientKeys.READ_LOCAL_DIRECT_DEFAULT));
+    d.setBoolean(HrdmaClientKeys.READ_LOCAL_DIRECT_KEY, true);
     direct = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), d);
     Configuration w = local.clientConf(cluster, true, 0, 0);
     w.setBoolean(HrdmaClientKeys.READ_LOCAL_DIRECT_KEY, false);
@@ -292,6 +291,7 @@ class DirectLocalReadTest {
       LocalReadFixture.flip(cluster, dn, lb, bad);
     }
     Configuration c = local.clientConf(cluster, true, 0, 0);
+    c.setBoolean(HrdmaClientKeys.READ_LOCAL_DIRECT_KEY, true);
     try (RdmaDistributedFileSystem fs = (RdmaDistributedFileSystem) FileSystem.get(cluster.getURI(), c)) {
       fs.setVerifyChecksum(false);
       long direct0 = LocalBlockReader.directBytes();
@@ -374,8 +374,4 @@ class DirectLocalReadTest {
       }
     }
   }
-
-  /** A random source for nothing but reproducible sizes. */
-  @SuppressWarnings("unused")
-  private static final Random SIZES = new Random(1);
 }
