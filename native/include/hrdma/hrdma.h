@@ -426,6 +426,20 @@ int hrdma_fd_advise_willneed(const void *addr, size_t len);
  * EINTR); *done_p < len only where the file ends. Unlike a mapping, a file
  * truncated under the read only shortens the count (no SIGBUS). */
 int hrdma_fd_pread(int fd, void *buf, size_t len, uint64_t offset, size_t *done_p);
+/* Reads up to len bytes at offset of fd into buf as hrdma_fd_pread does and
+ * verifies the CRC32C chunks (HDFS layout, bpc bytes each, sums big-endian
+ * from the range's first chunk; offset on a chunk boundary) of what was read:
+ * the whole range (its last chunk may be short: the file's last) when all of
+ * it was read, else the whole chunks read. *done_p is the bytes read, fewer
+ * than len where the file ends or, with nowait, where the page cache does not
+ * hold the next page (preadv2 RWF_NOWAIT: nothing waits on the disk, so a
+ * caller holding memory pinned does not hold it across I/O; a file system
+ * that cannot tell also gives a short count). sums NULL: nothing verified.
+ * HRDMA_ERR_CHECKSUM with the first bad chunk's offset in *bad_p (if not
+ * NULL); HRDMA_ERR_INVALID when sums_len is short of the chunks read. */
+int hrdma_fd_pread_verify(int fd, void *buf, size_t len, uint64_t offset,
+                          int nowait, uint32_t bpc, const void *sums,
+                          size_t sums_len, size_t *done_p, size_t *bad_p);
 /* Asks the kernel to read [offset, offset + len) of fd into the page cache
  * (posix_fadvise WILLNEED; len 0: to the end). */
 int hrdma_fd_fadvise_willneed(int fd, uint64_t offset, uint64_t len);

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 static atomic_uint_fast64_t hrdma_fd_bytes;
@@ -233,6 +234,58 @@ int hrdma_fd_pread(int fd, void *buf, size_t len, uint64_t offset, size_t *done_
     }
     *done_p = done;
     return HRDMA_OK;
+}
+
+int hrdma_fd_pread_verify(int fd, void *buf, size_t len, uint64_t offset,
+                          int nowait, uint32_t bpc, const void *sums,
+                          size_t sums_len, size_t *done_p, size_t *bad_p)
+{
+    size_t done = 0, checked;
+    int st;
+
+    if (fd < 0 || (buf == NULL && len > 0) || done_p == NULL ||
+        offset > INT64_MAX || len > INT64_MAX - offset ||
+        (sums != NULL && bpc == 0)) {
+        errno = EINVAL;
+        return HRDMA_ERR_INVALID;
+    }
+    while (done < len) {
+        struct iovec iov;
+        ssize_t n;
+
+        iov.iov_base = (unsigned char *)buf + done;
+        iov.iov_len = len - done;
+        n = preadv2(fd, &iov, 1, (off_t)(offset + done), nowait ? RWF_NOWAIT : 0);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            if (nowait && (errno == EAGAIN || errno == EOPNOTSUPP)) {
+                break; /* not in the page cache (or cannot tell): a short count */
+            }
+            return hrdma_fd_status(errno);
+        }
+        if (n == 0) {
+            break; /* the file ends here */
+        }
+        done += (size_t)n;
+    }
+    *done_p = done;
+    if (sums == NULL) {
+        return HRDMA_OK;
+    }
+    /* the whole range, its last chunk possibly short; else the whole chunks read */
+    checked = done == len ? len : done / bpc * bpc;
+    if (checked == 0) {
+        return HRDMA_OK;
+    }
+    if (sums_len < (checked + bpc - 1) / bpc * 4) {
+        errno = EINVAL;
+        return HRDMA_ERR_INVALID;
+    }
+    st = hrdma_crc32c_chunks_verify(buf, checked, bpc, sums,
+                                    (checked + bpc - 1) / bpc * 4, bad_p);
+    return st;
 }
 
 int hrdma_fd_fadvise_willneed(int fd, uint64_t offset, uint64_t len)

@@ -1249,6 +1249,89 @@ JNIEXPORT jlong JNICALL JNI_CLASS(fdPread0)(JNIEnv *env, jclass cls, jint fd,
     return (jlong)done;
 }
 
+/* The result of hrdma_fd_pread_verify for Java: the bytes read (>= 0), or
+ * -2 - the offset of the first bad chunk, or -1 with a NativeException. */
+static jlong hrdma_jni_pread_verify_result(JNIEnv *env, int st, int err,
+                                           size_t done, size_t bad, jint fd,
+                                           jlong len, jlong offset)
+{
+    char what[96];
+
+    if (st == HRDMA_OK) {
+        return (jlong)done;
+    }
+    if (st == HRDMA_ERR_CHECKSUM) {
+        return -2 - (jlong)bad;
+    }
+    snprintf(what, sizeof(what), "read and verify %lld bytes at %lld of descriptor %d",
+             (long long)len, (long long)offset, (int)fd);
+    hrdma_jni_throw_errno(env, st, what, err);
+    return -1;
+}
+
+/* hrdma_fd_pread_verify into [addr, addr + len) (a direct buffer's); sums 0:
+ * nothing verified. */
+JNIEXPORT jlong JNICALL JNI_CLASS(fdPreadVerify0)(JNIEnv *env, jclass cls, jint fd,
+                                                  jlong addr, jlong len, jlong offset,
+                                                  jboolean nowait, jint bpc,
+                                                  jlong sums, jlong sums_len)
+{
+    size_t done = 0, bad = 0;
+    int st, err;
+
+    (void)cls;
+    if (len < 0 || offset < 0 || bpc < 0 || sums_len < 0) {
+        hrdma_jni_throw_errno(env, HRDMA_ERR_INVALID, "read and verify a descriptor", EINVAL);
+        return -1;
+    }
+    st = hrdma_fd_pread_verify((int)fd, PTR(addr), (size_t)len, (uint64_t)offset,
+                               nowait == JNI_TRUE, (uint32_t)bpc,
+                               sums != 0 ? PTR(sums) : NULL, (size_t)sums_len,
+                               &done, &bad);
+    err = errno;
+    return hrdma_jni_pread_verify_result(env, st, err, done, bad, fd, len, offset);
+}
+
+/* The same into [off, off + len) of a byte[]: the array is pinned
+ * (GetPrimitiveArrayCritical, as Hadoop's NativeCrc32 does for arrays) for
+ * the pread and the CRC only, no JNI call and no lock in between; the caller
+ * keeps len small (Java: at most 1 MiB) and asks with nowait, so the pin is
+ * not held across disk I/O. */
+JNIEXPORT jlong JNICALL JNI_CLASS(fdPreadVerifyArray0)(JNIEnv *env, jclass cls, jint fd,
+                                                       jbyteArray array, jint off, jint len,
+                                                       jlong offset, jboolean nowait,
+                                                       jint bpc, jlong sums, jlong sums_len)
+{
+    size_t done = 0, bad = 0;
+    jsize n;
+    void *a;
+    int st, err;
+
+    (void)cls;
+    if (array == NULL || off < 0 || len < 0 || offset < 0 || bpc < 0 || sums_len < 0) {
+        hrdma_jni_throw_errno(env, HRDMA_ERR_INVALID, "read and verify a descriptor", EINVAL);
+        return -1;
+    }
+    n = (*env)->GetArrayLength(env, array);
+    if (len > n - off) {
+        hrdma_jni_throw_errno(env, HRDMA_ERR_INVALID, "read and verify a descriptor: range outside the array",
+                              EINVAL);
+        return -1;
+    }
+    a = (*env)->GetPrimitiveArrayCritical(env, array, NULL);
+    if (a == NULL) {
+        return -1; /* OutOfMemoryError pending */
+    }
+    st = hrdma_fd_pread_verify((int)fd, (unsigned char *)a + off, (size_t)len,
+                               (uint64_t)offset, nowait == JNI_TRUE, (uint32_t)bpc,
+                               sums != 0 ? PTR(sums) : NULL, (size_t)sums_len,
+                               &done, &bad);
+    err = errno;
+    /* mode 0: were it a copy, the bytes read go back into the array */
+    (*env)->ReleasePrimitiveArrayCritical(env, array, a, 0);
+    return hrdma_jni_pread_verify_result(env, st, err, done, bad, fd, len, offset);
+}
+
 JNIEXPORT jint JNICALL JNI_CLASS(fdFadviseWillNeed0)(JNIEnv *env, jclass cls,
                                                     jint fd, jlong offset, jlong len)
 {

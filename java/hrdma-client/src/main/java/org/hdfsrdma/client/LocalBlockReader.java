@@ -9,6 +9,8 @@ import java.util.ArrayDeque;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 import org.apache.hadoop.fs.ChecksumException;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.server.datanode.BlockMetadataHeader;
@@ -55,8 +57,13 @@ import org.hdfsrdma.protocol.ChunkSums;
  * nothing of the reader is in use afterwards and {@link NativeFiles#fdsHeld()}
  * is back where it was; a closed reader fails every read.
  *
+ * <p>Direct reads (off unless asked for): a read of at least {@link #DIRECT_MIN} at a chunk
+ * boundary, with nothing of a window left to hand out, preads straight into the caller's buffer and
+ * verifies it there ({@link #readDirect}: one copy instead of two), pieces of it taken by the
+ * verifier too; windows are then made only for reads that need them.
+ *
  * <p>Reads whole chunks from the chunk holding the range's start, up to one
- * window per call. Not thread-safe (the verifier only reads what the
+ * window per call (direct reads: up to the caller's length). Not thread-safe (the verifier only reads what the
  * constructor set up).
  */
 final class LocalBlockReader implements BlockReader {
@@ -81,6 +88,10 @@ final class LocalBlockReader implements BlockReader {
   private final Executor verifier; // null: the caller verifies every window
   private final int ahead;         // windows queued beyond the one being read
   private final boolean verify;    // false: the DataNode caches the replica or the stream skips checksums
+  private final boolean direct;    // large aligned reads go straight into the caller's buffer (readDirect)
+  private final Executor helper;   // takes half of a direct read (the verifier), or null
+  private boolean directOff;       // a direct read met pages not in the page cache: windows from then on
+  private final int piece;         // bytes of a direct read per native call (a window, within bounds)
   private final long readAhead;    // bytes the kernel is asked to read ahead of the windows made; 0: none
   private long advised;            // block offset up to which it was asked
   /** Windows made, not yet handed to the caller, in block order; the head is the next to read. */
@@ -110,6 +121,19 @@ final class LocalBlockReader implements BlockReader {
   LocalBlockReader(ExtendedBlock block, NativeFiles.Fd data, NativeFiles.Fd metaFd, long visibleLength,
       long offsetInBlock, long length, int windowBytes, Executor verifier, int ahead, boolean verify,
       long readAheadBytes)
+      throws IOException {
+    this(block, data, metaFd, visibleLength, offsetInBlock, length, windowBytes, verifier, ahead, verify,
+        readAheadBytes, false);
+  }
+
+  /**
+   * As the constructor above; with {@code direct} (and libhrdma loaded, CRC32C sums or none to
+   * verify) a large read at a chunk boundary reads the replica straight into the caller's buffer
+   * and verifies it there ({@link #readDirect}), and windows are made only when a read needs them.
+   */
+  LocalBlockReader(ExtendedBlock block, NativeFiles.Fd data, NativeFiles.Fd metaFd, long visibleLength,
+      long offsetInBlock, long length, int windowBytes, Executor verifier, int ahead, boolean verify,
+      long readAheadBytes, boolean direct)
       throws IOException {
     try (metaFd) {
       if (offsetInBlock < 0 || length < 0 || offsetInBlock + length > visibleLength) {
@@ -151,7 +175,16 @@ final class LocalBlockReader implements BlockReader {
     this.verifier = overlap ? verifier : null;
     this.ahead = overlap ? ahead : 0;
     this.buf = ByteBuffer.allocate(0);
-    queueWindows();
+    this.direct = direct && NATIVE_CRC && (!verify || checksum.getChecksumType() == DataChecksum.Type.CRC32C);
+    this.helper = this.direct ? verifier : null;
+    // a window, whole chunks: at least DIRECT_PIECE_MIN (no tiny calls), at most what a call may pin
+    this.piece = Math.max(1, Math.min(NativeFiles.Fd.READ_VERIFIED_MAX, Math.max(DIRECT_PIECE_MIN, window)) / bpc)
+        * bpc;
+    if (this.direct) {
+      adviseAhead(); // the first range at once; the windows wait for a read that needs them
+    } else {
+      queueWindows();
+    }
   }
 
   /** The checksum a replica's .meta file declares (its header, read with pread). */
@@ -336,6 +369,9 @@ final class LocalBlockReader implements BlockReader {
 
   /** Makes the next verified window {@link #buf}; false at the end of the range. */
   private boolean fill() throws IOException {
+    if (queued.isEmpty()) {
+      queueWindows(); // none made yet, or dropped by a direct read
+    }
     Window w = queued.peekFirst();
     if (w == null) {
       return false;
@@ -440,6 +476,266 @@ final class LocalBlockReader implements BlockReader {
     ChunkSums.verify(dc, w, sums, name, at);
   }
 
+  /** Smallest read taken straight into the caller's buffer; smaller ones copy out of windows. */
+  static final int DIRECT_MIN = 64 * 1024;
+  /** Bytes read and verified straight into callers' buffers (process-wide; tests and benchmarks). */
+  private static final LongAdder DIRECT_BYTES = new LongAdder();
+  /** Direct reads that met pages not in the page cache, after which their readers went on with windows (tests). */
+  private static final LongAdder DIRECT_MISSES = new LongAdder();
+
+  /** Pieces of direct reads the helper took (process-wide; tests and benchmarks). */
+  private static final LongAdder DIRECT_HELPED = new LongAdder();
+
+  static long directPiecesHelped() {
+    return DIRECT_HELPED.sum();
+  }
+
+  static long directBytes() {
+    return DIRECT_BYTES.sum();
+  }
+
+  static long directMisses() {
+    return DIRECT_MISSES.sum();
+  }
+
+  /**
+   * How much of a read of {@code len} bytes at the position goes straight into the caller's buffer:
+   * whole chunks from a chunk boundary (or up to the replica's last byte), at least
+   * {@link #DIRECT_MIN}, nothing left of a window to hand out first; 0: the windows serve it.
+   */
+  private int directLength(int len) {
+    if (!direct || directOff || closed || buf.hasRemaining() || len < DIRECT_MIN || pos % bpc != 0) {
+      return 0;
+    }
+    long n = Math.min(len, end - pos);
+    if (pos + n != fileEnd) {
+      n = n / bpc * bpc;
+    }
+    return n >= DIRECT_MIN ? (int) n : 0;
+  }
+
+  /**
+   * Reads {@code n} bytes at the position into {@code b} (or {@code bb}, direct) from {@code off},
+   * verifying them there, and moves the position past them. Windows made ahead are dropped (a
+   * reader that keeps reading large is served without them). The read goes to libhrdma in pieces
+   * of a window ({@link #piece}: 512 KiB by default): pread of what the page cache holds, then
+   * ISA-L's CRC32C of it, a heap array pinned for that piece only. A read of more than one piece is
+   * shared with the helper (the verifier): both take the next piece not taken until none is left,
+   * so the helper does as much as it has time for (none if it does not start before the caller is
+   * done), and the call returns only when both are done with the buffer. Pages not in the page cache (a
+   * cold or evicted replica) are read as the windows read them, on this thread, and the rest of the
+   * block goes through the windows (verified and read ahead by the verifier). On a checksum
+   * failure the exception is the windows' (message, position: the first bad chunk); the caller's
+   * buffer then holds what was read, as after stock's FSInputChecker.
+   */
+  private void readDirect(byte[] b, ByteBuffer bb, int off, int n) throws IOException {
+    dropWindows();
+    nextWindow = pos + n; // read-ahead asked for beyond this read
+    long[] advice = adviseAhead();
+    nextWindow = pos;     // no window made: a later read's start here until this one is done
+    DirectRead r = new DirectRead(b, bb, off, n, pos);
+    DirectHelp help = helper != null && r.pieces > 1 ? new DirectHelp(r, advice) : null;
+    if (help != null) {
+      try {
+        helper.execute(help);
+      } catch (RejectedExecutionException e) {
+        help = null; // the verifier is full or shut down: this thread reads it all
+      }
+    }
+    if (help == null && advice != null) {
+      willNeed(advice);
+    }
+    r.take();
+    if (help != null) {
+      if (help.withdraw()) {
+        unqueue(help); // not started: its queued entry would do nothing
+        if (advice != null) {
+          willNeed(advice);
+        }
+      } else {
+        help.await(); // the buffer and the descriptor are the caller's alone after this
+      }
+    }
+    r.finish();
+    DIRECT_BYTES.add(r.direct);
+    if (directOff) {
+      DIRECT_MISSES.increment();
+    }
+    pos += n;
+    nextWindow = pos;
+  }
+
+  /** Least bytes of a direct read per native call. */
+  static final int DIRECT_PIECE_MIN = 128 * 1024;
+
+
+  private void unqueue(Runnable r) {
+    if (helper instanceof ThreadPoolExecutor pool) {
+      pool.remove(r);
+    }
+  }
+
+  private void willNeed(long[] advice) {
+    try {
+      data.willNeed(advice[0], advice[1]);
+    } catch (NativeException e) {
+      // advisory: reads fetch the file as before
+    }
+  }
+
+  /** Withdraws the windows made and not handed out (waits for one being verified), gives their buffers back. */
+  private void dropWindows() {
+    for (Window w : queued) {
+      if (w.withdraw()) {
+        unqueue(w);
+      }
+    }
+    for (Window w : queued) {
+      w.await();
+      WindowBuffers.give(w.data);
+    }
+    queued.clear();
+    WindowBuffers.give(bufOwned); // nothing of it left to hand out
+    bufOwned = null;
+    buf = ByteBuffer.allocate(0);
+  }
+  /** The helper's share of a direct read: pieces not taken yet, and the read-ahead advice. */
+  private final class DirectHelp extends VerifyOnce {
+    private final DirectRead read;
+    private final long[] advice;
+
+    DirectHelp(DirectRead read, long[] advice) {
+      this.read = read;
+      this.advice = advice;
+    }
+
+    @Override
+    protected void check() {
+      DIRECT_HELPED.add(read.take());
+      if (advice != null) {
+        willNeed(advice); // after the pieces: the caller waits for those, not for this
+      }
+    }
+  }
+
+  /**
+   * A direct read: {@code [at, at + n)} of the block into {@code b} (or {@code bb}) from {@code off},
+   * in pieces that the caller and the helper take in turn ({@link #take()}); what a piece found is
+   * kept for {@link #finish()}, on the caller's thread.
+   */
+  private final class DirectRead {
+    private final byte[] b;
+    private final ByteBuffer bb;
+    private final int off;
+    private final int n;
+    private final long at;
+    final int pieces;
+    private final AtomicInteger next = new AtomicInteger();
+    private final int[] done;          // bytes of each piece read and verified by take()
+    private final Throwable[] failure; // what each piece threw
+    private volatile boolean stop;     // a piece failed or met pages not cached: take no more
+    private long direct;               // bytes read and verified by take(), summed by finish()
+
+    DirectRead(byte[] b, ByteBuffer bb, int off, int n, long at) {
+      this.b = b;
+      this.bb = bb;
+      this.off = off;
+      this.n = n;
+      this.at = at;
+      this.pieces = (n + piece - 1) / piece;
+      this.done = new int[pieces];
+      this.failure = new Throwable[pieces];
+    }
+
+    private int length(int i) {
+      return Math.min(piece, n - i * piece);
+    }
+
+    /** Reads and verifies pieces until none is left (or one failed or missed the page cache); how many it took. */
+    int take() {
+      int taken = 0;
+      for (int i; !stop && (i = next.getAndIncrement()) < pieces; taken++) {
+        try {
+          done[i] = piece(i);
+          if (done[i] < length(i)) {
+            stop = true;
+          }
+        } catch (Throwable t) {
+          failure[i] = t;
+          stop = true;
+        }
+      }
+      return taken;
+    }
+
+    private int piece(int i) throws IOException {
+      int k = length(i);
+      int o = off + i * piece;
+      long from = at + (long) i * piece;
+      ByteBuffer s = verify ? sums.slice((int) ((from - mapStart) / bpc * sumSize), (k + bpc - 1) / bpc * sumSize)
+          : null;
+      long r;
+      try {
+        r = b != null ? data.readVerified(from, b, o, k, bpc, s)
+            : data.readVerified(from, bb.duplicate().position(o).limit(o + k), bpc, s);
+      } catch (NativeException e) {
+        throw new IOException("cannot read [" + from + ", " + (from + k) + ") of the block file of " + block + ": "
+            + e.getMessage(), e);
+      }
+      if (r <= -2) {
+        throw badChunk(o, from, k, s, -2 - r);
+      }
+      return r < k ? (int) (r / bpc * bpc) : k; // short: the whole chunks read were verified
+    }
+
+    /** The windows' exception for the chunk at {@code bad} of the piece {@code [from, from + k)} at {@code o}. */
+    private ChecksumException badChunk(int o, long from, int k, ByteBuffer s, long bad) throws ChecksumException {
+      int c = (int) (bad / bpc);
+      ByteBuffer w = b != null ? ByteBuffer.wrap(b, o + c * bpc, k - c * bpc).slice()
+          : bb.duplicate().position(o + c * bpc).limit(o + k).slice();
+      int chunks = (k + bpc - 1) / bpc;
+      // the message as the JDK's CRC32C makes it, from the bad chunk on (as verifyChunks)
+      ChunkSums.verify(checksum, w, s.slice(c * sumSize, (chunks - c) * sumSize), name, from + (long) c * bpc);
+      return new ChecksumException("Checksum CRC32C not matched for file " + name + " at position " + (from + bad)
+          + " (libhrdma)", from + bad);
+    }
+
+    /**
+     * On the caller's thread, once nobody takes pieces: in block order, the first failure is thrown;
+     * what the page cache did not hold (or a piece nobody took after a miss) is read as the windows
+     * read it, and the rest of the block is left to them.
+     */
+    void finish() throws IOException {
+      for (int i = 0; i < pieces; i++) {
+        Throwable t = failure[i];
+        if (t instanceof IOException e) {
+          throw e;
+        }
+        if (t instanceof RuntimeException e) {
+          throw e;
+        }
+        if (t instanceof Error e) {
+          throw e;
+        }
+        direct += done[i];
+        if (done[i] < length(i)) {
+          directOff = true;
+          int base = off + i * piece + done[i];
+          long from = at + (long) i * piece + done[i];
+          preadVerified(data, from, at + (long) i * piece + length(i), checksum, sums, mapStart, name, block,
+              (piece, p) -> {
+                int o = base + (int) (p - from);
+                if (b != null) {
+                  piece.get(piece.position(), b, o, piece.remaining());
+                } else {
+                  bb.put(o, piece, piece.position(), piece.remaining());
+                }
+              }, verify);
+        }
+      }
+    }
+  }
+
   private boolean ensure() throws IOException {
     checkOpen();
     while (!buf.hasRemaining()) {
@@ -455,6 +751,18 @@ final class LocalBlockReader implements BlockReader {
     if (!dst.hasRemaining()) {
       checkOpen();
       return 0;
+    }
+    int d = directLength(dst.remaining());
+    if (d > 0 && (dst.isDirect() || dst.hasArray()) && !dst.isReadOnly()) {
+      checkOpen();
+      int p = dst.position();
+      if (dst.isDirect()) {
+        readDirect(null, dst.duplicate().limit(p + d), p, d);
+      } else {
+        readDirect(dst.array(), null, dst.arrayOffset() + p, d);
+      }
+      dst.position(p + d);
+      return d;
     }
     if (!ensure()) {
       return -1;
@@ -472,6 +780,13 @@ final class LocalBlockReader implements BlockReader {
     if (len == 0) {
       checkOpen();
       return 0;
+    }
+    int d = directLength(len);
+    if (d > 0) {
+      java.util.Objects.checkFromIndexSize(off, len, b.length);
+      checkOpen();
+      readDirect(b, null, off, d);
+      return d;
     }
     if (!ensure()) {
       return -1;

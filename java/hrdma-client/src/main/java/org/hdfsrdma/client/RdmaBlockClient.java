@@ -147,6 +147,7 @@ public final class RdmaBlockClient implements Closeable {
   private final int localWindowBytes;
   private final int localVerifyAhead;
   private final long localReadAhead;
+  private final boolean localDirect;
   /** Verifies short-circuit readers' windows ahead of them; null when off. Daemon threads that end when idle. */
   private final ThreadPoolExecutor localVerifier;
   /** Asks DataNodes on this host for replicas' descriptors. */
@@ -213,6 +214,8 @@ public final class RdmaBlockClient implements Closeable {
     int verifyThreads = conf.getInt(LOCAL_VERIFY_THREADS_KEY, LOCAL_VERIFY_THREADS_DEFAULT);
     this.localVerifyAhead = conf.getInt(LOCAL_VERIFY_AHEAD_KEY, LOCAL_VERIFY_AHEAD_DEFAULT);
     this.localReadAhead = conf.getLongBytes(LOCAL_READ_AHEAD_BYTES_KEY, LOCAL_READ_AHEAD_BYTES_DEFAULT);
+    this.localDirect = conf.getBoolean(HrdmaClientKeys.READ_LOCAL_DIRECT_KEY,
+        HrdmaClientKeys.READ_LOCAL_DIRECT_DEFAULT);
     if (localReadAhead < 0) {
       throw new IllegalArgumentException(LOCAL_READ_AHEAD_BYTES_KEY + " = " + localReadAhead + " is negative");
     }
@@ -345,7 +348,8 @@ public final class RdmaBlockClient implements Closeable {
     ShortCircuitClient.Fds f = given != null ? given : localFiles(block, datanode);
     // the reader takes the descriptors over (it reads the block file with pread until closed)
     return new LocalBlockReader(block.getBlock(), f.data(), f.meta(), block.getBlockSize(), offsetInBlock,
-        length, localWindowBytes, localVerifier, localVerifyAhead, verifyChecksum && !f.cached(), localReadAhead);
+        length, localWindowBytes, localVerifier, localVerifyAhead, verifyChecksum && !f.cached(), localReadAhead,
+        localDirect);
   }
 
   /** Short-circuit readers' verifier (null: off), the windows it verifies and how many ahead. */

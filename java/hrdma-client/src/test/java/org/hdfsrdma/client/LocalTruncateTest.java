@@ -43,7 +43,7 @@ class LocalTruncateTest {
   static final int NEW_LENGTH = 64 * 1024;
 
   @ParameterizedTest
-  @ValueSource(strings = {"sequential", "sequential-meta", "positional", "zero-copy"})
+  @ValueSource(strings = {"sequential", "sequential-meta", "sequential-direct", "positional", "zero-copy"})
   void truncateUnderReadIsAnIOException(String mode, @TempDir Path dir) throws Exception {
     assumeTrue(HrdmaNative.isAvailable(), "libhrdma maps the replica");
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
@@ -86,6 +86,7 @@ class LocalTruncateTest {
       try {
         switch (mode) {
           case "sequential", "sequential-meta" -> sequential(block, data, meta, verifier, mode.endsWith("meta"));
+          case "sequential-direct" -> sequentialDirect(block, data, meta, verifier);
           case "positional" -> positional(block, data, meta);
           case "zero-copy" -> zeroCopy(block, data, meta, verifier);
           default -> throw new IllegalArgumentException(mode);
@@ -108,6 +109,27 @@ class LocalTruncateTest {
           verifier, AHEAD, true, 0)) {
         r.readFully(b, 0, b.length);
         truncate(data, meta, metaOnly);
+        while (r.read(b, 0, b.length) >= 0) {
+          // reads on until the truncated part fails
+        }
+      }
+    }
+
+    /**
+     * Reads of 1 MiB straight into the caller's array (pinned while libhrdma preads and verifies
+     * a piece into it), pieces shared with the verifier; the replica truncated between two reads.
+     */
+    static void sequentialDirect(ExtendedBlock block, Path data, Path meta, ExecutorService verifier)
+        throws IOException {
+      byte[] b = new byte[1 << 20];
+      long direct0 = LocalBlockReader.directBytes();
+      try (LocalBlockReader r = new LocalBlockReader(block, open(data), open(meta), BLOCK, 0, BLOCK, WINDOW,
+          verifier, AHEAD, true, 0, true)) {
+        r.readFully(b, 0, b.length);
+        if (LocalBlockReader.directBytes() - direct0 != b.length) {
+          throw new AssertionError("not read straight into the array: " + (LocalBlockReader.directBytes() - direct0));
+        }
+        truncate(data, meta, false);
         while (r.read(b, 0, b.length) >= 0) {
           // reads on until the truncated part fails
         }

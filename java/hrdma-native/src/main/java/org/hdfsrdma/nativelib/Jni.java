@@ -217,6 +217,18 @@ public final class Jni {
   /** Bytes read into {@code [addr, addr + len)} from {@code offset}; fewer only where the file ends. */
   public static native long fdPread0(int fd, long addr, long len, long offset) throws NativeException;
 
+  /**
+   * pread into {@code [addr, addr + len)} from {@code offset} (with {@code nowait}: only what the page
+   * cache holds), then the CRC32C chunks of what was read verified against {@code sums} (0: not
+   * verified): the bytes read, or -2 - the offset of the first bad chunk.
+   */
+  public static native long fdPreadVerify0(int fd, long addr, long len, long offset, boolean nowait, int bpc,
+      long sums, long sumsLen) throws NativeException;
+
+  /** {@link #fdPreadVerify0} into {@code [off, off + len)} of an array, pinned for the call only. */
+  public static native long fdPreadVerifyArray0(int fd, byte[] array, int off, int len, long offset,
+      boolean nowait, int bpc, long sums, long sumsLen) throws NativeException;
+
   /** posix_fadvise(WILLNEED) of {@code [offset, offset + len)}; a status. */
   public static native int fdFadviseWillNeed0(int fd, long offset, long len);
 

@@ -147,6 +147,57 @@ public final class NativeFiles {
       return n;
     }
 
+    /** Most bytes {@link #readVerified} takes at a time (the time a caller's array stays pinned). */
+    public static final int READ_VERIFIED_MAX = 1 << 20;
+
+    /**
+     * Reads {@code [off, off + len)} of {@code dst} from {@code offset} of the file (on a chunk
+     * boundary) with pread, only what the page cache holds now (preadv2 RWF_NOWAIT: the array is
+     * pinned for the call, never across disk I/O), and verifies the CRC32C chunks ({@code bpc}
+     * bytes each) of what was read against {@code sums} (direct, from its position: the first
+     * chunk's sum on; null: nothing verified), all in one native call (ISA-L): the whole range (its
+     * last chunk may be short: the file's last) when all of it was read, else the whole chunks read.
+     *
+     * @return the bytes read ({@code len}, or fewer where the page cache or the file ends), or
+     *     {@code -2 - o} when the chunk at offset {@code o} of the range does not match its sum
+     */
+    public long readVerified(long offset, byte[] dst, int off, int len, int bpc, ByteBuffer sums)
+        throws NativeException {
+      checkReadVerified(offset, len, bpc, sums);
+      java.util.Objects.checkFromIndexSize(off, len, dst.length);
+      return Jni.fdPreadVerifyArray0(fd, dst, off, len, offset, true, bpc, sums == null ? 0
+          : DirectAddress.of(sums) + sums.position(), sums == null ? 0 : sums.remaining());
+    }
+
+    /**
+     * {@link #readVerified(long, byte[], int, int, int, ByteBuffer)} into {@code dst} (direct,
+     * writable) from its position to its limit; its position is not moved.
+     */
+    public long readVerified(long offset, ByteBuffer dst, int bpc, ByteBuffer sums) throws NativeException {
+      if (!dst.isDirect() || dst.isReadOnly()) {
+        throw new IllegalArgumentException("reads need a writable direct buffer");
+      }
+      checkReadVerified(offset, dst.remaining(), bpc, sums);
+      return Jni.fdPreadVerify0(fd, DirectAddress.of(dst) + dst.position(), dst.remaining(), offset, true, bpc,
+          sums == null ? 0 : DirectAddress.of(sums) + sums.position(), sums == null ? 0 : sums.remaining());
+    }
+
+    private void checkReadVerified(long offset, int len, int bpc, ByteBuffer sums) throws NativeException {
+      if (sums != null && !sums.isDirect()) {
+        throw new IllegalArgumentException("sums need a direct buffer");
+      }
+      if (len > READ_VERIFIED_MAX || bpc <= 0) {
+        throw new IllegalArgumentException(len + " bytes of chunks of " + bpc + ": at most " + READ_VERIFIED_MAX);
+      }
+      HrdmaNative.ensureAvailable();
+      if (closed.get()) {
+        throw new NativeException("descriptor " + fd + " is closed", NativeException.ERR_CLOSED);
+      }
+      if (offset < 0) {
+        throw new NativeException("read at " + offset + " of descriptor " + fd, NativeException.ERR_INVALID);
+      }
+    }
+
     /** Asks the kernel to read {@code [offset, offset + len)} into the page cache (advisory). */
     public void willNeed(long offset, long len) throws NativeException {
       if (closed.get()) {
