@@ -11,7 +11,11 @@ import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.zip.CRC32C;
 import org.apache.hadoop.conf.Configuration;
@@ -159,6 +163,10 @@ public final class RdmaBlockWriter implements Closeable {
   private final ReplaceDatanodeOnFailure replacePolicy;
   private final short replaceMinReplication;
   private final int maxRecoveries;
+  // stock's DataStreamer: a node flagged SLOW in this many consecutive acks is a bad node
+  // (dfs.client.mark.slownode.as.badnode.threshold), and its consecutive SLOW acks by node
+  private final int markSlowNodeAsBadNodeThreshold;
+  private final Map<DatanodeInfo, Integer> slowNodes = new HashMap<>();
   private final List<DatanodeInfo> failedNodes = new ArrayList<>();
   private final ArrayDeque<byte[]> freeArrays = new ArrayDeque<>(); // guarded by this
 
@@ -286,6 +294,10 @@ public final class RdmaBlockWriter implements Closeable {
     int pb = packetDataBytes(conf, bytesPerChecksum, DataChecksum.Type.CRC32C.size);
     long window = conf.getLong(WINDOW_BYTES_KEY, WINDOW_BYTES_DEFAULT);
     this.maxRecoveries = conf.getInt(MAX_RECOVERIES_KEY, MAX_RECOVERIES_DEFAULT);
+    // as stock's DfsClientConf reads it
+    this.markSlowNodeAsBadNodeThreshold = conf.getInt(
+        HdfsClientConfigKeys.DFS_CLIENT_MARK_SLOWNODE_AS_BADNODE_THRESHOLD_KEY,
+        HdfsClientConfigKeys.DFS_CLIENT_MARK_SLOWNODE_AS_BADNODE_THRESHOLD_DEFAULT);
     if (bytesPerChecksum <= 0 || pb <= 0 || window <= 0 || maxRecoveries < 0) {
       throw new IllegalArgumentException("bad write settings: bytes-per-checksum " + bytesPerChecksum
           + ", " + PACKET_BYTES_KEY + " " + pb + ", " + WINDOW_BYTES_KEY + " " + window + ", "
@@ -1293,6 +1305,9 @@ public final class RdmaBlockWriter implements Closeable {
             + " statuses for a pipeline of " + pipeline.length), -1);
         return;
       }
+      if (!countSlowNodes(BlockOps.ackHeaders(ack), pipeline)) {
+        return; // a node flagged SLOW too often: failed as bad, the packet not counted as acked
+      }
       unacked.poll();
       lastAckNanos = System.nanoTime();
       if (head.heartbeat()) {
@@ -1308,6 +1323,45 @@ public final class RdmaBlockWriter implements Closeable {
       }
       notifyAll();
     }
+  }
+
+  /**
+   * Stock's DataStreamer.ResponseProcessor#markSlowNode, for every ack whose statuses are all
+   * SUCCESS, heartbeats' too: the nodes this ack flags SLOW count one more consecutive ack each,
+   * a node it does not flag starts again (all when it flags none), and the first node flagged in
+   * {@code dfs.client.mark.slownode.as.badnode.threshold} consecutive acks fails the pipeline
+   * with that node bad, as an ERROR from it would. False when it did.
+   */
+  private boolean countSlowNodes(int[] headers, DatanodeInfo[] pipeline) {
+    List<DatanodeInfo> flagged = new ArrayList<>(2);
+    for (int i = headers.length - 1; i >= 0; i--) {
+      if (BlockOps.isSlow(headers[i])) {
+        flagged.add(pipeline[i]);
+      }
+    }
+    if (flagged.isEmpty()) {
+      slowNodes.clear();
+      return true;
+    }
+    Set<DatanodeInfo> discontinuous = new HashSet<>(slowNodes.keySet());
+    for (DatanodeInfo n : flagged) {
+      slowNodes.merge(n, 1, Integer::sum);
+      discontinuous.remove(n);
+    }
+    slowNodes.keySet().removeAll(discontinuous);
+    for (var it = slowNodes.entrySet().iterator(); it.hasNext(); ) {
+      Map.Entry<DatanodeInfo, Integer> e = it.next();
+      if (e.getValue() >= markSlowNodeAsBadNodeThreshold) {
+        int index = Arrays.asList(pipeline).indexOf(e.getKey());
+        if (index >= 0) {
+          fail(new IOException("Receive reply from slowNode " + e.getKey() + " for continuous "
+              + markSlowNodeAsBadNodeThreshold + " times, treating it as badNode"), index);
+          return false;
+        }
+        it.remove();
+      }
+    }
+    return true;
   }
 
   /**

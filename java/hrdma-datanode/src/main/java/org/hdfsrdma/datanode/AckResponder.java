@@ -3,8 +3,11 @@ package org.hdfsrdma.datanode;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Supplier;
+import org.apache.hadoop.hdfs.protocol.datatransfer.PipelineAck;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PipelineAckProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
+import org.hdfsrdma.datanode.compat.FaultHooks;
 import org.hdfsrdma.datanode.compat.RbwReplica;
 import org.hdfsrdma.protocol.BlockOps;
 import org.slf4j.Logger;
@@ -48,6 +51,7 @@ final class AckResponder {
     final long end;
     final boolean last;
     List<Status> statuses; // set once the downstream's part is in
+    int[] downHeaders; // the downstream's ack headers as they came (null: no mirror, or it failed)
     boolean finalizeTried;
 
     final Status local;
@@ -64,6 +68,8 @@ final class AckResponder {
 
   private final Upstream upstream;
   private final Upstream oobUpstream;
+  private String mirrorName; // the next DataNode's xfer address (stock's mirrorAddr), null on the last
+  private Supplier<PipelineAck.SLOW> ownSlow = () -> PipelineAck.SLOW.DISABLED;
   private boolean oobAcks; // upstream takes out-of-band acks (BlockOps#OOB_ACKS_FIELD)
   private String what = "a block";
   private final ArrayDeque<Pending> unacked = new ArrayDeque<>();
@@ -95,6 +101,16 @@ final class AckResponder {
     this.verifies = verifies;
   }
 
+  /**
+   * Set with {@link #pipeline}: the next DataNode's xfer address (null: none), which stock's
+   * {@code markSlow} hook is told, and this DataNode's SLOW state, read for every ack as stock's
+   * PacketResponder reads it (DataNode#getSLOWByBlockPoolId).
+   */
+  synchronized void slowNodes(String mirrorName, Supplier<PipelineAck.SLOW> ownSlow) {
+    this.mirrorName = mirrorName;
+    this.ownSlow = ownSlow;
+  }
+
   /** This node's result for a packet (write executor). */
   synchronized void processed(long seqno, long end, Status local, boolean last) {
     unacked.add(new Pending(seqno, end, local, last, false));
@@ -118,7 +134,9 @@ final class AckResponder {
     }
     ended = true;
     LOG.info("hrdma datanode: sending an out of band ack of type {} for {}", Status.OOB_RESTART, what);
-    oobUpstream.ack(BlockOps.oobRestartAck());
+    // stock: one header, this node's, with its SLOW state; no markSlow (sendAckUpstreamUnprotected, ack null)
+    oobUpstream.ack(BlockOps.pipelineAck(BlockOps.OOB_SEQNO,
+        new int[] {BlockOps.ackHeader(Status.OOB_RESTART, ownSlow.get())}));
     return true;
   }
 
@@ -143,11 +161,15 @@ final class AckResponder {
       // order (it acknowledges no packet); the write goes on until the downstream goes away. An
       // upstream that does not take them gets none: it sees the downstream fail as before
       if (oobAcks && !ended) {
-        List<Status> statuses = new ArrayList<>(4);
-        statuses.add(Status.SUCCESS);
-        statuses.addAll(BlockOps.ackStatuses(ack));
-        LOG.info("hrdma datanode: relaying an out of band ack {} for {}", statuses, what);
-        oobUpstream.ack(BlockOps.pipelineAck(BlockOps.OOB_SEQNO, statuses));
+        // stock relays it through sendAckUpstreamUnprotected: this node's header, then the
+        // downstream's as they came, past markSlow
+        int[] down = BlockOps.ackHeaders(ack);
+        int[] replies = new int[down.length + 1];
+        replies[0] = BlockOps.ackHeader(Status.SUCCESS, ownSlow.get());
+        System.arraycopy(down, 0, replies, 1, down.length);
+        FaultHooks.markSlow(mirrorName, replies);
+        LOG.info("hrdma datanode: relaying an out of band ack {} for {}", statuses(replies), what);
+        oobUpstream.ack(BlockOps.pipelineAck(BlockOps.OOB_SEQNO, replies));
       }
       return ended;
     }
@@ -247,6 +269,7 @@ final class AckResponder {
               LOG.warn("hrdma datanode: downstream of {}: {}", what, downFailure);
               statuses.add(Status.ERROR);
             } else {
+              p.downHeaders = BlockOps.ackHeaders(a);
               statuses.addAll(BlockOps.ackStatuses(a));
               if (!verifies && statuses.get(0) == Status.SUCCESS && statuses.size() > 1
                   && statuses.get(1) == Status.ERROR_CHECKSUM) {
@@ -280,16 +303,49 @@ final class AckResponder {
 
   private void send(Pending p) {
     unacked.poll();
-    boolean ok = allOk(p.statuses);
+    int[] replies = replies(p);
+    List<Status> statuses = statuses(replies);
+    boolean ok = allOk(statuses);
     RbwReplica r = replica;
     Runnable record = ok && r != null && !p.heartbeat ? () -> r.setBytesAcked(p.end) : NOTHING_ACKED;
-    upstream.ack(BlockOps.pipelineAck(p.seqno, p.statuses), record);
+    upstream.ack(BlockOps.pipelineAck(p.seqno, replies), record);
     if (!ok) {
-      LOG.warn("hrdma datanode: write of {} failed at seqno {}: acked {}", what, p.seqno, p.statuses);
+      LOG.warn("hrdma datanode: write of {} failed at seqno {}: acked {}", what, p.seqno, statuses);
     }
     if (!ok || p.last) {
       ended = true;
     }
+  }
+
+  /**
+   * The ack's per-node headers as stock's PacketResponder#sendAckUpstreamUnprotected makes them:
+   * this node's status with its SLOW state, then the downstream's headers as they came (its
+   * nodes' SLOW flags relayed), and stock's {@code markSlow} hook over them; when the downstream
+   * failed, its ERROR with this node's SLOW state and no hook, as stock's mirror error.
+   */
+  private int[] replies(Pending p) {
+    PipelineAck.SLOW own = ownSlow.get();
+    int[] replies = new int[p.statuses.size()];
+    replies[0] = BlockOps.ackHeader(p.statuses.get(0), own);
+    if (p.downHeaders != null) {
+      System.arraycopy(p.downHeaders, 0, replies, 1, p.downHeaders.length);
+      FaultHooks.markSlow(mirrorName, replies);
+    } else if (!mirrored) {
+      FaultHooks.markSlow(mirrorName, replies);
+    } else {
+      for (int i = 1; i < replies.length; i++) {
+        replies[i] = BlockOps.ackHeader(p.statuses.get(i), own);
+      }
+    }
+    return replies;
+  }
+
+  private static List<Status> statuses(int[] headers) {
+    List<Status> out = new ArrayList<>(headers.length);
+    for (int h : headers) {
+      out.add(BlockOps.headerStatus(h));
+    }
+    return out;
   }
 
   private static boolean allOk(List<Status> statuses) {

@@ -594,6 +594,8 @@ final class BlockWriteTask implements WriteMirror.Listener {
             verifies = mirror == null || !setup.fromClient;
             responder.pipeline(String.valueOf(setup.block), setup.replica, mirror != null, verifies,
                 setup.oobAcks);
+            String bpid = setup.block.getBlockPoolId();
+            responder.slowNodes(setup.mirrorName, () -> dn.slowState(bpid));
             volumeExecutor = ctx.volumeWriteExecutor(setup.replica.storageUuid());
             lastPacketNanos = System.nanoTime();
             lastSentNanos = lastPacketNanos;

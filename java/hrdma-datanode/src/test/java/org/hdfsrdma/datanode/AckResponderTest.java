@@ -6,8 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.List;
+import org.apache.hadoop.hdfs.protocol.datatransfer.PipelineAck;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.PipelineAckProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
+import org.apache.hadoop.hdfs.server.datanode.DataNodeFaultInjector;
 import org.hdfsrdma.protocol.BlockOps;
 import org.junit.jupiter.api.Test;
 
@@ -146,5 +148,47 @@ class AckResponderTest {
     assertTrue(down(BlockOps.pipelineAck(0, List.of(Status.ERROR))));
     assertEquals(List.of("0[SUCCESS, ERROR]"), shown(acks));
     assertTrue(r.ended());
+  }
+
+  private static String slow(PipelineAckProto a) {
+    List<String> out = new ArrayList<>();
+    for (int h : BlockOps.ackHeaders(a)) {
+      out.add(PipelineAck.getStatusFromHeader(h) + "/" + PipelineAck.getSLOWFromHeader(h));
+    }
+    return a.getSeqno() + out.toString();
+  }
+
+  @Test
+  void ackHeadersCarryThisNodesSlowStateRelayTheDownstreamsAndGoPastMarkSlow() {
+    // stock PacketResponder#sendAckUpstreamUnprotected: this node's header with its SLOW state,
+    // the downstream's as they came, markSlow(mirror, replies) over them; on a mirror error the
+    // ERROR carries this node's SLOW state and no markSlow
+    List<String> seen = new ArrayList<>();
+    DataNodeFaultInjector old = DataNodeFaultInjector.get();
+    DataNodeFaultInjector.set(new DataNodeFaultInjector() {
+      @Override
+      public void markSlow(String mirrorAddr, int[] replies) {
+        seen.add(mirrorAddr + " " + replies.length);
+      }
+    });
+    try {
+      r.pipeline("blk", null, true, true, true);
+      r.slowNodes("10.0.0.2:9866", () -> PipelineAck.SLOW.SLOW);
+      r.forwarded();
+      r.processed(0, 512, Status.SUCCESS, false);
+      r.downstreamAck(BlockOps.pipelineAck(0, new int[] {
+          BlockOps.ackHeader(Status.SUCCESS, PipelineAck.SLOW.NORMAL),
+          BlockOps.ackHeader(Status.SUCCESS, PipelineAck.SLOW.SLOW)}));
+      assertEquals(List.of("0[SUCCESS/SLOW, SUCCESS/NORMAL, SUCCESS/SLOW]"),
+          acks.stream().map(AckResponderTest::slow).toList());
+      assertEquals(List.of("10.0.0.2:9866 3"), seen);
+      r.forwarded();
+      r.downstreamFailed("gone");
+      r.processed(1, 1024, Status.SUCCESS, false);
+      assertEquals("1[SUCCESS/SLOW, ERROR/SLOW]", slow(acks.get(1)));
+      assertEquals(List.of("10.0.0.2:9866 3"), seen, "no markSlow on a mirror error");
+    } finally {
+      DataNodeFaultInjector.set(old);
+    }
   }
 }

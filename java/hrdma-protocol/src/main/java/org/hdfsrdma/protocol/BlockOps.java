@@ -343,6 +343,47 @@ public final class BlockOps {
   }
 
   /**
+   * A PIPELINE_ACK from per-node headers as stock's PipelineAck carries them (status, ECN and
+   * SLOW bits, {@code PipelineAck#combineHeader}): each as a {@code flag}, its status also as
+   * the {@code reply}, as stock's {@code new PipelineAck(seqno, replies)} writes them.
+   */
+  public static PipelineAckProto pipelineAck(long seqno, int[] headers) {
+    PipelineAckProto.Builder b = PipelineAckProto.newBuilder().setSeqno(seqno).setDownstreamAckTimeNanos(0);
+    for (int h : headers) {
+      b.addReply(PipelineAck.getStatusFromHeader(h));
+      b.addFlag(h);
+    }
+    return b.build();
+  }
+
+  /**
+   * The per-node headers of an ack in pipeline order, as stock's PipelineAck#getHeaderFlag reads
+   * them: the flags when present, else each reply with ECN disabled.
+   */
+  public static int[] ackHeaders(PipelineAckProto ack) {
+    if (ack.getFlagCount() > 0) {
+      return ack.getFlagList().stream().mapToInt(Integer::intValue).toArray();
+    }
+    return ack.getReplyList().stream()
+        .mapToInt(s -> PipelineAck.combineHeader(PipelineAck.ECN.DISABLED, s)).toArray();
+  }
+
+  /** One node's ack header: {@code status} and its SLOW state, ECN disabled (as our acks always were). */
+  public static int ackHeader(Status status, PipelineAck.SLOW slow) {
+    return PipelineAck.combineHeader(PipelineAck.ECN.DISABLED, status, slow);
+  }
+
+  /** Whether an ack header flags its node SLOW (stock PipelineAck#getSLOWFromHeader). */
+  public static boolean isSlow(int header) {
+    return PipelineAck.getSLOWFromHeader(header) == PipelineAck.SLOW.SLOW;
+  }
+
+  /** The status of an ack header. */
+  public static Status headerStatus(int header) {
+    return PipelineAck.getStatusFromHeader(header);
+  }
+
+  /**
    * The field of a WRITE_REQUEST (varint 1) by which its sender says that it takes out-of-band
    * acks (an OOB_RESTART from a DataNode shutting down for an upgrade, {@link #oobRestartAck}):
    * a client that waits for the DataNode or takes it as failed, or a DataNode that relays them

@@ -315,6 +315,15 @@ public final class DataNodeAccess {
     return dn.getDNRegistrationForBP(blockPoolId).getXferAddr();
   }
 
+  /**
+   * This DataNode's SLOW state for an ack of a block of {@code blockPoolId}, as stock's
+   * PacketResponder puts it in its own header (DataNode#getSLOWByBlockPoolId: DISABLED unless
+   * {@code dfs.pipeline.slownode} is on, then SLOW when the NameNode reported it a slow node).
+   */
+  public org.apache.hadoop.hdfs.protocol.datatransfer.PipelineAck.SLOW slowState(String blockPoolId) {
+    return dn.getSLOWByBlockPoolId(blockPoolId);
+  }
+
   /** {@code dfs.datanode.synconclose}: fsync block and .meta files (and the directory) when a block is finalized. */
   public boolean syncOnClose() {
     return dn.getConf().getBoolean(org.apache.hadoop.hdfs.DFSConfigKeys.DFS_DATANODE_SYNCONCLOSE_KEY,

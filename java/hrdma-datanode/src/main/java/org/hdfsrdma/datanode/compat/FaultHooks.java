@@ -59,6 +59,15 @@ public final class FaultHooks {
     DataNodeFaultInjector.get().logDelaySendingAckToUpstream(mirror, millis);
   }
 
+  /**
+   * PacketResponder#sendAckUpstreamUnprotected: the headers of an ack about to go up (this
+   * node's, then the downstream's as they came), which the injector may change in place (a test
+   * flags a node SLOW). {@code mirror}: the next DataNode's xfer address, null on the last one.
+   */
+  public static void markSlow(String mirror, int[] replies) {
+    DataNodeFaultInjector.get().markSlow(mirror, replies);
+  }
+
   /** PacketResponder#run: before a packet's ack is processed (a throw: the responder fails). */
   public static void failPipeline(RbwReplica replica, String mirror) throws IOException {
     DataNodeFaultInjector.get().failPipeline(replica.replica(), mirror);
