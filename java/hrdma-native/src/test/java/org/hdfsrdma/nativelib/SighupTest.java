@@ -40,8 +40,11 @@ class SighupTest {
   @Timeout(120)
   void aJvmWithLibhrdmaLoadedExitsOnSighupAfterItsShutdownHooks() throws Exception {
     String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
-    Process p = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"), Child.class.getName())
-        .redirectErrorStream(true).start();
+    // env --default-signal=HUP: a build run under nohup (or any parent ignoring SIGHUP) passes the
+    // ignored disposition on, and a JVM that starts with SIGHUP ignored keeps it ignored by design;
+    // the child must start with the default a DataNode started from a shell or init system gets.
+    Process p = new ProcessBuilder("env", "--default-signal=HUP", java, "-cp", System.getProperty("java.class.path"),
+        Child.class.getName()).redirectErrorStream(true).start();
     List<String> out = new CopyOnWriteArrayList<>();
     Thread reader = new Thread(() -> {
       try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
