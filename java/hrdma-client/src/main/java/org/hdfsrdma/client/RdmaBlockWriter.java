@@ -167,6 +167,13 @@ public final class RdmaBlockWriter implements Closeable {
   // (dfs.client.mark.slownode.as.badnode.threshold), and its consecutive SLOW acks by node
   private final int markSlowNodeAsBadNodeThreshold;
   private final Map<DatanodeInfo, Integer> slowNodes = new HashMap<>();
+  // stock's DataStreamer: the nodes the last ack flagged CONGESTED (ECN), which the next packet
+  // backs off for (guarded by itself, as stock's, never held while sleeping), the last back-off
+  // (guarded by congestedNodes) and its mean and max (dfs.client.congestion.backoff.*)
+  private final List<DatanodeInfo> congestedNodes = new ArrayList<>();
+  private int lastCongestionBackoffTime;
+  private final int congestionBackOffMeanTimeInMs;
+  private final int congestionBackOffMaxTimeInMs;
   private final List<DatanodeInfo> failedNodes = new ArrayList<>();
   private final ArrayDeque<byte[]> freeArrays = new ArrayDeque<>(); // guarded by this
 
@@ -298,6 +305,23 @@ public final class RdmaBlockWriter implements Closeable {
     this.markSlowNodeAsBadNodeThreshold = conf.getInt(
         HdfsClientConfigKeys.DFS_CLIENT_MARK_SLOWNODE_AS_BADNODE_THRESHOLD_KEY,
         HdfsClientConfigKeys.DFS_CLIENT_MARK_SLOWNODE_AS_BADNODE_THRESHOLD_DEFAULT);
+    // as stock's DataStreamer reads them (from the client's Configuration, not DfsClientConf):
+    // both positive and max >= mean, else both their defaults
+    int meanMs = conf.getInt(HdfsClientConfigKeys.DFS_CLIENT_CONGESTION_BACKOFF_MEAN_TIME,
+        HdfsClientConfigKeys.DFS_CLIENT_CONGESTION_BACKOFF_MEAN_TIME_DEFAULT);
+    int maxMs = conf.getInt(HdfsClientConfigKeys.DFS_CLIENT_CONGESTION_BACKOFF_MAX_TIME,
+        HdfsClientConfigKeys.DFS_CLIENT_CONGESTION_BACKOFF_MAX_TIME_DEFAULT);
+    if (meanMs <= 0 || maxMs <= 0 || maxMs < meanMs) {
+      LOG.warn("Configuration: {} {} and {} {} are not appropriate, using their defaults {} and {}",
+          HdfsClientConfigKeys.DFS_CLIENT_CONGESTION_BACKOFF_MEAN_TIME, meanMs,
+          HdfsClientConfigKeys.DFS_CLIENT_CONGESTION_BACKOFF_MAX_TIME, maxMs,
+          HdfsClientConfigKeys.DFS_CLIENT_CONGESTION_BACKOFF_MEAN_TIME_DEFAULT,
+          HdfsClientConfigKeys.DFS_CLIENT_CONGESTION_BACKOFF_MAX_TIME_DEFAULT);
+      meanMs = HdfsClientConfigKeys.DFS_CLIENT_CONGESTION_BACKOFF_MEAN_TIME_DEFAULT;
+      maxMs = HdfsClientConfigKeys.DFS_CLIENT_CONGESTION_BACKOFF_MAX_TIME_DEFAULT;
+    }
+    this.congestionBackOffMeanTimeInMs = meanMs;
+    this.congestionBackOffMaxTimeInMs = maxMs;
     if (bytesPerChecksum <= 0 || pb <= 0 || window <= 0 || maxRecoveries < 0) {
       throw new IllegalArgumentException("bad write settings: bytes-per-checksum " + bytesPerChecksum
           + ", " + PACKET_BYTES_KEY + " " + pb + ", " + WINDOW_BYTES_KEY + " " + window + ", "
@@ -821,6 +845,7 @@ public final class RdmaBlockWriter implements Closeable {
     if (lastSent) {
       throw new IOException("the last packet of " + block + " was sent already");
     }
+    backOffIfNecessary(); // as stock's streamer, before each packet; no lock of ours held
     waitFor(() -> unacked.size() < maxUnacked);
     int dataLen = last ? 0 : bufLen;
     Packet p = new Packet(seqno++, last ? offset + bufLen : offset, dataLen, last ? EMPTY : buf, last, sync);
@@ -1305,7 +1330,9 @@ public final class RdmaBlockWriter implements Closeable {
             + " statuses for a pipeline of " + pipeline.length), -1);
         return;
       }
-      if (!countSlowNodes(BlockOps.ackHeaders(ack), pipeline)) {
+      int[] headers = BlockOps.ackHeaders(ack);
+      noteCongestedNodes(headers, pipeline);
+      if (!countSlowNodes(headers, pipeline)) {
         return; // a node flagged SLOW too often: failed as bad, the packet not counted as acked
       }
       unacked.poll();
@@ -1322,6 +1349,64 @@ public final class RdmaBlockWriter implements Closeable {
         freeArrays.push(head.data());
       }
       notifyAll();
+    }
+  }
+
+  /**
+   * Stock's DataStreamer.ResponseProcessor, for every ack whose statuses are all SUCCESS
+   * (heartbeats' too): the nodes it flags CONGESTED (ECN) replace the congested set, which the
+   * next packet backs off for; an ack that flags none clears it and the last back-off time.
+   */
+  private void noteCongestedNodes(int[] headers, DatanodeInfo[] pipeline) {
+    List<DatanodeInfo> congested = new ArrayList<>(2);
+    for (int i = headers.length - 1; i >= 0; i--) {
+      if (BlockOps.isCongested(headers[i])) {
+        congested.add(pipeline[i]);
+      }
+    }
+    synchronized (congestedNodes) {
+      congestedNodes.clear();
+      if (!congested.isEmpty()) {
+        congestedNodes.addAll(congested);
+      } else {
+        lastCongestionBackoffTime = 0;
+      }
+    }
+  }
+
+  /**
+   * Stock's DataStreamer#backOffIfNecessary, before each packet: when the last ack flagged nodes
+   * CONGESTED, sleeps a decorrelated random time (between the mean
+   * {@code dfs.client.congestion.backoff.mean.time} and three times the last back-off, at most
+   * {@code dfs.client.congestion.backoff.max.time}) and clears the set. The sleep holds no lock
+   * of this writer's (the ack thread and flush waiters go on); the caller's stream monitor stays
+   * held, as while it waits for room in the window (stock's writer waits under its stream's
+   * lock when the streamer does not drain). An interrupt ends the sleep and is kept for the next
+   * wait, as the slowdown's.
+   */
+  private void backOffIfNecessary() {
+    int t = 0;
+    synchronized (congestedNodes) {
+      if (!congestedNodes.isEmpty()) {
+        StringBuilder sb = new StringBuilder("DataNode");
+        for (DatanodeInfo i : congestedNodes) {
+          sb.append(' ').append(i);
+        }
+        int range = Math.abs(lastCongestionBackoffTime * 3 - congestionBackOffMeanTimeInMs);
+        int base = Math.min(lastCongestionBackoffTime * 3, congestionBackOffMeanTimeInMs);
+        t = Math.min(congestionBackOffMaxTimeInMs, (int) (base + Math.random() * range));
+        lastCongestionBackoffTime = t;
+        sb.append(" are congested. Backing off for ").append(t).append(" ms");
+        LOG.info(sb.toString());
+        congestedNodes.clear();
+      }
+    }
+    if (t != 0) {
+      try {
+        Thread.sleep(t);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt(); // the next wait reports it; nothing was sent
+      }
     }
   }
 

@@ -70,6 +70,7 @@ final class AckResponder {
   private final Upstream oobUpstream;
   private String mirrorName; // the next DataNode's xfer address (stock's mirrorAddr), null on the last
   private Supplier<PipelineAck.SLOW> ownSlow = () -> PipelineAck.SLOW.DISABLED;
+  private Supplier<PipelineAck.ECN> ownEcn = () -> PipelineAck.ECN.DISABLED;
   private boolean oobAcks; // upstream takes out-of-band acks (BlockOps#OOB_ACKS_FIELD)
   private String what = "a block";
   private final ArrayDeque<Pending> unacked = new ArrayDeque<>();
@@ -111,6 +112,16 @@ final class AckResponder {
     this.ownSlow = ownSlow;
   }
 
+  /**
+   * This DataNode's ECN state, read for every ack's own header as stock's PacketResponder reads
+   * it (DataNode#getECN: DISABLED unless {@code dfs.pipeline.ecn} is on, then CONGESTED when the
+   * load average is over {@code dfs.pipeline.congestion.ratio} times the processors, else
+   * SUPPORTED). Unset: DISABLED, as before.
+   */
+  synchronized void congestion(Supplier<PipelineAck.ECN> ownEcn) {
+    this.ownEcn = ownEcn;
+  }
+
   /** This node's result for a packet (write executor). */
   synchronized void processed(long seqno, long end, Status local, boolean last) {
     unacked.add(new Pending(seqno, end, local, last, false));
@@ -134,9 +145,9 @@ final class AckResponder {
     }
     ended = true;
     LOG.info("hrdma datanode: sending an out of band ack of type {} for {}", Status.OOB_RESTART, what);
-    // stock: one header, this node's, with its SLOW state; no markSlow (sendAckUpstreamUnprotected, ack null)
+    // stock: one header, this node's, with its ECN and SLOW states; no markSlow (sendAckUpstreamUnprotected, ack null)
     oobUpstream.ack(BlockOps.pipelineAck(BlockOps.OOB_SEQNO,
-        new int[] {BlockOps.ackHeader(Status.OOB_RESTART, ownSlow.get())}));
+        new int[] {BlockOps.ackHeader(Status.OOB_RESTART, ownEcn.get(), ownSlow.get())}));
     return true;
   }
 
@@ -165,7 +176,7 @@ final class AckResponder {
         // downstream's as they came, past markSlow
         int[] down = BlockOps.ackHeaders(ack);
         int[] replies = new int[down.length + 1];
-        replies[0] = BlockOps.ackHeader(Status.SUCCESS, ownSlow.get());
+        replies[0] = BlockOps.ackHeader(Status.SUCCESS, ownEcn.get(), ownSlow.get());
         System.arraycopy(down, 0, replies, 1, down.length);
         FaultHooks.markSlow(mirrorName, replies);
         LOG.info("hrdma datanode: relaying an out of band ack {} for {}", statuses(replies), what);
@@ -319,14 +330,16 @@ final class AckResponder {
 
   /**
    * The ack's per-node headers as stock's PacketResponder#sendAckUpstreamUnprotected makes them:
-   * this node's status with its SLOW state, then the downstream's headers as they came (its
-   * nodes' SLOW flags relayed), and stock's {@code markSlow} hook over them; when the downstream
-   * failed, its ERROR with this node's SLOW state and no hook, as stock's mirror error.
+   * this node's status with its ECN and SLOW states, then the downstream's headers as they came
+   * (its nodes' ECN and SLOW flags relayed), and stock's {@code markSlow} hook over them; when the
+   * downstream failed, its ERROR with this node's ECN and SLOW states and no hook, as stock's
+   * mirror error.
    */
   private int[] replies(Pending p) {
     PipelineAck.SLOW own = ownSlow.get();
+    PipelineAck.ECN ecn = ownEcn.get();
     int[] replies = new int[p.statuses.size()];
-    replies[0] = BlockOps.ackHeader(p.statuses.get(0), own);
+    replies[0] = BlockOps.ackHeader(p.statuses.get(0), ecn, own);
     if (p.downHeaders != null) {
       System.arraycopy(p.downHeaders, 0, replies, 1, p.downHeaders.length);
       FaultHooks.markSlow(mirrorName, replies);
@@ -334,7 +347,7 @@ final class AckResponder {
       FaultHooks.markSlow(mirrorName, replies);
     } else {
       for (int i = 1; i < replies.length; i++) {
-        replies[i] = BlockOps.ackHeader(p.statuses.get(i), own);
+        replies[i] = BlockOps.ackHeader(p.statuses.get(i), ecn, own);
       }
     }
     return replies;

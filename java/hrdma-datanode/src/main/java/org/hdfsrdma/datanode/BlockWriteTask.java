@@ -596,6 +596,7 @@ final class BlockWriteTask implements WriteMirror.Listener {
                 setup.oobAcks);
             String bpid = setup.block.getBlockPoolId();
             responder.slowNodes(setup.mirrorName, () -> dn.slowState(bpid));
+            responder.congestion(dn::ecnState);
             volumeExecutor = ctx.volumeWriteExecutor(setup.replica.storageUuid());
             lastPacketNanos = System.nanoTime();
             lastSentNanos = lastPacketNanos;

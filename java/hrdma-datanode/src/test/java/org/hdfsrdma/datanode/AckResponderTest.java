@@ -191,4 +191,50 @@ class AckResponderTest {
       DataNodeFaultInjector.set(old);
     }
   }
+
+  private static String ecn(PipelineAckProto a) {
+    List<String> out = new ArrayList<>();
+    for (int h : BlockOps.ackHeaders(a)) {
+      out.add(PipelineAck.getStatusFromHeader(h) + "/" + PipelineAck.getECNFromHeader(h) + "/"
+          + PipelineAck.getSLOWFromHeader(h));
+    }
+    return a.getSeqno() + out.toString();
+  }
+
+  @Test
+  void ackHeadersCarryThisNodesEcnStateAndRelayTheDownstreams() {
+    // stock PacketResponder: this node's header combines DataNode#getECN() (read for every ack),
+    // the downstream's headers go up as they came; a mirror error's ERROR carries this node's ECN
+    PipelineAck.ECN[] now = {PipelineAck.ECN.CONGESTED};
+    r.pipeline("blk", null, true, true, true);
+    r.slowNodes("10.0.0.2:9866", () -> PipelineAck.SLOW.NORMAL);
+    r.congestion(() -> now[0]);
+    r.forwarded();
+    r.processed(0, 512, Status.SUCCESS, false);
+    r.downstreamAck(BlockOps.pipelineAck(0, new int[] {
+        BlockOps.ackHeader(Status.SUCCESS, PipelineAck.ECN.SUPPORTED, PipelineAck.SLOW.NORMAL),
+        BlockOps.ackHeader(Status.SUCCESS, PipelineAck.ECN.CONGESTED, PipelineAck.SLOW.DISABLED)}));
+    assertEquals("0[SUCCESS/CONGESTED/NORMAL, SUCCESS/SUPPORTED/NORMAL, SUCCESS/CONGESTED/DISABLED]",
+        ecn(acks.get(0)));
+    now[0] = PipelineAck.ECN.SUPPORTED;
+    r.forwarded();
+    r.processed(1, 1024, Status.SUCCESS, false);
+    r.downstreamAck(BlockOps.pipelineAck(1, new int[] {
+        BlockOps.ackHeader(Status.SUCCESS, PipelineAck.ECN.DISABLED, PipelineAck.SLOW.NORMAL),
+        BlockOps.ackHeader(Status.SUCCESS, PipelineAck.ECN.CONGESTED, PipelineAck.SLOW.NORMAL)}));
+    assertEquals("1[SUCCESS/SUPPORTED/NORMAL, SUCCESS/DISABLED/NORMAL, SUCCESS/CONGESTED/NORMAL]",
+        ecn(acks.get(1)));
+    now[0] = PipelineAck.ECN.CONGESTED;
+    r.forwarded();
+    r.downstreamFailed("gone");
+    r.processed(2, 1536, Status.SUCCESS, false);
+    assertEquals("2[SUCCESS/CONGESTED/NORMAL, ERROR/CONGESTED/NORMAL]", ecn(acks.get(2)));
+  }
+
+  @Test
+  void withoutAnEcnStateTheAcksSayDisabled() {
+    r.pipeline("blk", null, false, true, true);
+    r.processed(0, 512, Status.SUCCESS, false);
+    assertEquals("0[SUCCESS/DISABLED/DISABLED]", ecn(acks.get(0)));
+  }
 }

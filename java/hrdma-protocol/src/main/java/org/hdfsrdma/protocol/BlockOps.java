@@ -368,9 +368,19 @@ public final class BlockOps {
         .mapToInt(s -> PipelineAck.combineHeader(PipelineAck.ECN.DISABLED, s)).toArray();
   }
 
-  /** One node's ack header: {@code status} and its SLOW state, ECN disabled (as our acks always were). */
+  /** One node's ack header: {@code status} and its SLOW state, ECN disabled. */
   public static int ackHeader(Status status, PipelineAck.SLOW slow) {
-    return PipelineAck.combineHeader(PipelineAck.ECN.DISABLED, status, slow);
+    return ackHeader(status, PipelineAck.ECN.DISABLED, slow);
+  }
+
+  /** One node's ack header as stock's PacketResponder combines it: {@code status}, its ECN and SLOW states. */
+  public static int ackHeader(Status status, PipelineAck.ECN ecn, PipelineAck.SLOW slow) {
+    return PipelineAck.combineHeader(ecn, status, slow);
+  }
+
+  /** Whether an ack header flags its node CONGESTED (stock PipelineAck#getECNFromHeader). */
+  public static boolean isCongested(int header) {
+    return PipelineAck.getECNFromHeader(header) == PipelineAck.ECN.CONGESTED;
   }
 
   /** Whether an ack header flags its node SLOW (stock PipelineAck#getSLOWFromHeader). */

@@ -324,6 +324,16 @@ public final class DataNodeAccess {
     return dn.getSLOWByBlockPoolId(blockPoolId);
   }
 
+  /**
+   * This DataNode's ECN state for an ack, as stock's PacketResponder puts it in its own header
+   * (DataNode#getECN, public since 3.5: DISABLED unless {@code dfs.pipeline.ecn} is on, then
+   * CONGESTED when the system load average is over {@code dfs.pipeline.congestion.ratio} times
+   * the available processors, else SUPPORTED).
+   */
+  public org.apache.hadoop.hdfs.protocol.datatransfer.PipelineAck.ECN ecnState() {
+    return dn.getECN();
+  }
+
   /** {@code dfs.datanode.synconclose}: fsync block and .meta files (and the directory) when a block is finalized. */
   public boolean syncOnClose() {
     return dn.getConf().getBoolean(org.apache.hadoop.hdfs.DFSConfigKeys.DFS_DATANODE_SYNCONCLOSE_KEY,
