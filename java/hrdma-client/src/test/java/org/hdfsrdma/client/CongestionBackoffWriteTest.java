@@ -3,7 +3,6 @@ package org.hdfsrdma.client;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
@@ -32,7 +31,7 @@ import org.junit.jupiter.api.Timeout;
  * (a random time from {@code dfs.client.congestion.backoff.mean.time}, at most
  * {@code dfs.client.congestion.backoff.max.time}). The DataNodes are made to report congestion
  * with stock's own settings only: {@code dfs.pipeline.congestion.ratio} so small that any load
- * average above zero is over it (the test is skipped on a machine whose load average reads 0).
+ * average above zero is over it (on a machine idle enough to read 0 a busy thread raises it first).
  * With ECN off, no back-off. Every byte goes over hrdma and the file is whole.
  */
 @Timeout(180)
@@ -94,11 +93,42 @@ class CongestionBackoffWriteTest {
     return data;
   }
 
+  /**
+   * The DataNodes report congestion when the load average is over the tiny ratio, i.e. above 0.
+   * On a machine idle enough to read 0 a busy thread raises it (the kernel averages every 5 s).
+   */
+  private static void loadAboveZero() throws InterruptedException {
+    double bound = TINY_RATIO * Runtime.getRuntime().availableProcessors();
+    java.util.concurrent.atomic.AtomicBoolean spin = new java.util.concurrent.atomic.AtomicBoolean(true);
+    Thread busy = new Thread(() -> {
+      long x = 0;
+      while (spin.get()) {
+        x += System.nanoTime() & 1;
+      }
+      if (x == 42) {
+        System.out.print(""); // keeps the loop from being optimized away
+      }
+    }, "load");
+    try {
+      long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+      while (ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage() <= bound) {
+        if (!busy.isAlive()) {
+          busy.start();
+        }
+        assertTrue(System.nanoTime() < end, "the load average stayed at 0 for 30 s with a busy thread");
+        Thread.sleep(200);
+      }
+    } finally {
+      spin.set(false);
+      if (busy.isAlive()) {
+        busy.join();
+      }
+    }
+  }
+
   @Test
   void aCongestedAckMakesTheWriterBackOffBeforeItsNextPacket() throws Exception {
-    double load = ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage();
-    assumeTrue(load > TINY_RATIO * Runtime.getRuntime().availableProcessors(),
-        "the DataNodes report congestion from the load average, here " + load);
+    loadAboveZero();
     start(true);
     DistributedFileSystem stock = cluster.getFileSystem();
     Path p = new Path("/ecn/congested");
