@@ -57,10 +57,11 @@ import org.hdfsrdma.protocol.ChunkSums;
  * nothing of the reader is in use afterwards and {@link NativeFiles#fdsHeld()}
  * is back where it was; a closed reader fails every read.
  *
- * <p>Direct reads (off unless asked for): a read of at least {@link #DIRECT_MIN} at a chunk
- * boundary, with nothing of a window left to hand out, preads straight into the caller's buffer and
- * verifies it there ({@link #readDirect}: one copy instead of two), pieces of it taken by the
- * verifier too; windows are then made only for reads that need them.
+ * <p>Direct reads (asked for by the client: {@code hrdma.client.read.local.direct}, on by
+ * default): a read of at least {@link #DIRECT_MIN} at a chunk boundary, with nothing of a
+ * window left to hand out, preads straight into the caller's buffer and verifies it there
+ * ({@link #readDirect}: one copy instead of two), pieces of it taken by the verifier too;
+ * windows are then made only for reads that need them.
  *
  * <p>Reads whole chunks from the chunk holding the range's start, up to one
  * window per call (direct reads: up to the caller's length). Not thread-safe (the verifier only reads what the
