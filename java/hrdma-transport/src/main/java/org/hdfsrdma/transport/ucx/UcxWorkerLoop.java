@@ -56,6 +56,8 @@ final class UcxWorkerLoop implements WorkerCallbacks, Runnable {
   private final java.util.ArrayDeque<Runnable> deferred = new java.util.ArrayDeque<>(); // loop only
   private volatile boolean sleeping;
   private volatile boolean running = true;
+  private final Object signalLock = new Object();
+  private boolean destroyed; // under signalLock
   private final Map<Long, EndpointSink> endpoints = new HashMap<>();
   private final Map<Long, ListenerSink> listeners = new HashMap<>();
   private final Map<Long, Completion> ops = new HashMap<>();
@@ -74,13 +76,32 @@ final class UcxWorkerLoop implements WorkerCallbacks, Runnable {
     return Thread.currentThread() == thread;
   }
 
+  /**
+   * Queues {@code task} for the loop thread. A task is either run, at the latest by
+   * {@link #shutdown} before the worker goes, or refused with {@link RejectedExecutionException}
+   * (the caller fails what it stands for): queued first, then {@code running} read, against
+   * shutdown's write of {@code running} then its last poll of the queue, so no task is accepted
+   * and dropped.
+   */
   void execute(Runnable task) {
-    if (!running) {
-      throw new RejectedExecutionException("ucx worker loop stopped");
-    }
     tasks.add(task);
+    if (!running) {
+      if (tasks.remove(task)) {
+        throw new RejectedExecutionException("ucx worker loop stopped");
+      }
+      return; // taken by the stopping loop or by shutdown, which run it
+    }
     if (sleeping) {
-      Jni.workerSignal0(worker);
+      signal();
+    }
+  }
+
+  /** Wakes the loop; never after the worker is destroyed (a caller may still be here then). */
+  private void signal() {
+    synchronized (signalLock) {
+      if (!destroyed) {
+        Jni.workerSignal0(worker);
+      }
     }
   }
 
@@ -192,15 +213,24 @@ final class UcxWorkerLoop implements WorkerCallbacks, Runnable {
   /** Stops the thread (call from another thread), then destroys the worker. */
   void shutdown() throws InterruptedException {
     running = false;
-    Jni.workerSignal0(worker);
+    signal();
     thread.join(10_000);
+    if (thread.isAlive()) {
+      LOG.warn("ucx I/O thread {} did not stop within 10 s", thread.getName());
+    } else {
+      runTasks(); // queued by callers that saw the loop running after its own last poll
+    }
     runDeferred();
     List<Completion> left = new ArrayList<>(ops.values());
     ops.clear();
     for (Completion c : left) {
       c.done(NativeException.ERR_CLOSED, 0);
     }
-    int st = Jni.workerDestroy0(worker);
+    int st;
+    synchronized (signalLock) {
+      destroyed = true;
+      st = Jni.workerDestroy0(worker);
+    }
     if (st < 0) {
       LOG.warn("ucx worker destroy: {}", Jni.statusString0(st));
     }
