@@ -23,8 +23,11 @@ import org.slf4j.LoggerFactory;
  * written, fallbacks, recoveries, checksum errors, connections) and one {@code HrdmaTransport}
  * record per transport (tag {@code Transport}: connections, registered buffers outstanding).
  * In a process whose metrics system is not running (a plain client JVM) it is started with
- * the prefix {@code HrdmaClient}, so the bean is there. Values are read from the file system
- * when metrics are collected; thread-safe.
+ * the prefix {@code HrdmaClient}, so the bean is there. Starting it and registering take a
+ * fresh JVM a few hundred milliseconds of class loading (JMX, commons-configuration2), so both
+ * run on a daemon thread of their own, not in {@code FileSystem.initialize}: a short command
+ * ({@code hadoop fs -put}) does not wait for them. Values are read from the file system when
+ * metrics are collected; thread-safe.
  */
 final class ClientMetrics extends HrdmaMetricsSource {
   private static final Logger LOG = LoggerFactory.getLogger(ClientMetrics.class);
@@ -34,25 +37,50 @@ final class ClientMetrics extends HrdmaMetricsSource {
   private static final AtomicInteger SEQ = new AtomicInteger();
 
   private final RdmaDistributedFileSystem fs;
+  private volatile boolean closed; // written under this
 
   private ClientMetrics(String name, RdmaDistributedFileSystem fs) {
     super(name);
     this.fs = fs;
   }
 
-  /** Registers a source for {@code fs} (a failure is logged, never thrown). */
+  /**
+   * A source for {@code fs}, registered (the metrics system started first where none runs) on a
+   * daemon thread started here; a failure is logged, never thrown. {@link #close} undoes it,
+   * also when it comes first.
+   */
   static ClientMetrics register(RdmaDistributedFileSystem fs) {
     ClientMetrics m = new ClientMetrics(PREFIX + SEQ.incrementAndGet(), fs);
+    Thread t = new Thread(m::start, "hrdma-client-metrics-" + m.name());
+    t.setDaemon(true);
+    t.start();
+    return m;
+  }
+
+  private void start() {
+    if (closed) {
+      return;
+    }
     try {
+      // the slow part, outside the lock: a close (a JVM exiting) does not wait for it
       if (!metricsSystemRunning()) {
         DefaultMetricsSystem.initialize(SYSTEM_PREFIX);
       }
-    } catch (MetricsException e) {
-      LOG.warn("hrdma client: cannot start a metrics system for {}: {}", m.name(), e.toString());
-      return m;
+    } catch (RuntimeException e) { // MetricsException among them
+      LOG.warn("hrdma client: cannot start a metrics system for {}: {}", name(), e.toString());
+      return;
     }
-    m.register("hrdma client");
-    return m;
+    synchronized (this) {
+      if (!closed) {
+        register("hrdma client");
+      }
+    }
+  }
+
+  /** Unregisters the source, or keeps it from being registered if that has not happened yet. */
+  synchronized void close() {
+    closed = true;
+    unregister();
   }
 
   /** Whether a metrics system runs in this JVM: its own statistics bean is registered once it started. */

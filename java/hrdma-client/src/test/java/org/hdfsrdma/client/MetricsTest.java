@@ -147,4 +147,38 @@ class MetricsTest {
     assertTrue(JMX.queryNames(new ObjectName("Hadoop:name=" + clientBean + ",*"), null).isEmpty(),
         "a closed file system's bean is unregistered");
   }
+
+  /**
+   * The source is registered off the caller's thread; a file system closed at once (a short
+   * command) is never left with a bean, whichever of the two comes first.
+   */
+  @Test
+  void aFileSystemClosedAtOnceLeavesNoBean() throws Exception {
+    for (int i = 0; i < 5; i++) {
+      String name;
+      try (RdmaDistributedFileSystem fs = (RdmaDistributedFileSystem) FileSystem.newInstance(cluster.getURI(),
+          clientConf)) {
+        name = fs.metricsName();
+        assertNotNull(name, "the client registered no metrics source");
+      }
+      String threadName = "hrdma-client-metrics-" + name;
+      for (Thread t : Thread.getAllStackTraces().keySet()) {
+        if (t.getName().equals(threadName)) {
+          t.join(30_000);
+        }
+      }
+      assertTrue(JMX.queryNames(new ObjectName("Hadoop:name=" + name + ",*"), null).isEmpty(),
+          "a bean left by a file system closed at once: " + name);
+    }
+    // and one kept open gets its bean
+    try (RdmaDistributedFileSystem fs = (RdmaDistributedFileSystem) FileSystem.newInstance(cluster.getURI(),
+        clientConf)) {
+      long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
+      ObjectName on = new ObjectName("Hadoop:name=" + fs.metricsName() + ",*");
+      while (JMX.queryNames(on, null).isEmpty() && System.nanoTime() < deadline) {
+        Thread.sleep(20);
+      }
+      assertEquals(1, JMX.queryNames(on, null).size(), "no bean for an open file system");
+    }
+  }
 }
