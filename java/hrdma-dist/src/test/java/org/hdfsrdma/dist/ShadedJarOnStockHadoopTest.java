@@ -69,6 +69,9 @@ class ShadedJarOnStockHadoopTest {
       assertEquals("false", r.get("netty.stock.has.MultiThreadIoEventLoopGroup"));
       assertEquals("true", r.get("netty.shaded.has.MultiThreadIoEventLoopGroup"));
       assertEquals("false", r.get("protobuf.unshaded.loadable"));
+      assertEquals("false", r.get("jfr.shaded"), "the relocated Netty's JFR events off by default");
+      assertEquals(String.valueOf(System.getProperty("io.netty.jfr.enabled")), r.get("jfr.stock"),
+          "stock Netty's property untouched");
       for (String t : List.of("ucx", "stream", "tcp")) {
         assertTrue(r.get("providers").contains(t), r.get("providers"));
       }

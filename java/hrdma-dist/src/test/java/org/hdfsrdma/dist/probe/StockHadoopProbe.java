@@ -72,6 +72,21 @@ public final class StockHadoopProbe implements Supplier<Map<String, String>> {
     out.put("epoll.shaded", epoll(cl, "org.hdfsrdma.shaded.io.netty"));
     out.put("protobuf.unshaded.loadable", String.valueOf(loadable(cl, "com.google.protobuf.Message")));
 
+    // The client's Netty defaults reach the relocated copy's property only, never stock Netty's.
+    // (Names built at run time: a literal here would not be relocated, but keep it plain.)
+    String jfr = String.join(".", "io", "netty", "jfr", "enabled");
+    String shadedJfr = "org.hdfsrdma.shaded." + jfr;
+    String savedJfr = System.getProperty(jfr);
+    String savedShadedJfr = System.clearProperty(shadedJfr);
+    try {
+      Class.forName("org.hdfsrdma.transport.tcp.NettyStartup", true, cl).getMethod("apply").invoke(null);
+      out.put("jfr.shaded", String.valueOf(System.getProperty(shadedJfr)));
+      out.put("jfr.stock", String.valueOf(System.getProperty(jfr)));
+    } finally {
+      restore(shadedJfr, savedShadedJfr);
+      restore(jfr, savedJfr);
+    }
+
     // Transports through the ServiceLoader list inside the shaded jar.
     List<String> names = new ArrayList<>();
     for (TransportProvider p : Transports.providers()) {
@@ -170,6 +185,14 @@ public final class StockHadoopProbe implements Supplier<Map<String, String>> {
   private static void check(boolean ok, String what) {
     if (!ok) {
       throw new AssertionError(what);
+    }
+  }
+
+  private static void restore(String key, String value) {
+    if (value == null) {
+      System.clearProperty(key);
+    } else {
+      System.setProperty(key, value);
     }
   }
 }
