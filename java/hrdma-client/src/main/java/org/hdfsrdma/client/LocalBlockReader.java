@@ -79,6 +79,7 @@ final class LocalBlockReader implements BlockReader {
   private final NativeFiles.Fd data; // the block file, read with pread(2); closed by close()
   private final long mapStart;       // block offset of the range's first chunk
   private final ByteBuffer sums;     // the sums of the chunks of [mapStart, fileEnd), direct; never moved
+  private ByteBuffer sumsPooled;     // the pooled buffer behind sums, given back by close(); null: none
   private final DataChecksum checksum;
   private final int bpc;
   private final int sumSize;
@@ -158,10 +159,18 @@ final class LocalBlockReader implements BlockReader {
       this.fileEnd = Math.min(visibleLength, (end + bpc - 1) / bpc * bpc);
       this.window = Math.max(1, windowBytes / bpc) * bpc;
       this.mapStart = offsetInBlock / bpc * bpc;
-      this.sums = verify && fileEnd > mapStart ? sumsOf(metaFd, checksum, mapStart, fileEnd, block)
-          : ByteBuffer.allocate(0);
+      if (verify && fileEnd > mapStart) {
+        // pooled: a fresh direct buffer (1 MiB for a 128 MiB block) costs its zeroing and page
+        // faults, then its freeing, once per block: more than reading the sums into it
+        sumsPooled = WindowBuffers.take(sumsCapacity(checksum, mapStart, fileEnd));
+        this.sums = sumsOf(metaFd, checksum, mapStart, fileEnd, block, sumsPooled);
+      } else {
+        this.sums = ByteBuffer.allocate(0);
+      }
     } catch (IOException | RuntimeException e) {
       data.close();
+      WindowBuffers.give(sumsPooled, SUMS_KEPT); // nothing of it handed out
+      sumsPooled = null;
       throw e;
     }
     this.data = data;
@@ -201,6 +210,16 @@ final class LocalBlockReader implements BlockReader {
    */
   static ByteBuffer sumsOf(NativeFiles.Fd meta, DataChecksum c, long from, long to, ExtendedBlock block)
       throws IOException {
+    return sumsOf(meta, c, from, to, block, null);
+  }
+
+  /**
+   * As {@link #sumsOf(NativeFiles.Fd, DataChecksum, long, long, ExtendedBlock)}, into {@code into}
+   * (direct, of at least {@link #sumsCapacity} bytes; null: a buffer of their own): the sums from
+   * its index 0 on, its position 0 and its limit after them.
+   */
+  static ByteBuffer sumsOf(NativeFiles.Fd meta, DataChecksum c, long from, long to, ExtendedBlock block,
+      ByteBuffer into) throws IOException {
     int bpc = c.getBytesPerChecksum();
     long chunks = (to - from + bpc - 1) / bpc;
     long at = BlockMetadataHeader.getHeaderSize() + from / bpc * c.getChecksumSize();
@@ -209,9 +228,22 @@ final class LocalBlockReader implements BlockReader {
       throw new EOFException("the .meta file of " + block + " ends at " + meta.size() + ", before the sums of ["
           + from + ", " + to + ")");
     }
-    ByteBuffer b = ByteBuffer.allocateDirect((int) n);
+    ByteBuffer b = into == null ? ByteBuffer.allocateDirect((int) n) : into.clear().limit((int) n);
     readFully(meta, at, b, "the .meta file", block);
     return b.flip();
+  }
+
+  /** Pooled sums buffers kept per capacity ({@link WindowBuffers}): a few readers' worth. */
+  static final int SUMS_KEPT = 8;
+
+  /** The capacity of the pooled buffer for the sums of {@code [from, to)}: a power of two, at least 4 KiB. */
+  static int sumsCapacity(DataChecksum c, long from, long to) {
+    int bpc = c.getBytesPerChecksum();
+    long n = (to - from + bpc - 1) / bpc * c.getChecksumSize();
+    if (n > 1 << 30) {
+      throw new IllegalArgumentException(n + " bytes of sums");
+    }
+    return Math.max(4096, Integer.highestOneBit((int) Math.max(1, n - 1)) << 1);
   }
 
   /** Bytes read and verified at a time by {@link #preadVerified} (a pooled buffer's). */
@@ -810,6 +842,11 @@ final class LocalBlockReader implements BlockReader {
     }
   }
 
+  /** The pooled buffer the range's sums were read into, null when none (tests). */
+  ByteBuffer pooledSums() {
+    return sumsPooled;
+  }
+
   /** The windows queued beyond what was handed out (tests). */
   java.util.List<Window> queuedWindows() {
     return java.util.List.copyOf(queued);
@@ -838,7 +875,10 @@ final class LocalBlockReader implements BlockReader {
     buf = ByteBuffer.allocate(0);
     WindowBuffers.give(bufOwned);
     bufOwned = null;
-    // no thread uses the descriptor or the buffers any more: windows withdrawn or done
+    // no thread uses the descriptor or the buffers any more: windows withdrawn or done, direct
+    // reads done before they returned
+    WindowBuffers.give(sumsPooled, SUMS_KEPT);
+    sumsPooled = null;
     data.close();
   }
 

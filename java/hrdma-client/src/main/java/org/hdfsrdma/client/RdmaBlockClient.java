@@ -129,6 +129,10 @@ public final class RdmaBlockClient implements Closeable {
   /** An idle verifier thread ends after this long. */
   private static final long VERIFY_KEEP_ALIVE_MS = 10_000;
   private static final AtomicInteger VERIFIER_THREADS = new AtomicInteger();
+  /** Threads that open sequential readers' next blocks ahead of them; beyond these and the queue, readers open their own. */
+  private static final int OPENER_THREADS = 2;
+  private static final int OPENER_QUEUE = 64;
+  private static final AtomicInteger OPENER_THREAD_COUNT = new AtomicInteger();
 
   private final Configuration conf;
   private final HrdmaConnector connector;
@@ -150,6 +154,12 @@ public final class RdmaBlockClient implements Closeable {
   private final boolean localDirect;
   /** Verifies short-circuit readers' windows ahead of them; null when off. Daemon threads that end when idle. */
   private final ThreadPoolExecutor localVerifier;
+  /**
+   * Opens the next block's reader of a sequential short-circuit reader while it reads on (the
+   * exchange with the DataNode, the reader's set-up: milliseconds the caller would otherwise wait
+   * at each block boundary); null when short-circuit reads are off. Daemon threads that end when idle.
+   */
+  private final ThreadPoolExecutor opener;
   /** Asks DataNodes on this host for replicas' descriptors. */
   private final ShortCircuitClient shortCircuit;
   /** Replicas of this host mapped for positional reads. */
@@ -233,6 +243,17 @@ public final class RdmaBlockClient implements Closeable {
       localVerifier.allowCoreThreadTimeOut(true);
     } else {
       localVerifier = null;
+    }
+    if (localReads) {
+      opener = new ThreadPoolExecutor(OPENER_THREADS, OPENER_THREADS, VERIFY_KEEP_ALIVE_MS, TimeUnit.MILLISECONDS,
+          new ArrayBlockingQueue<>(OPENER_QUEUE), r -> {
+            Thread t = new Thread(r, OPENER_THREAD_PREFIX + OPENER_THREAD_COUNT.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+          }, new ThreadPoolExecutor.AbortPolicy()); // a stream whose open is refused opens the block itself
+      opener.allowCoreThreadTimeOut(true);
+    } else {
+      opener = null;
     }
     this.shortCircuit = new ShortCircuitClient(timeoutMs,
         conf.getBoolean(SocketPaths.ALLOW_STICKY_KEY, SocketPaths.ALLOW_STICKY_DEFAULT));
@@ -355,6 +376,16 @@ public final class RdmaBlockClient implements Closeable {
   /** Short-circuit readers' verifier (null: off), the windows it verifies and how many ahead. */
   ThreadPoolExecutor localVerifier() {
     return localVerifier;
+  }
+
+  /** The client that asks DataNodes on this host for replicas' files (tests). */
+  ShortCircuitClient shortCircuitClient() {
+    return shortCircuit;
+  }
+
+  /** Where sequential streams open their next block's reader ahead (null: short-circuit reads off). */
+  ThreadPoolExecutor opener() {
+    return opener;
   }
 
   int localWindowBytes() {
@@ -792,7 +823,14 @@ public final class RdmaBlockClient implements Closeable {
       // windows queued still run (readers not closed yet may wait for them); idle threads end now
       localVerifier.shutdown();
     }
+    if (opener != null) {
+      // opens queued still run: their streams close what they open (or take it)
+      opener.shutdown();
+    }
   }
+
+  /** Name prefix of the threads that open the next blocks' readers ahead. */
+  static final String OPENER_THREAD_PREFIX = "hrdma-open-ahead-";
 
   /** Name prefix of the verifier's threads. */
   static final String VERIFIER_THREAD_PREFIX = "hrdma-local-verify-";

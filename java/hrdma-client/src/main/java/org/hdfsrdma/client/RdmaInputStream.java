@@ -47,8 +47,13 @@ import org.hdfsrdma.client.compat.ZeroCopyFallback;
  * <p>Sequential reads keep one reader on the current block (which keeps its
  * own requests in flight) and, once the current block's last request is out,
  * open the next block's reader, so the stream never waits a round trip at a
- * block boundary. Positional reads use their own one-shot readers and leave
- * the stream's position and readers alone. With hedged reads on
+ * block boundary. A short-circuit reader's next block is opened earlier
+ * ({@link #LOCAL_OPEN_AHEAD_BYTES} before its end) and on the client's opener
+ * thread: the descriptor exchange with the DataNode and the reader's set-up
+ * (its checksums read) take milliseconds that the caller would spend waiting
+ * at each boundary, when at warm-cache speed it reads a block in tens.
+ * Positional reads use their own one-shot readers and leave the stream's
+ * position and readers alone. With hedged reads on
  * ({@code dfs.client.hedged.read.threadpool.size} &gt; 0) a positional read of
  * a block range that takes longer than
  * {@code dfs.client.hedged.read.threshold.millis} is asked of a second replica
@@ -85,6 +90,12 @@ import org.hdfsrdma.client.compat.ZeroCopyFallback;
 final class RdmaInputStream extends HrdmaInputStreamBase {
   /** Sequential bytes from one reader before the next block's reader is opened ahead. */
   private static final long SEQUENTIAL_EVIDENCE = 64 * 1024;
+  /**
+   * Bytes left in a short-circuit reader's block when the next block's reader is opened ahead on
+   * the opener thread: at warm-cache speed (5 GB/s) about 6 ms of reading, what an exchange and a
+   * reader's set-up take on a busy host.
+   */
+  static final long LOCAL_OPEN_AHEAD_BYTES = 32L << 20;
   private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(RdmaInputStream.class);
 
   private final RdmaDistributedFileSystem fs;
@@ -111,6 +122,8 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
 
   private Source cur;
   private Source next;
+  /** The next block's source being opened on the opener thread (then {@link #next}), or null. */
+  private OpenAhead ahead;
   /** The stock stream for DataNodes read through the stock path (opened on first use). */
   private volatile DFSInputStream stock;
   /** {@link #stock}'s read statistics as last added to this stream's. */
@@ -701,6 +714,11 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
       LocatedBlock lb = blockAt(pos);
       if (cur == null || !cur.at(pos) || cur.block.getStartOffset() != lb.getStartOffset()) {
         dropCurrent();
+        if (ahead != null && next == null && ahead.lb.getStartOffset() == lb.getStartOffset()
+            && pos == lb.getStartOffset()) {
+          next = ahead.take(); // waits for an open under way: shorter than asking again
+          ahead = null;
+        }
         if (next != null && next.at(pos)) {
           cur = next;
           next = null;
@@ -755,17 +773,36 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
     }
   }
 
-  /** Near the end of a sequentially read block: the next block's reader goes out now. */
+  /**
+   * Near the end of a sequentially read block: the next block's reader goes out now; after a
+   * short-circuit reader, from further ahead and on the opener thread ({@link OpenAhead}).
+   */
   private void readAhead() {
-    if (next != null || cur == null || cur.reader == null || cur.end() >= fileLength
+    if (next != null || ahead != null || cur == null || cur.reader == null || cur.end() >= fileLength
         || cur.consumed < Math.min(SEQUENTIAL_EVIDENCE, cur.end() - cur.from)) {
       return;
     }
     try {
-      if (cur.reader.remaining() > fs.blockClient().requestBytes()) {
-        return; // the reader has requests to send in this block still
+      java.util.concurrent.ThreadPoolExecutor opener = cur.reader instanceof LocalBlockReader
+          ? fs.blockClient().opener() : null;
+      long before = fs.blockClient().requestBytes();
+      if (opener != null) {
+        before = Math.max(before, LOCAL_OPEN_AHEAD_BYTES);
+      }
+      if (cur.reader.remaining() > before) {
+        return; // the reader has requests to send in this block still (or much of it left to read)
       }
       LocatedBlock nb = blockAt(cur.end());
+      if (opener != null) {
+        OpenAhead a = new OpenAhead(nb, opener);
+        try {
+          opener.execute(a);
+          ahead = a;
+          return;
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+          // the opener is busy or shut down: opened here, as before
+        }
+      }
       Source s = open(nb, nb.getStartOffset(), nb.getBlockSize(), null, false, false);
       if (s.reader == null) {
         return;
@@ -787,6 +824,80 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
     if (next != null) {
       next.close();
       next = null;
+    }
+    if (ahead != null) {
+      ahead.drop();
+      ahead = null;
+    }
+  }
+
+  /**
+   * The next block's source, opened on the opener thread as {@link #readAhead} would open it on
+   * the caller's. The stream takes it at the block boundary ({@link #take}: waiting for an open
+   * under way, opening the block itself when the opener has not started) or drops it (a seek,
+   * unbuffer, close: {@link #drop}, which never waits; what the opener opens after that it closes
+   * itself). A failed open is not the stream's: it opens the block at the boundary and meets the
+   * failure there, as after a read ahead on its own thread. The opener calls only what positional
+   * reads call from any thread ({@link #open}: the stream's shared state under its lock), never a
+   * synchronized method of the stream.
+   */
+  private final class OpenAhead extends VerifyOnce {
+    final LocatedBlock lb;
+    private final java.util.concurrent.ThreadPoolExecutor opener;
+    private Source result;   // guarded by this
+    private boolean dropped; // guarded by this: the stream wants it no more
+
+    OpenAhead(LocatedBlock lb, java.util.concurrent.ThreadPoolExecutor opener) {
+      this.lb = lb;
+      this.opener = opener;
+    }
+
+    @Override
+    protected void check() throws IOException {
+      Source s = open(lb, lb.getStartOffset(), lb.getBlockSize(), null, false, false);
+      synchronized (this) {
+        if (!dropped && s.reader != null) { // the stock path: decided at the boundary, as before
+          result = s;
+          return;
+        }
+      }
+      s.close();
+    }
+
+    /** The source opened (after waiting for an open under way), or null: not started (withdrawn) or failed. */
+    Source take() {
+      if (withdraw()) {
+        opener.remove(this);
+        return null;
+      }
+      await();
+      Source s;
+      synchronized (this) {
+        dropped = true;
+        s = result;
+        result = null;
+      }
+      if (s != null) {
+        OPENED_AHEAD.increment();
+      }
+      return s;
+    }
+
+    /** Not wanted any more: closed now if opened, else by the opener when its open is done. */
+    void drop() {
+      if (withdraw()) {
+        opener.remove(this);
+        return;
+      }
+      Source s;
+      synchronized (this) {
+        dropped = true;
+        s = result;
+        result = null;
+      }
+      if (s != null) {
+        s.close();
+      }
     }
   }
 
@@ -1406,9 +1517,21 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
     return true;
   }
 
+  /** Sources opened by the opener that their streams went on to read (process-wide; tests). */
+  private static final java.util.concurrent.atomic.LongAdder OPENED_AHEAD = new java.util.concurrent.atomic.LongAdder();
+
+  static long openedAhead() {
+    return OPENED_AHEAD.sum();
+  }
+
+  /** Whether the opener has done opening the next block's reader (tests). */
+  synchronized boolean openedAheadDone() {
+    return ahead != null && ahead.isVerified();
+  }
+
   /** Whether the next block's reader is out already (tests). */
   synchronized boolean readingAhead() {
-    return next != null;
+    return next != null || ahead != null;
   }
 
   // ---------------------------------------------------------------- resources

@@ -5,9 +5,10 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedDeque;
 
 /**
- * Direct buffers short-circuit readers read windows of a replica into, kept
- * for the next reader: a reader needs a few windows' worth per block, and
- * allocating (and zeroing) them per block would cost as much as a copy.
+ * Direct buffers short-circuit readers read windows of a replica (and its
+ * range's sums) into, kept for the next reader: a reader needs a few windows'
+ * worth per block, and allocating (and zeroing) them per block would cost as
+ * much as a copy.
  * Process-wide, by capacity; at most {@value #KEPT} buffers of a capacity
  * are kept, the rest left to the collector. Thread-safe.
  */
@@ -29,11 +30,16 @@ final class WindowBuffers {
 
   /** Gives {@code b} (from {@link #take}; null: nothing) back; its holder no longer uses it. */
   static void give(ByteBuffer b) {
+    give(b, KEPT);
+  }
+
+  /** As {@link #give(ByteBuffer)}, keeping at most {@code kept} buffers of its capacity. */
+  static void give(ByteBuffer b, int kept) {
     if (b == null) {
       return;
     }
     ConcurrentLinkedDeque<ByteBuffer> q = FREE.computeIfAbsent(b.capacity(), c -> new ConcurrentLinkedDeque<>());
-    if (q.size() < KEPT) {
+    if (q.size() < kept) {
       q.addFirst(b); // the most recently used first: still in the cache
     }
   }

@@ -356,6 +356,84 @@ class DirectLocalReadTest {
     }
   }
 
+  /**
+   * The sums of a reader's range are read into a pooled buffer that the next reader reuses: each
+   * reader verifies against its own replica's sums (never a reader's before it), a bad chunk is
+   * the same ChecksumException as with a buffer of its own, and a reader of a shorter range
+   * reads into a smaller one. Direct reads and the windows.
+   */
+  @Test
+  void pooledSumsAreEachReadersOwn(@TempDir java.nio.file.Path dir) throws Exception {
+    int size = 8 << 20;
+    byte[] first = PluginCluster.random(size, 48);
+    byte[] second = PluginCluster.random(size, 49);
+    java.nio.file.Path d1 = dir.resolve("blk_3");
+    java.nio.file.Path m1 = dir.resolve("blk_3_1001.meta");
+    java.nio.file.Path d2 = dir.resolve("blk_4");
+    java.nio.file.Path m2 = dir.resolve("blk_4_1001.meta");
+    writeReplica(d1, m1, first);
+    writeReplica(d2, m2, second);
+    ExtendedBlock b1 = new ExtendedBlock("BP-pooled", 3, size, 1001);
+    ExtendedBlock b2 = new ExtendedBlock("BP-pooled", 4, size, 1001);
+    ExecutorService verifier = Executors.newSingleThreadExecutor();
+    try {
+      for (boolean directReads : new boolean[] {true, false}) {
+        ByteBuffer pooled;
+        byte[] got = new byte[size];
+        try (LocalBlockReader r = new LocalBlockReader(b1, open(d1), open(m1), size, 0, size, 512 * 1024, verifier,
+            8, true, 0, directReads)) {
+          pooled = r.pooledSums();
+          assertTrue(pooled != null && pooled.isDirect() && pooled.capacity() >= size / BPC * 4);
+          r.readFully(got, 0, size);
+        }
+        assertArrayEquals(first, got);
+        // the next reader takes the same buffer back, over the first replica's sums
+        try (LocalBlockReader r = new LocalBlockReader(b2, open(d2), open(m2), size, 0, size, 512 * 1024, verifier,
+            8, true, 0, directReads)) {
+          assertTrue(r.pooledSums() == pooled, "the pooled buffer is reused");
+          Arrays.fill(got, (byte) 0);
+          r.readFully(got, 0, size);
+        }
+        assertArrayEquals(second, got, "verified against its own sums");
+        // a bad chunk of the second replica, read into the reused buffer: the exception of a buffer of its own
+        int bad = 5 * 1024 * 1024 + 3 * BPC + 9;
+        flipByte(d2, bad);
+        ChecksumException fresh;
+        try (LocalBlockReader r = new LocalBlockReader(b2, open(d2), open(m2), size, 0, size, 512 * 1024, verifier,
+            8, true, 0, directReads)) {
+          assertTrue(r.pooledSums() == pooled, "the pooled buffer is reused");
+          fresh = assertThrows(ChecksumException.class, () -> r.readFully(new byte[size], 0, size));
+        }
+        assertEquals(bad / BPC * BPC, fresh.getPos());
+        assertTrue(fresh.getMessage().contains(b2.toString()), fresh.getMessage());
+        flipByte(d2, bad); // good again
+        // a range of 1 MiB from 2 MiB: a buffer of its size class, its own sums
+        try (LocalBlockReader r = new LocalBlockReader(b2, open(d2), open(m2), size, 2 << 20, 1 << 20, 512 * 1024,
+            verifier, 8, true, 0, directReads)) {
+          ByteBuffer small = r.pooledSums();
+          assertEquals(LocalBlockReader.sumsCapacity(DataChecksum.newDataChecksum(DataChecksum.Type.CRC32C, BPC),
+              2 << 20, 3 << 20), small.capacity());
+          assertTrue(small.capacity() < pooled.capacity());
+          byte[] part = new byte[1 << 20];
+          r.readFully(part, 0, part.length);
+          assertArrayEquals(Arrays.copyOfRange(second, 2 << 20, 3 << 20), part);
+        }
+      }
+    } finally {
+      verifier.shutdown();
+      assertTrue(verifier.awaitTermination(30, TimeUnit.SECONDS));
+    }
+  }
+
+  private static void flipByte(java.nio.file.Path p, long at) throws IOException {
+    try (java.io.RandomAccessFile raf = new java.io.RandomAccessFile(p.toFile(), "rw")) {
+      raf.seek(at);
+      int v = raf.read();
+      raf.seek(at);
+      raf.write(v ^ 0x01);
+    }
+  }
+
   static NativeFiles.Fd open(java.nio.file.Path p) throws IOException {
     return NativeFiles.adopt(NativeFiles.openForPassing(p.toString()));
   }

@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
  * orders classes by {@link Order}): once every cluster and client of the
  * suite is shut down, no plugin runs and nothing of the transports is left
  * in this JVM: no endpoint, pooled buffer, UCX context, worker, endpoint or
- * registered region, no short-circuit verifier or socket thread, no thread
+ * registered region, no short-circuit verifier, opener or socket thread, no thread
  * standing for a DataNode's write as its replica's writer, no received
  * descriptor held and no received file mapped.
  */
@@ -31,12 +31,13 @@ class SuiteLeakCheckTest {
   }
 
   /**
-   * Live threads of the clients' short-circuit verifiers (each client ends its own when closed)
+   * Live threads of the clients' short-circuit verifiers and openers (each client ends its own when closed)
    * and of the DataNodes' writes (each ends with its write).
    */
   private static List<String> verifierThreads() {
     return Thread.getAllStackTraces().keySet().stream().map(Thread::getName)
-        .filter(n -> n.startsWith(RdmaBlockClient.VERIFIER_THREAD_PREFIX) || n.startsWith("hrdma-scr-client")
+        .filter(n -> n.startsWith(RdmaBlockClient.VERIFIER_THREAD_PREFIX)
+            || n.startsWith(RdmaBlockClient.OPENER_THREAD_PREFIX) || n.startsWith("hrdma-scr-client")
             || n.startsWith("hrdma-dn-scr-") || n.startsWith("hrdma-writer-")).toList();
   }
 }
