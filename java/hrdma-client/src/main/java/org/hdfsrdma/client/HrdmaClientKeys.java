@@ -120,6 +120,23 @@ public final class HrdmaClientKeys {
   public static final String READ_LOCAL_DIRECT_KEY = "hrdma.client.read.local.direct";
   public static final boolean READ_LOCAL_DIRECT_DEFAULT = true;
   /**
+   * A short-circuit reader with direct reads on that finds the replica not in the page cache (its
+   * range's first chunk at open, or a direct read's miss further on) reads the rest of the range, when
+   * at least depth x request-bytes are left, with O_DIRECT through an io_uring: depth requests in
+   * flight into private buffers that it verifies and copies out of (fio's pattern; the page cache is
+   * neither filled nor copied from, and what is read this way is not left in it). Falls back to the
+   * page cache where O_DIRECT cannot be had. false: cold pages go through the windows.
+   */
+  public static final String READ_LOCAL_COLD_DIRECT_KEY = "hrdma.client.read.local.cold-direct";
+  public static final boolean READ_LOCAL_COLD_DIRECT_DEFAULT = true;
+  /** O_DIRECT requests a cold short-circuit reader keeps in flight (1-64). */
+  public static final String READ_LOCAL_COLD_DIRECT_DEPTH_KEY = "hrdma.client.read.local.cold-direct.depth";
+  public static final int READ_LOCAL_COLD_DIRECT_DEPTH_DEFAULT = 4;
+  /** Bytes of each O_DIRECT request of a cold short-circuit reader (whole O_DIRECT blocks and chunks). */
+  public static final String READ_LOCAL_COLD_DIRECT_REQUEST_BYTES_KEY =
+      "hrdma.client.read.local.cold-direct.request-bytes";
+  public static final int READ_LOCAL_COLD_DIRECT_REQUEST_BYTES_DEFAULT = 1 << 20;
+  /**
    * Replicas of this host kept open for positional reads (the first positional read of a replica asks its
    * DataNode for the files, later ones read the block file kept open); 0: every positional read asks again.
    */

@@ -63,6 +63,13 @@ import org.hdfsrdma.protocol.ChunkSums;
  * ({@link #readDirect}: one copy instead of two), pieces of it taken by the verifier too;
  * windows are then made only for reads that need them.
  *
+ * <p>Cold replicas ({@code hrdma.client.read.local.cold-direct}, on by default, with direct reads):
+ * a range of at least depth x request bytes whose first chunk is not in the page cache at open (a
+ * one-chunk read with RWF_NOWAIT comes back short), or the rest of a range after a direct read's
+ * miss (from past what the kernel was asked to read ahead), is read with O_DIRECT requests kept in
+ * flight ({@link ColdReadAhead}); each request's buffer is verified on the caller's thread and
+ * copied out as a window is. Without O_DIRECT the windows read it, as before.
+ *
  * <p>Reads whole chunks from the chunk holding the range's start, up to one
  * window per call (direct reads: up to the caller's length). Not thread-safe (the verifier only reads what the
  * constructor set up).
@@ -96,6 +103,10 @@ final class LocalBlockReader implements BlockReader {
   private final int piece;         // bytes of a direct read per native call (a window, within bounds)
   private final long readAhead;    // bytes the kernel is asked to read ahead of the windows made; 0: none
   private long advised;            // block offset up to which it was asked
+  private final ColdReadAhead.Settings coldDirect; // O_DIRECT reads of a replica not in the page cache, or null
+  private ColdReadAhead cold;      // reading the rest of the range with O_DIRECT, or null
+  private boolean coldTried;       // cold was started (or could not be) once: not again
+  private IOException coldFailure; // a cold window that failed verification: every later read's
   /** Windows made, not yet handed to the caller, in block order; the head is the next to read. */
   private final ArrayDeque<Window> queued = new ArrayDeque<>();
   private long nextWindow;      // block offset of the first window not made yet
@@ -136,6 +147,19 @@ final class LocalBlockReader implements BlockReader {
   LocalBlockReader(ExtendedBlock block, NativeFiles.Fd data, NativeFiles.Fd metaFd, long visibleLength,
       long offsetInBlock, long length, int windowBytes, Executor verifier, int ahead, boolean verify,
       long readAheadBytes, boolean direct)
+      throws IOException {
+    this(block, data, metaFd, visibleLength, offsetInBlock, length, windowBytes, verifier, ahead, verify,
+        readAheadBytes, direct, null);
+  }
+
+  /**
+   * As the constructor above; with {@code coldDirect} (and direct reads) a range of at least
+   * {@link #coldMin} bytes whose first chunk is not in the page cache, or one a direct read finds
+   * not cached further on, is read from there with O_DIRECT ({@link ColdReadAhead}).
+   */
+  LocalBlockReader(ExtendedBlock block, NativeFiles.Fd data, NativeFiles.Fd metaFd, long visibleLength,
+      long offsetInBlock, long length, int windowBytes, Executor verifier, int ahead, boolean verify,
+      long readAheadBytes, boolean direct, ColdReadAhead.Settings coldDirect)
       throws IOException {
     try (metaFd) {
       if (offsetInBlock < 0 || length < 0 || offsetInBlock + length > visibleLength) {
@@ -190,8 +214,11 @@ final class LocalBlockReader implements BlockReader {
     // a window, whole chunks: at least DIRECT_PIECE_MIN (no tiny calls), at most what a call may pin
     this.piece = Math.max(1, Math.min(NativeFiles.Fd.READ_VERIFIED_MAX, Math.max(DIRECT_PIECE_MIN, window)) / bpc)
         * bpc;
+    this.coldDirect = this.direct ? coldDirect : null;
     if (this.direct) {
-      adviseAhead(); // the first range at once; the windows wait for a read that needs them
+      if (!startColdAtOpen()) {
+        adviseAhead(); // the first range at once; the windows wait for a read that needs them
+      }
     } else {
       queueWindows();
     }
@@ -352,6 +379,9 @@ final class LocalBlockReader implements BlockReader {
    * the ones beyond it) and hands them to the verifier.
    */
   private void queueWindows() {
+    if (cold != null) {
+      return; // O_DIRECT reads the rest (fill)
+    }
     // in batches of half the lead: a verifier that keeps ahead is woken once per batch, not per window
     if (queued.size() > ahead + 1 - Math.max(1, (ahead + 1) / 2) || nextWindow >= end) {
       return;
@@ -402,6 +432,16 @@ final class LocalBlockReader implements BlockReader {
 
   /** Makes the next verified window {@link #buf}; false at the end of the range. */
   private boolean fill() throws IOException {
+    if (cold != null && queued.isEmpty()) {
+      if (nextWindow >= cold.first()) {
+        return fillCold();
+      }
+      // up to where the O_DIRECT reads start: the part the kernel was asked to read ahead, through
+      // the page cache on this thread
+      int n = (int) Math.min(window, cold.first() - nextWindow);
+      queued.addLast(new Window(nextWindow, n, null));
+      nextWindow += n;
+    }
     if (queued.isEmpty()) {
       queueWindows(); // none made yet, or dropped by a direct read
     }
@@ -427,6 +467,108 @@ final class LocalBlockReader implements BlockReader {
     buf.limit((int) Math.min(buf.limit(), end - w.start));
     buf.position((int) (pos - w.start));
     queueWindows();
+    return true;
+  }
+
+  /** Least bytes of a range (from where it is found cold) read with O_DIRECT: a full pipeline of requests. */
+  private long coldMin() {
+    return (long) coldDirect.depth() * coldDirect.requestBytes();
+  }
+
+  /**
+   * At open: the range's first chunk not in the page cache (a read of it with RWF_NOWAIT comes
+   * back short) means a cold replica: O_DIRECT from the range's start, and no read-ahead asked of
+   * the kernel. False: the first chunk is cached (or cannot be told), or O_DIRECT is not to be had.
+   */
+  private boolean startColdAtOpen() {
+    if (coldDirect == null || fileEnd - mapStart < coldMin()) {
+      return false;
+    }
+    int n = (int) Math.min(bpc, fileEnd - mapStart);
+    long r;
+    try {
+      r = data.readVerified(mapStart, new byte[n], 0, n, bpc, null);
+    } catch (NativeException | RuntimeException e) {
+      return false;
+    }
+    if (r >= n) {
+      return false;
+    }
+    startCold(mapStart);
+    if (cold == null) {
+      return false;
+    }
+    directOff = true; // every read copies out of the O_DIRECT windows
+    return true;
+  }
+
+  /**
+   * Starts the O_DIRECT reads of the rest of the range from {@code from} (a chunk boundary) or from
+   * where the kernel was asked to read ahead up to, whichever is later, once per reader, where
+   * enough is left; no more read-ahead is asked of the kernel then. Without O_DIRECT (counted in
+   * {@link ColdReadAhead#fallbacks()}) the windows go on as before.
+   */
+  private void startCold(long from) {
+    if (coldDirect == null || coldTried) {
+      return;
+    }
+    coldTried = true;
+    long start = Math.max(from, Math.min(advised, fileEnd));
+    if (fileEnd - start < coldMin()) {
+      return;
+    }
+    cold = ColdReadAhead.open(data, start, fileEnd, bpc, coldDirect, name);
+    if (cold != null) {
+      advised = fileEnd;
+    }
+  }
+
+  /**
+   * Makes the next O_DIRECT window {@link #buf}, verified; false at the end of the range. A window
+   * that fails verification is this and every later read's ChecksumException (nothing of it handed
+   * out); a request that fails sends the reader back to the page cache from where it is (counted as
+   * a fallback), where the failure shows again if it is the file's.
+   */
+  private boolean fillCold() throws IOException {
+    if (coldFailure != null) {
+      throw coldFailure;
+    }
+    ByteBuffer w;
+    try {
+      w = cold.next();
+    } catch (EOFException e) {
+      throw e; // truncated under the reader: as the windows say it
+    } catch (IOException e) {
+      cold.close();
+      cold = null;
+      ColdReadAhead.countFallback();
+      advised = nextWindow;
+      return fill();
+    }
+    long start = cold.start();
+    if (w == null || start >= end) {
+      return false;
+    }
+    if (verify) {
+      long from = Math.max(start, mapStart); // a chunk boundary: the O_DIRECT reads start on one
+      int skip = (int) (from - start);
+      ByteBuffer v = w.duplicate().position(skip);
+      if (v.hasRemaining()) {
+        int s = (int) ((from - mapStart) / bpc * sumSize);
+        try {
+          verifyChunks(checksum, sums.slice(s, (v.remaining() + bpc - 1) / bpc * sumSize), v, from, name, block);
+        } catch (IOException e) {
+          coldFailure = e;
+          throw e;
+        }
+      }
+    }
+    WindowBuffers.give(bufOwned); // the caller has copied all it wanted of the last window
+    bufOwned = null;
+    nextWindow = start + w.limit();
+    buf = w;
+    buf.limit((int) Math.min(buf.limit(), end - start));
+    buf.position((int) (pos - start));
     return true;
   }
 
@@ -753,6 +895,7 @@ final class LocalBlockReader implements BlockReader {
         direct += done[i];
         if (done[i] < length(i)) {
           directOff = true;
+          startCold(at + n); // the rest of the range, beyond what the kernel was asked to read ahead
           int base = off + i * piece + done[i];
           long from = at + (long) i * piece + done[i];
           preadVerified(data, from, at + (long) i * piece + length(i), checksum, sums, mapStart, name, block,
@@ -875,8 +1018,12 @@ final class LocalBlockReader implements BlockReader {
     buf = ByteBuffer.allocate(0);
     WindowBuffers.give(bufOwned);
     bufOwned = null;
+    if (cold != null) {
+      cold.close(); // waits for its requests in flight
+      cold = null;
+    }
     // no thread uses the descriptor or the buffers any more: windows withdrawn or done, direct
-    // reads done before they returned
+    // and O_DIRECT reads done before they returned
     WindowBuffers.give(sumsPooled, SUMS_KEPT);
     sumsPooled = null;
     data.close();

@@ -152,6 +152,7 @@ public final class RdmaBlockClient implements Closeable {
   private final int localVerifyAhead;
   private final long localReadAhead;
   private final boolean localDirect;
+  private final ColdReadAhead.Settings localColdDirect; // null: off
   /** Verifies short-circuit readers' windows ahead of them; null when off. Daemon threads that end when idle. */
   private final ThreadPoolExecutor localVerifier;
   /**
@@ -226,6 +227,13 @@ public final class RdmaBlockClient implements Closeable {
     this.localReadAhead = conf.getLongBytes(LOCAL_READ_AHEAD_BYTES_KEY, LOCAL_READ_AHEAD_BYTES_DEFAULT);
     this.localDirect = conf.getBoolean(HrdmaClientKeys.READ_LOCAL_DIRECT_KEY,
         HrdmaClientKeys.READ_LOCAL_DIRECT_DEFAULT);
+    this.localColdDirect = conf.getBoolean(HrdmaClientKeys.READ_LOCAL_COLD_DIRECT_KEY,
+        HrdmaClientKeys.READ_LOCAL_COLD_DIRECT_DEFAULT)
+        ? new ColdReadAhead.Settings(conf.getInt(HrdmaClientKeys.READ_LOCAL_COLD_DIRECT_DEPTH_KEY,
+            HrdmaClientKeys.READ_LOCAL_COLD_DIRECT_DEPTH_DEFAULT),
+            (int) conf.getLongBytes(HrdmaClientKeys.READ_LOCAL_COLD_DIRECT_REQUEST_BYTES_KEY,
+                HrdmaClientKeys.READ_LOCAL_COLD_DIRECT_REQUEST_BYTES_DEFAULT))
+        : null;
     if (localReadAhead < 0) {
       throw new IllegalArgumentException(LOCAL_READ_AHEAD_BYTES_KEY + " = " + localReadAhead + " is negative");
     }
@@ -370,7 +378,7 @@ public final class RdmaBlockClient implements Closeable {
     // the reader takes the descriptors over (it reads the block file with pread until closed)
     return new LocalBlockReader(block.getBlock(), f.data(), f.meta(), block.getBlockSize(), offsetInBlock,
         length, localWindowBytes, localVerifier, localVerifyAhead, verifyChecksum && !f.cached(), localReadAhead,
-        localDirect);
+        localDirect, localColdDirect);
   }
 
   /** Short-circuit readers' verifier (null: off), the windows it verifies and how many ahead. */

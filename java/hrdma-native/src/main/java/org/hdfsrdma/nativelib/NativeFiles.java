@@ -210,6 +210,19 @@ public final class NativeFiles {
       }
     }
 
+    /**
+     * The same file opened anew with O_DIRECT (through /proc/self/fd: a file description of its
+     * own, so this descriptor's flags and whoever else holds the file are untouched; the file's
+     * own permissions are checked, not its directories'). The caller closes it.
+     * {@link NativeException#ERR_UNSUPPORTED}: the filesystem takes no O_DIRECT.
+     */
+    public NativeDisk.File openDirect() throws NativeException {
+      if (closed.get()) {
+        throw new NativeException("descriptor " + fd + " is closed", NativeException.ERR_CLOSED);
+      }
+      return NativeDisk.File.open(java.nio.file.Path.of("/proc/self/fd/" + fd), NativeDisk.DIRECT);
+    }
+
     @Override
     public void close() {
       if (closed.compareAndSet(false, true)) {
