@@ -475,23 +475,39 @@ final class LocalBlockReader implements BlockReader {
     return (long) coldDirect.depth() * coldDirect.requestBytes();
   }
 
+  /** Chunks of a range looked for in the page cache before it is read with O_DIRECT. */
+  static final int COLD_PROBES = 4;
+
   /**
-   * At open: the range's first chunk not in the page cache (a read of it with RWF_NOWAIT comes
-   * back short) means a cold replica: O_DIRECT from the range's start, and no read-ahead asked of
-   * the kernel. False: the first chunk is cached (or cannot be told), or O_DIRECT is not to be had.
+   * Whether none of {@link #COLD_PROBES} chunks spread evenly over {@code [from, fileEnd)} (the
+   * first at {@code from}) is in the page cache: a one-chunk read of each with RWF_NOWAIT comes back
+   * short. A replica with some of it cached (read before, partly evicted since) is not cold: the
+   * page cache serves what it holds.
+   */
+  private boolean coldFrom(long from) {
+    byte[] one = new byte[bpc];
+    long span = fileEnd - from;
+    for (int i = 0; i < COLD_PROBES; i++) {
+      long at = (from + span * i / COLD_PROBES) / bpc * bpc;
+      int n = (int) Math.min(bpc, fileEnd - at);
+      try {
+        if (n > 0 && data.readVerified(at, one, 0, n, bpc, null) >= n) {
+          return false;
+        }
+      } catch (NativeException | RuntimeException e) {
+        return false; // cannot tell: the page cache, as before
+      }
+    }
+    return true;
+  }
+
+  /**
+   * At open: a range none of whose probed chunks is in the page cache ({@link #coldFrom}) is a
+   * cold replica: O_DIRECT from the range's start, and no read-ahead asked of the kernel. False:
+   * some of it is cached (or it cannot be told), or O_DIRECT is not to be had.
    */
   private boolean startColdAtOpen() {
-    if (coldDirect == null || fileEnd - mapStart < coldMin()) {
-      return false;
-    }
-    int n = (int) Math.min(bpc, fileEnd - mapStart);
-    long r;
-    try {
-      r = data.readVerified(mapStart, new byte[n], 0, n, bpc, null);
-    } catch (NativeException | RuntimeException e) {
-      return false;
-    }
-    if (r >= n) {
+    if (coldDirect == null || fileEnd - mapStart < coldMin() || !coldFrom(mapStart)) {
       return false;
     }
     startCold(mapStart);
@@ -505,8 +521,9 @@ final class LocalBlockReader implements BlockReader {
   /**
    * Starts the O_DIRECT reads of the rest of the range from {@code from} (a chunk boundary) or from
    * where the kernel was asked to read ahead up to, whichever is later, once per reader, where
-   * enough is left; no more read-ahead is asked of the kernel then. Without O_DIRECT (counted in
-   * {@link ColdReadAhead#fallbacks()}) the windows go on as before.
+   * enough is left and none of it is cached ({@link #coldFrom}); no more read-ahead is asked of the
+   * kernel then. Without O_DIRECT (counted in {@link ColdReadAhead#fallbacks()}) the windows go on
+   * as before.
    */
   private void startCold(long from) {
     if (coldDirect == null || coldTried) {
@@ -514,7 +531,7 @@ final class LocalBlockReader implements BlockReader {
     }
     coldTried = true;
     long start = Math.max(from, Math.min(advised, fileEnd));
-    if (fileEnd - start < coldMin()) {
+    if (fileEnd - start < coldMin() || (start > mapStart && !coldFrom(start))) {
       return;
     }
     cold = ColdReadAhead.open(data, start, fileEnd, bpc, coldDirect, name);

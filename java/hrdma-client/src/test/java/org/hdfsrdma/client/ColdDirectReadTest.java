@@ -180,6 +180,35 @@ class ColdDirectReadTest {
     assertEquals(size - (4 << 20), ColdReadAhead.bytes() - bytes0, "O_DIRECT after the read that missed");
   }
 
+  /**
+   * Some of the replica cached (its first MiB evicted, the rest not: read before, partly paged out
+   * since), or cached at one probed point only: not cold, the page cache serves what it holds and
+   * nothing is read with O_DIRECT.
+   */
+  @Test
+  void aReplicaPartlyCachedIsReadThroughThePageCache() throws Exception {
+    int size = 24 << 20;
+    byte[] bytes = PluginCluster.random(size, 59);
+    Path data = dir.resolve("blk_11");
+    Path meta = dir.resolve("blk_11_1001.meta");
+    writeReplica(data, meta, bytes, BPC);
+    long started0 = ColdReadAhead.started();
+    long bytes0 = ColdReadAhead.bytes();
+    for (long[] evict : new long[][] {{0, 1 << 20}, {0, 18 << 20}}) {
+      try (FileChannel ch = FileChannel.open(data, StandardOpenOption.READ)) {
+        ch.read(ByteBuffer.allocate(size), 0); // all of it cached
+      }
+      dropCache(data, evict[0], evict[1]);
+      byte[] got;
+      try (LocalBlockReader r = reader(data, meta, size, 0, size, true, COLD)) {
+        got = readAll(r, 1 << 20);
+      }
+      assertArrayEquals(bytes, got);
+    }
+    assertEquals(started0, ColdReadAhead.started(), "no reader went to O_DIRECT");
+    assertEquals(bytes0, ColdReadAhead.bytes());
+  }
+
   /** A bad chunk anywhere: the windows' ChecksumException (message, position), on every later read too. */
   @Test
   void aBadChunkIsTheWindowsChecksumException() throws Exception {
