@@ -63,7 +63,7 @@ import org.hdfsrdma.protocol.ChunkSums;
  * ({@link #readDirect}: one copy instead of two), pieces of it taken by the verifier too;
  * windows are then made only for reads that need them.
  *
- * <p>Cold replicas ({@code hrdma.client.read.local.cold-direct}, on by default, with direct reads):
+ * <p>Cold replicas ({@code hrdma.client.read.local.cold-direct}, off by default; with direct reads):
  * a range of at least depth x request bytes whose first chunk is not in the page cache at open (a
  * one-chunk read with RWF_NOWAIT comes back short), or the rest of a range after a direct read's
  * miss (from past what the kernel was asked to read ahead), is read with O_DIRECT requests kept in

@@ -355,6 +355,7 @@ class ColdDirectReadTest {
       }
       DFSTestUtil.waitReplication(stock, p, (short) 1);
       Configuration c = local.clientConf(cluster, true, 0, 0);
+      c.setBoolean(HrdmaClientKeys.READ_LOCAL_COLD_DIRECT_KEY, true); // off by default
       // blocks of 1 MiB here: two requests of 256 KiB in flight
       c.setInt(HrdmaClientKeys.READ_LOCAL_COLD_DIRECT_DEPTH_KEY, 2);
       c.setInt(HrdmaClientKeys.READ_LOCAL_COLD_DIRECT_REQUEST_BYTES_KEY, 256 * 1024);
