@@ -871,15 +871,18 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
         return null;
       }
       await();
-      Source s;
-      synchronized (this) {
-        dropped = true;
-        s = result;
-        result = null;
-      }
+      Source s = claim();
       if (s != null) {
         OPENED_AHEAD.increment();
       }
+      return s;
+    }
+
+    /** Marks this open not wanted by the opener any more and takes what it opened, if anything. */
+    private synchronized Source claim() {
+      dropped = true;
+      Source s = result;
+      result = null;
       return s;
     }
 
@@ -889,12 +892,7 @@ final class RdmaInputStream extends HrdmaInputStreamBase {
         opener.remove(this);
         return;
       }
-      Source s;
-      synchronized (this) {
-        dropped = true;
-        s = result;
-        result = null;
-      }
+      Source s = claim();
       if (s != null) {
         s.close();
       }
