@@ -121,9 +121,12 @@ final class ColdReadAhead implements AutoCloseable {
     try {
       f = data.openDirect();
       int align = f.directAlignment();
+      if (align <= 0 || (align & (align - 1)) != 0) {
+        throw new NativeException("alignment " + align, NativeException.ERR_UNSUPPORTED);
+      }
       long unit = lcm(align, bpc);
       int request = (int) (s.requestBytes() / unit * unit);
-      if (align <= 0 || request == 0 || (align & (align - 1)) != 0) {
+      if (request == 0) {
         throw new NativeException("alignment " + align + ", chunks of " + bpc, NativeException.ERR_UNSUPPORTED);
       }
       ring = new NativeDisk.Ring(s.depth());
