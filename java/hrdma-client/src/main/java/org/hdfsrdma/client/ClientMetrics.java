@@ -3,6 +3,9 @@ package org.hdfsrdma.client;
 import java.lang.management.ManagementFactory;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.Future;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.management.MalformedObjectNameException;
 import javax.management.ObjectName;
@@ -24,10 +27,14 @@ import org.slf4j.LoggerFactory;
  * record per transport (tag {@code Transport}: connections, registered buffers outstanding).
  * In a process whose metrics system is not running (a plain client JVM) it is started with
  * the prefix {@code HrdmaClient}, so the bean is there. Starting it and registering take a
- * fresh JVM a few hundred milliseconds of class loading (JMX, commons-configuration2), so both
- * run on a daemon thread of their own, not in {@code FileSystem.initialize}: a short command
- * ({@code hadoop fs -put}) does not wait for them. Values are read from the file system when
- * metrics are collected; thread-safe.
+ * fresh JVM a few hundred milliseconds of CPU (JMX, commons-configuration2: some 350 classes),
+ * which a short command ({@code hadoop fs -put}) would spend for a bean nobody reads before it
+ * exits, and which competes with that command's own start-up on a small machine. So both run
+ * {@code hrdma.client.metrics.delay-ms} (10 s, one metrics period) after the file system was
+ * created, on a daemon thread shared by the file systems of the JVM, and not at all when it is
+ * closed first: a short command never pays, a long-lived client (a Spark executor, a region
+ * server) has its bean from then on. Values are read from the file system when metrics are
+ * collected; thread-safe.
  */
 final class ClientMetrics extends HrdmaMetricsSource {
   private static final Logger LOG = LoggerFactory.getLogger(ClientMetrics.class);
@@ -38,6 +45,7 @@ final class ClientMetrics extends HrdmaMetricsSource {
 
   private final RdmaDistributedFileSystem fs;
   private volatile boolean closed; // written under this
+  private Future<?> pending; // guarded by this
 
   private ClientMetrics(String name, RdmaDistributedFileSystem fs) {
     super(name);
@@ -45,16 +53,43 @@ final class ClientMetrics extends HrdmaMetricsSource {
   }
 
   /**
-   * A source for {@code fs}, registered (the metrics system started first where none runs) on a
-   * daemon thread started here; a failure is logged, never thrown. {@link #close} undoes it,
-   * also when it comes first.
+   * A source for {@code fs}, registered (the metrics system started first where none runs)
+   * {@code delayMs} from now on the shared daemon thread; a failure is logged, never thrown.
+   * {@link #close} undoes it, also when it comes first (then nothing is started).
    */
-  static ClientMetrics register(RdmaDistributedFileSystem fs) {
+  static ClientMetrics register(RdmaDistributedFileSystem fs, long delayMs) {
     ClientMetrics m = new ClientMetrics(PREFIX + SEQ.incrementAndGet(), fs);
-    Thread t = new Thread(m::start, "hrdma-client-metrics-" + m.name());
-    t.setDaemon(true);
-    t.start();
+    synchronized (m) {
+      m.pending = Scheduler.INSTANCE.schedule(m::start, Math.max(0, delayMs), TimeUnit.MILLISECONDS);
+    }
     return m;
+  }
+
+  /** The daemon thread that registers sources; it ends when idle, so a JVM holds no thread for it. */
+  private static final class Scheduler {
+    static final ScheduledThreadPoolExecutor INSTANCE = make();
+
+    private static ScheduledThreadPoolExecutor make() {
+      ScheduledThreadPoolExecutor e = new ScheduledThreadPoolExecutor(1, r -> {
+        Thread t = new Thread(r, "hrdma-client-metrics");
+        t.setDaemon(true);
+        return t;
+      });
+      e.setRemoveOnCancelPolicy(true); // a closed file system's task goes at once
+      e.setKeepAliveTime(1, TimeUnit.SECONDS);
+      e.allowCoreThreadTimeOut(true);
+      return e;
+    }
+  }
+
+  /** Returns once every registration due by now has run (for tests). */
+  static void awaitDue() throws InterruptedException, java.util.concurrent.ExecutionException {
+    Scheduler.INSTANCE.submit(() -> { }).get();
+  }
+
+  /** Whether the source is still to be registered (for tests). */
+  synchronized boolean pending() {
+    return pending != null && !pending.isDone();
   }
 
   private void start() {
@@ -80,6 +115,9 @@ final class ClientMetrics extends HrdmaMetricsSource {
   /** Unregisters the source, or keeps it from being registered if that has not happened yet. */
   synchronized void close() {
     closed = true;
+    if (pending != null) {
+      pending.cancel(false);
+    }
     unregister();
   }
 

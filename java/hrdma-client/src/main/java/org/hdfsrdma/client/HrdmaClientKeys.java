@@ -29,6 +29,13 @@ public final class HrdmaClientKeys {
   public static final String METRICS_ENABLED_KEY = "hrdma.client.metrics.enabled";
   public static final boolean METRICS_ENABLED_DEFAULT = true;
   /**
+   * How long after a file system is created its metrics source is registered (and a metrics
+   * system started where none runs); one closed before that registers nothing, so a short command
+   * does not pay for a bean nobody reads. Default: one metrics period.
+   */
+  public static final String METRICS_DELAY_MS_KEY = "hrdma.client.metrics.delay-ms";
+  public static final long METRICS_DELAY_MS_DEFAULT = 10_000;
+  /**
    * Whether the client leases the JVM's shared transports (those the DataNode plugins of a
    * MiniDFSCluster in this JVM run) instead of transports of its own: auto (when the JVM has shared
    * transports open when the client starts, that is DataNodes run in it), true or false. Off by

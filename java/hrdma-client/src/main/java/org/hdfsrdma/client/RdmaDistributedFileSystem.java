@@ -107,8 +107,15 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
     fallbackRetryNanos = TimeUnit.MILLISECONDS.toNanos(conf.getLong(FALLBACK_RETRY_KEY, FALLBACK_RETRY_DEFAULT));
     zeroCopy = org.hdfsrdma.client.compat.ZeroCopyFallback.mmapEnabled(conf);
     if (enabled && conf.getBoolean(HrdmaClientKeys.METRICS_ENABLED_KEY, HrdmaClientKeys.METRICS_ENABLED_DEFAULT)) {
-      metrics = ClientMetrics.register(this);
+      metrics = ClientMetrics.register(this,
+          conf.getLong(HrdmaClientKeys.METRICS_DELAY_MS_KEY, HrdmaClientKeys.METRICS_DELAY_MS_DEFAULT));
     }
+  }
+
+  /** Whether this file system's metrics source is still to be registered (for tests). */
+  boolean metricsPending() {
+    ClientMetrics m = metrics;
+    return m != null && m.pending();
   }
 
   /** The name of this file system's metrics2 source (and JMX bean), null when it has none. */

@@ -2,6 +2,7 @@ package org.hdfsrdma.client;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -47,6 +48,7 @@ class MetricsTest {
     clientConf = new Configuration(conf);
     clientConf.set("fs.hdfs.impl", RdmaDistributedFileSystem.class.getName());
     clientConf.setBoolean("fs.hdfs.impl.disable.cache", true);
+    clientConf.setLong(HrdmaClientKeys.METRICS_DELAY_MS_KEY, 0); // the beans at once
   }
 
   @AfterAll
@@ -161,12 +163,7 @@ class MetricsTest {
         name = fs.metricsName();
         assertNotNull(name, "the client registered no metrics source");
       }
-      String threadName = "hrdma-client-metrics-" + name;
-      for (Thread t : Thread.getAllStackTraces().keySet()) {
-        if (t.getName().equals(threadName)) {
-          t.join(30_000);
-        }
-      }
+      ClientMetrics.awaitDue();
       assertTrue(JMX.queryNames(new ObjectName("Hadoop:name=" + name + ",*"), null).isEmpty(),
           "a bean left by a file system closed at once: " + name);
     }
@@ -179,6 +176,41 @@ class MetricsTest {
         Thread.sleep(20);
       }
       assertEquals(1, JMX.queryNames(on, null).size(), "no bean for an open file system");
+    }
+  }
+
+  /**
+   * With the default delay a file system closed within it (a short command) starts and registers
+   * nothing; one kept open past its delay gets its bean.
+   */
+  @Test
+  void aShortLivedFileSystemRegistersNothingWithTheDefaultDelay() throws Exception {
+    Configuration conf = new Configuration(clientConf);
+    conf.unset(HrdmaClientKeys.METRICS_DELAY_MS_KEY);
+    String name;
+    try (RdmaDistributedFileSystem fs = (RdmaDistributedFileSystem) FileSystem.newInstance(cluster.getURI(), conf)) {
+      name = fs.metricsName();
+      assertNotNull(name, "the client has no metrics source");
+      assertTrue(fs.metricsPending(), "registration is not pending during the default delay");
+      try (FSDataOutputStream out = fs.create(new Path("/metrics/short.bin"))) {
+        out.write(new byte[1000]);
+      }
+      assertTrue(JMX.queryNames(new ObjectName("Hadoop:name=" + name + ",*"), null).isEmpty(),
+          "registered within the default delay: " + name);
+    }
+    ClientMetrics.awaitDue();
+    assertTrue(JMX.queryNames(new ObjectName("Hadoop:name=" + name + ",*"), null).isEmpty(),
+        "a bean left by a file system closed within the delay: " + name);
+
+    conf.setLong(HrdmaClientKeys.METRICS_DELAY_MS_KEY, 300);
+    try (RdmaDistributedFileSystem fs = (RdmaDistributedFileSystem) FileSystem.newInstance(cluster.getURI(), conf)) {
+      ObjectName on = new ObjectName("Hadoop:name=" + fs.metricsName() + ",*");
+      long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
+      while (JMX.queryNames(on, null).isEmpty() && System.nanoTime() < deadline) {
+        Thread.sleep(20);
+      }
+      assertEquals(1, JMX.queryNames(on, null).size(), "no bean for a file system open past its delay");
+      assertFalse(fs.metricsPending());
     }
   }
 }
