@@ -196,6 +196,14 @@ final class MirrorPool implements AutoCloseable {
    * write is dropped. Owns the endpoint and the segment, which outlive the writes.
    */
   final class Pooled implements EndpointHandler {
+    /**
+     * Messages of no write here in a row past which the next DataNode is taken to flood the
+     * connection, which is closed: an honest one sends at most the tail of an earlier write (its
+     * acks of the packets in flight when it ended: at most a client's 65536 unacknowledged
+     * packets, and a response), and a flood would hold the I/O thread that serves this
+     * DataNode's other connections.
+     */
+    static final int MAX_STRAYS = 1 << 17;
     final Key key;
     private final String name;
     volatile Endpoint ep;
@@ -204,6 +212,7 @@ final class MirrorPool implements AutoCloseable {
     volatile long lastRequestId = Long.MIN_VALUE;
     long idleSince; // guarded by the pool
     private boolean closed; // guarded by this
+    private int strays; // the I/O thread's
 
     private Pooled(Key key, String name) {
       this.key = key;
@@ -292,8 +301,17 @@ final class MirrorPool implements AutoCloseable {
         LOG.debug("hrdma datanode: dropped a {} of request {} from {} (no write of it here)", m.kind(),
             m.requestId(), name);
         m.release();
+        if (++strays > MAX_STRAYS) {
+          LOG.warn("hrdma datanode: closing the connection to {}: {} messages in a row of no write here",
+              name, strays);
+          if (w != null) {
+            w.failed("closed: " + name + " sent " + strays + " messages in a row of no write here");
+          }
+          endpoint.close();
+        }
         return;
       }
+      strays = 0;
       w.onDecoded(endpoint, m);
     }
 

@@ -194,4 +194,40 @@ class MirrorPoolTest {
     pool.close();
     assertEquals(0, pool.liveConnections());
   }
+
+  /**
+   * A next DataNode that sends messages of no write here without end has its connection closed
+   * after {@link MirrorPool.Pooled#MAX_STRAYS} in a row; one message of the current write between
+   * them starts the count again, and nothing is held.
+   */
+  @Test
+  void aNextDataNodeFloodingMessagesOfNoWriteIsClosed() throws Exception {
+    org.hdfsrdma.transport.BufferPool buffers = new org.hdfsrdma.transport.BufferPool(
+        org.hdfsrdma.transport.SlabAllocator.DIRECT, 1 << 16, 1 << 20);
+    MirrorPool pool = new MirrorPool(4, 60_000);
+    MirrorPool.Pooled p = connected(pool, A);
+    WriteMirror w = new WriteMirror("dn2", endpoint(), QUIET, new java.util.concurrent.atomic.AtomicLong(), pool, p);
+    p.lend(w, 5);
+    w.requestId = 5;
+    PipelineAckProto ack = PipelineAckProto.newBuilder().setSeqno(1).build();
+    for (int round = 0; round < 2; round++) {
+      for (int i = 0; i < MirrorPool.Pooled.MAX_STRAYS; i++) {
+        p.onMessage(p.ep, org.hdfsrdma.protocol.MessageCodec.encode(buffers,
+            org.hdfsrdma.protocol.MessageKind.PIPELINE_ACK, 4, ack, null));
+      }
+      assertTrue(p.isOpen(), "closed within an honest tail, round " + round);
+      // one message of the current write: the count starts again
+      p.onMessage(p.ep, org.hdfsrdma.protocol.MessageCodec.encode(buffers,
+          org.hdfsrdma.protocol.MessageKind.PIPELINE_ACK, 5, ack, null));
+    }
+    for (int i = 0; i <= MirrorPool.Pooled.MAX_STRAYS; i++) {
+      p.onMessage(p.ep, org.hdfsrdma.protocol.MessageCodec.encode(buffers,
+          org.hdfsrdma.protocol.MessageKind.PIPELINE_ACK, 4, ack, null));
+    }
+    assertFalse(p.isOpen(), "a flood of messages of no write here is not closed");
+    w.close(false);
+    assertEquals(0, buffers.buffersOutstanding(), "a message held");
+    pool.close();
+    assertEquals(0, pool.liveConnections());
+  }
 }
