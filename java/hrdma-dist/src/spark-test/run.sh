@@ -9,17 +9,11 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../.." && pwd)"
 cd "$ROOT"
 HERE=java/hrdma-dist/src/spark-test
-VERSION=${PYSPARK_VERSION:-4.3.0}
-VENV=build/spark-venv
 DIR=build/spark-cluster
 START=$(date +%s)
 log() { echo "spark-test [$(( $(date +%s) - START ))s]: $*" >&2; }
 
-if ! "$VENV/bin/python" -c "import pyspark, sys; sys.exit(pyspark.__version__ != '$VERSION')" 2>/dev/null; then
-  log "installing pyspark==$VERSION into $VENV (PyPI)"
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q "pyspark==$VERSION"
-fi
+PYTHON=$(benchmarks/spark/venv.sh)
 JAR=$(ls java/hrdma-dist/target/hrdma-hadoop-plugin-*.jar 2>/dev/null | head -1 || true)
 TOOLS_JAR=java/hrdma-tools/target/hrdma-tools-0.1.0-SNAPSHOT.jar
 if [ -z "$JAR" ] || [ ! -f "$TOOLS_JAR" ] || [ "${HRDMA_REBUILD:-0}" = 1 ]; then
@@ -44,4 +38,4 @@ rm -rf "$DIR"
 log "starting a local cluster in $DIR"
 bin/hrdma cluster start --dir "$DIR" --datanodes 2 --jvm-opts "-Xmx384m" >/dev/null
 log "running the PySpark job"
-"$VENV/bin/python" "$HERE/spark_job.py" "$ROOT/$JAR" "$ROOT/$DIR/client-site.xml"
+"$PYTHON" "$HERE/spark_job.py" "$ROOT/$JAR" "$ROOT/$DIR/client-site.xml"

@@ -3,7 +3,7 @@ package org.hdfsrdma.bench;
 import java.util.Arrays;
 
 /**
- * Dispatches the measuring commands of bin/hrdma: perf, bench fs|pread|zcr|shell|seal|disk|dfsio|randomwriter|sort|sweep|netns
+ * Dispatches the measuring commands of bin/hrdma: perf, bench fs|pread|zcr|shell|spark|seal|disk|dfsio|randomwriter|sort|sweep|netns
  * (doctor, serve, demo and cluster: org.hdfsrdma.tools.Main, on the same class path).
  */
 public final class Main {
@@ -27,11 +27,12 @@ public final class Main {
           case "seal" -> org.hdfsrdma.bench.fs.SealBench.main(more);
           case "zcr" -> org.hdfsrdma.bench.fs.ZcrBench.main(more);
           case "shell" -> org.hdfsrdma.bench.fs.ShellBench.main(more);
+          case "spark" -> org.hdfsrdma.bench.fs.SparkBench.main(more);
           case "netns" -> System.exit(org.hdfsrdma.bench.net.NetnsMain.run(more, System.out, System.err));
           case "job-child" -> System.exit(org.hdfsrdma.bench.mr.JobChild.main(more));
           case "dfsio", "randomwriter", "sort", "sweep" -> org.hdfsrdma.bench.mr.MrBench.main(what, more);
           default -> {
-            System.err.println("usage: bench fs|pread|zcr|shell|seal|disk|dfsio|randomwriter|sort|sweep|netns [options]   ('bench X --help' "
+            System.err.println("usage: bench fs|pread|zcr|shell|spark|seal|disk|dfsio|randomwriter|sort|sweep|netns [options]   ('bench X --help' "
                 + "lists them)");
             System.exit(2);
           }
