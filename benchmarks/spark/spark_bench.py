@@ -6,11 +6,12 @@ usage: spark_bench.py ours|stock CLIENT_SITE_XML PATH ROWS [PLUGIN_JAR]
 ours: Spark gets the plugin jar (spark.jars) and every setting of CLIENT_SITE_XML (fs.hdfs.impl
 among them), as an operator deploys our client; stock: the same settings but fs.hdfs.impl, and no
 jar. Everything else is the same for both. The JSON line holds the seconds of the write and of
-the scan, the table's bytes, the rows counted, and for ours the client's counters (bytes written
+the scan, the Spark JVM's CPU seconds in each, the table's bytes, the rows counted, and for ours the client's counters (bytes written
 and read over hrdma, stock fallbacks), so the harness can check that our path carried the bytes.
 Exit code 0 only when the rows read back are the rows written.
 """
 import json
+import os
 import sys
 import time
 import xml.etree.ElementTree as ET
@@ -21,6 +22,13 @@ from pyspark.sql import functions as F
 OURS = "org.hdfsrdma.client.RdmaDistributedFileSystem"
 # md5's 32 hex digits, 32 times: 1 KiB a row, different in every row, stored as such (uncompressed)
 PAD_REPEAT = 32
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds of process pid so far (all its threads), from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main():
@@ -48,19 +56,22 @@ def main():
     try:
         df = (spark.range(0, rows, numPartitions=4)
               .withColumn("pad", F.expr(f"repeat(md5(cast(id as string)), {PAD_REPEAT})")))
-        t0 = time.monotonic()
+        jvm = spark._jvm
+        pid = jvm.java.lang.ProcessHandle.current().pid()
+        c0, t0 = cpu_seconds(pid), time.monotonic()
         df.write.mode("overwrite").parquet(path)
-        t1 = time.monotonic()
+        c1, t1 = cpu_seconds(pid), time.monotonic()
         agg = spark.read.parquet(path).agg(F.count(F.lit(1)).alias("n"), F.sum("id").alias("s"),
                                            F.sum(F.length("pad")).alias("p")).collect()[0]
-        t2 = time.monotonic()
-        jvm = spark._jvm
+        c2, t2 = cpu_seconds(pid), time.monotonic()
         conf = spark._jsc.hadoopConfiguration()
         fs = jvm.org.apache.hadoop.fs.FileSystem.get(jvm.java.net.URI(props["fs.defaultFS"]), conf)
         out = {
             "mode": mode,
             "write_s": t1 - t0,
             "scan_s": t2 - t1,
+            "write_cpu_s": c1 - c0,
+            "scan_cpu_s": c2 - c1,
             "rows": agg["n"],
             "bytes": fs.getContentSummary(jvm.org.apache.hadoop.fs.Path(path)).getLength(),
             "fs": fs.getClass().getName(),

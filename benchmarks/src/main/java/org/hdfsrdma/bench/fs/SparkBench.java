@@ -53,8 +53,11 @@ public final class SparkBench {
     }
   }
 
-  /** One job's figures: its write and scan seconds, its whole wall time, the table's bytes. */
-  record Run(double write, double scan, double job, long bytes) {}
+  /**
+   * One job's figures: its write and scan seconds, its whole wall time, the table's bytes, the
+   * Spark JVM's CPU seconds in the write and in the scan, the DataNodes' CPU seconds during the job.
+   */
+  record Run(double write, double scan, double job, long bytes, double writeCpu, double scanCpu, double dataNodeCpu) {}
 
   public static void main(String[] args) {
     FsMain.quietLogging();
@@ -154,7 +157,7 @@ public final class SparkBench {
             cmd.add(pluginJar.toString());
           }
           err.printf("hrdma bench spark: run %d/%d, %s%n", run, o.runs(), mode);
-          Run r = job(cmd, work, mode, o.rows(), failures);
+          Run r = job(cmd, work, mode, o.rows(), c.dataNodePids(), failures);
           if (r != null) {
             runs.computeIfAbsent(mode, k -> new ArrayList<>()).add(r);
           }
@@ -176,12 +179,13 @@ public final class SparkBench {
   }
 
   /** Runs one job; its figures, or null (and a failure noted) when it failed or did not use the path asked for. */
-  private static Run job(List<String> cmd, Path work, String mode, long rows, List<String> failures)
-      throws IOException, InterruptedException {
+  private static Run job(List<String> cmd, Path work, String mode, long rows, List<Long> dataNodes,
+      List<String> failures) throws IOException, InterruptedException {
     Path log = work.resolve("job-" + mode + ".log");
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile())
         .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")));
     pb.environment().put("JAVA_HOME", System.getProperty("java.home"));
+    long dn0 = cpuTicks(dataNodes);
     long t0 = System.nanoTime();
     Process p = pb.start();
     if (!p.waitFor(30, TimeUnit.MINUTES)) {
@@ -190,6 +194,7 @@ public final class SparkBench {
       return null;
     }
     double wall = (System.nanoTime() - t0) / 1e9;
+    double dnCpu = (cpuTicks(dataNodes) - dn0) / (double) CLK_TCK;
     List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8);
     JsonNode j = null;
     for (String l : lines) {
@@ -203,7 +208,21 @@ public final class SparkBench {
           + String.join("\n  ", lines.subList(Math.max(0, lines.size() - 8), lines.size())));
       return null;
     }
-    return new Run(j.get("write_s").asDouble(), j.get("scan_s").asDouble(), wall, j.get("bytes").asLong());
+    return new Run(j.get("write_s").asDouble(), j.get("scan_s").asDouble(), wall, j.get("bytes").asLong(),
+        j.path("write_cpu_s").asDouble(), j.path("scan_cpu_s").asDouble(), dnCpu);
+  }
+
+  private static final long CLK_TCK = 100; // USER_HZ, which /proc/PID/stat counts in
+
+  /** User and system CPU of the processes {@code pids} so far (all their threads), in clock ticks. */
+  static long cpuTicks(List<Long> pids) throws IOException {
+    long sum = 0;
+    for (long pid : pids) {
+      String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
+      String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+      sum += Long.parseLong(f[11]) + Long.parseLong(f[12]); // fields 14 and 15: utime, stime
+    }
+    return sum;
   }
 
   /** Why a job's result does not count, or null when it does. */
@@ -258,16 +277,32 @@ public final class SparkBench {
       return t.toString();
     }
     double mb = ShellBench.median(ours.stream().mapToDouble(r -> r.bytes() / 1e6).toArray());
-    t.append(String.format("%-6s %10s %10s %12s %12s %14s%n", "phase", "ours s", "stock s", "ours MB/s", "stock MB/s",
-        "ours vs stock"));
+    t.append(String.format("%-6s %10s %10s %12s %12s %14s %11s %11s%n", "phase", "ours s", "stock s", "ours MB/s",
+        "stock MB/s", "ours vs stock", "ours cpu s", "stock cpu s"));
     for (String phase : List.of("write", "scan", "job")) {
-      double os = ShellBench.median(ours.stream().mapToDouble(r -> seconds(r, phase)).toArray());
-      double ss = ShellBench.median(stock.stream().mapToDouble(r -> seconds(r, phase)).toArray());
-      t.append(String.format("%-6s %10.2f %10.2f %12.1f %12.1f %13.2fx%n", phase, os, ss, mb / os, mb / ss, ss / os));
+      double os = median(ours, r -> seconds(r, phase));
+      double ss = median(stock, r -> seconds(r, phase));
+      double oc = median(ours, r -> cpu(r, phase));
+      double sc = median(stock, r -> cpu(r, phase));
+      t.append(String.format("%-6s %10.2f %10.2f %12.1f %12.1f %13.2fx %11.2f %11.2f%n", phase, os, ss, mb / os, mb / ss,
+          ss / os, oc, sc));
     }
     t.append(String.format("table %.1f MB; ours vs stock: stock's median time over ours' (above 1: ours is quicker); "
-        + "job: the whole process (Python, the JVM's start, Spark's set-up, write, scan)%n", mb));
+        + "job: the whole process (Python, the JVM's start, Spark's set-up, write, scan); cpu: the Spark JVM's in "
+        + "the write and the scan, the three DataNodes' during the whole job%n", mb));
     return t.toString();
+  }
+
+  private static double median(List<Run> runs, java.util.function.ToDoubleFunction<Run> f) {
+    return ShellBench.median(runs.stream().mapToDouble(f).toArray());
+  }
+
+  private static double cpu(Run r, String phase) {
+    return switch (phase) {
+      case "write" -> r.writeCpu();
+      case "scan" -> r.scanCpu();
+      default -> r.dataNodeCpu();
+    };
   }
 
   private static double seconds(Run r, String phase) {

@@ -75,15 +75,29 @@ class SparkBenchTest {
   void theTableGivesMediansAndStocksTimeOverOurs() {
     SparkBench.Options o = SparkBench.parse(new String[] {"--size", "1M", "--runs", "3"});
     String t = SparkBench.render(o, Map.of(
-        "ours", List.of(new SparkBench.Run(1, 2, 10, 1_000_000), new SparkBench.Run(2, 4, 12, 1_000_000),
-            new SparkBench.Run(9, 9, 30, 1_000_000)),
-        "stock", List.of(new SparkBench.Run(4, 2, 12, 1_000_000), new SparkBench.Run(4, 2, 12, 1_000_000),
-            new SparkBench.Run(4, 2, 12, 1_000_000))));
-    // medians: ours write 2 s, scan 4 s, job 12 s; stock 4, 2, 12
-    assertTrue(t.matches("(?s).*write +2\\.00 +4\\.00 +0\\.5 +0\\.3 +2\\.00x.*"), t);
-    assertTrue(t.matches("(?s).*scan +4\\.00 +2\\.00 +0\\.3 +0\\.5 +0\\.50x.*"), t);
-    assertTrue(t.matches("(?s).*job +12\\.00 +12\\.00 +0\\.1 +0\\.1 +1\\.00x.*"), t);
-    assertTrue(SparkBench.render(o, Map.of("ours", List.of(new SparkBench.Run(1, 1, 1, 1))))
+        "ours", List.of(new SparkBench.Run(1, 2, 10, 1_000_000, 1, 2, 3),
+            new SparkBench.Run(2, 4, 12, 1_000_000, 2, 3, 4), new SparkBench.Run(9, 9, 30, 1_000_000, 9, 9, 9)),
+        "stock", List.of(new SparkBench.Run(4, 2, 12, 1_000_000, 5, 6, 7),
+            new SparkBench.Run(4, 2, 12, 1_000_000, 5, 6, 7), new SparkBench.Run(4, 2, 12, 1_000_000, 5, 6, 7))));
+    // medians: ours write 2 s, scan 4 s, job 12 s, cpu 2, 3, 4; stock 4, 2, 12, cpu 5, 6, 7
+    assertTrue(t.matches("(?s).*write +2\\.00 +4\\.00 +0\\.5 +0\\.3 +2\\.00x +2\\.00 +5\\.00.*"), t);
+    assertTrue(t.matches("(?s).*scan +4\\.00 +2\\.00 +0\\.3 +0\\.5 +0\\.50x +3\\.00 +6\\.00.*"), t);
+    assertTrue(t.matches("(?s).*job +12\\.00 +12\\.00 +0\\.1 +0\\.1 +1\\.00x +4\\.00 +7\\.00.*"), t);
+    assertTrue(SparkBench.render(o, Map.of("ours", List.of(new SparkBench.Run(1, 1, 1, 1, 1, 1, 1))))
         .contains("no complete pair"));
+  }
+
+  @Test
+  void aProcesssCpuIsReadFromProc() throws Exception {
+    long self = ProcessHandle.current().pid();
+    long before = SparkBench.cpuTicks(List.of(self));
+    java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
+    long end = threads.getCurrentThreadCpuTime() + 300_000_000L;
+    long x = 0;
+    while (threads.getCurrentThreadCpuTime() < end) {
+      x += x * 31 + 7;
+    }
+    long spent = SparkBench.cpuTicks(List.of(self)) - before;
+    assertTrue(spent >= 20 && x != 1, "300 ms of this thread's CPU counted " + spent + " ticks");
   }
 }
