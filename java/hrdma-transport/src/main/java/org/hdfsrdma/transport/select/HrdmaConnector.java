@@ -119,7 +119,9 @@ public final class HrdmaConnector implements AutoCloseable {
    * {@code service}. Blocks the calling thread (not an I/O thread) for at most a connect
    * timeout and a hello timeout (and a second), all transports tried together: one deadline
    * for the bootstrap and every transport after it, so that a server that accepts and never
-   * answers costs its caller one wait, not one per transport.
+   * answers costs its caller one wait, not one per transport. The transports before tcp in the
+   * order leave tcp, which needs a connection of its own, a reserve of that deadline (half of
+   * what the bootstrap left, at most a connect timeout).
    *
    * @throws TransportException the service port cannot be reached or refuses
    *     the hello (its subclass says which), or {@link NegotiationException}
@@ -141,8 +143,8 @@ public final class HrdmaConnector implements AutoCloseable {
     ensureOpen();
     HelloReply reply;
     if (order.get(0).equals(TcpTransportProvider.NAME)) {
-      // tcp first: what a bootstrap would lead to, if offered (every HrdmaServer offers it), so its
-      // own connection is the bootstrap, as before there was a Netty-free one
+      // tcp first: every HrdmaServer offers it, so tcp's own connection serves as the bootstrap
+      // (one connection, one hello); a server that does not offer it still sent its offers here
       Gate gate = new Gate(handler);
       TcpEndpoint ep = await(tcp().connect(service, gate, order), TcpTransportProvider.NAME, service, deadline);
       reply = ep.helloReply();
@@ -167,7 +169,7 @@ public final class HrdmaConnector implements AutoCloseable {
       offered.putIfAbsent(a.getTransport(), a);
     }
     if (order.get(0).equals(TcpTransportProvider.NAME)) {
-      offered.remove(TcpTransportProvider.NAME); // refused above
+      offered.remove(TcpTransportProvider.NAME); // not offered: not tried again
     }
     // tcp needs a connection of its own now: the transports before it in the order share the
     // deadline less a reserve for it (half of what is left, at most a connect timeout), so that
