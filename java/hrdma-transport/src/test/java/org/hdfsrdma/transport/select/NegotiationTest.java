@@ -37,6 +37,7 @@ class NegotiationTest {
   private HrdmaConnector connector;
   private final AtomicInteger serverConnected = new AtomicInteger();
   private final AtomicInteger serverClosed = new AtomicInteger();
+  private final List<String> closeCauses = new java.util.concurrent.CopyOnWriteArrayList<>();
 
   private static TransportConf conf(String order) {
     return TransportConf.defaults()
@@ -82,6 +83,7 @@ class NegotiationTest {
 
       @Override
       public void onClosed(Endpoint endpoint, Throwable cause) {
+        closeCauses.add(String.valueOf(cause));
         serverClosed.incrementAndGet();
       }
     }, "127.0.0.1", 0);
@@ -179,6 +181,7 @@ class NegotiationTest {
       Thread.sleep(5);
     }
     assertEquals(1, serverClosed.get(), "the bootstrap endpoint closes at the server");
+    assertEquals(List.of("null"), closeCauses, "an orderly close (CLOSE), not a broken connection");
     assertEquals(2, serverConnected.get());
     // The bootstrap was a plain socket: no tcp transport (no Netty) on the client.
     assertEquals(List.of("tcp2"), List.copyOf(connector.transports().keySet()));
