@@ -100,7 +100,6 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
   @Override
   public void initialize(URI uri, Configuration conf) throws IOException {
     HadoopVersion.check(HadoopVersion.running());
-    org.hdfsrdma.transport.tcp.NettyStartup.apply();
     super.initialize(uri, conf);
     enabled = conf.getBoolean(ENABLED_KEY, HrdmaClientKeys.ENABLED_DEFAULT);
     streamBase = enabled && StreamBaseLoader.ensure(RdmaDistributedFileSystem.class.getClassLoader());

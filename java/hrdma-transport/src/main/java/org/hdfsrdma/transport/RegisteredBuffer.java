@@ -1,21 +1,27 @@
 package org.hdfsrdma.transport;
 
-import io.netty.util.AbstractReferenceCounted;
 import java.nio.ByteBuffer;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 /**
  * Direct memory a transport can send from and receive into, registered with
- * the fabric where the transport has one. Reference counted with Netty's
- * {@link io.netty.util.ReferenceCounted} rules: whoever holds a reference
- * releases it once; the last release returns the memory to its owner.
+ * the fabric where the transport has one. Reference counted with the rules of
+ * Netty's {@code ReferenceCounted} (but none of its classes, so that a client on
+ * ucx loads no Netty): a new buffer holds one reference; whoever holds a
+ * reference releases it once; the last release returns the memory to its
+ * owner; {@link #retain} or {@link #release} past the last release throws
+ * {@link IllegalReferenceCountException}. The count is thread-safe.
  *
  * <p>The message or data is {@link #nio()} from position to limit. The
  * {@code ByteBuffer} is the buffer's own view: not thread-safe, and not to be
  * used after the last release.
  */
-public abstract class RegisteredBuffer extends AbstractReferenceCounted {
+public abstract class RegisteredBuffer {
   /** The alignment {@link #placeAligned} asks for: a page, what O_DIRECT needs (the native core's). */
   public static final int PLACE_PAGE = org.hdfsrdma.nativelib.Jni.PLACE_PAGE;
+  private static final AtomicIntegerFieldUpdater<RegisteredBuffer> REF_CNT =
+      AtomicIntegerFieldUpdater.newUpdater(RegisteredBuffer.class, "refCnt");
+  private volatile int refCnt = 1;
   private final ByteBuffer nio;
   private final long address;
   private volatile Runnable releaseHook;
@@ -81,8 +87,58 @@ public abstract class RegisteredBuffer extends AbstractReferenceCounted {
     this.releaseHook = hook;
   }
 
-  @Override
-  protected final void deallocate() {
+  /** References held now; 0 once the last was released. */
+  public final int refCnt() {
+    return refCnt;
+  }
+
+  /** Adds a reference. */
+  public final RegisteredBuffer retain() {
+    return retain(1);
+  }
+
+  /** Adds {@code increment} references. */
+  public final RegisteredBuffer retain(int increment) {
+    if (increment <= 0) {
+      throw new IllegalArgumentException("increment: " + increment + " (expected: > 0)");
+    }
+    for (;;) {
+      int c = refCnt;
+      if (c <= 0 || c + increment < c) { // released already, or the count would overflow
+        throw new IllegalReferenceCountException(c, increment);
+      }
+      if (REF_CNT.compareAndSet(this, c, c + increment)) {
+        return this;
+      }
+    }
+  }
+
+  /** Drops a reference; true when it was the last, the memory then back with its owner. */
+  public final boolean release() {
+    return release(1);
+  }
+
+  /** Drops {@code decrement} references; true when they were the last. */
+  public final boolean release(int decrement) {
+    if (decrement <= 0) {
+      throw new IllegalArgumentException("decrement: " + decrement + " (expected: > 0)");
+    }
+    for (;;) {
+      int c = refCnt;
+      if (c < decrement) {
+        throw new IllegalReferenceCountException(c, -decrement);
+      }
+      if (REF_CNT.compareAndSet(this, c, c - decrement)) {
+        if (c == decrement) {
+          deallocate();
+          return true;
+        }
+        return false;
+      }
+    }
+  }
+
+  private void deallocate() {
     Runnable hook = releaseHook;
     releaseHook = null;
     placeAt = -1;
@@ -94,17 +150,6 @@ public abstract class RegisteredBuffer extends AbstractReferenceCounted {
 
   /** Gives the memory back to its owner. */
   protected abstract void recycle();
-
-  @Override
-  public RegisteredBuffer touch(Object hint) {
-    return this;
-  }
-
-  @Override
-  public RegisteredBuffer retain() {
-    super.retain();
-    return this;
-  }
 
   @Override
   public String toString() {

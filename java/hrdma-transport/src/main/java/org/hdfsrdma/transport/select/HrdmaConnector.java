@@ -20,6 +20,7 @@ import org.hdfsrdma.transport.Transport;
 import org.hdfsrdma.transport.TransportConf;
 import org.hdfsrdma.transport.TransportException;
 import org.hdfsrdma.transport.Transports;
+import org.hdfsrdma.transport.tcp.TcpBootstrap;
 import org.hdfsrdma.transport.tcp.TcpEndpoint;
 import org.hdfsrdma.transport.tcp.TcpTransport;
 import org.hdfsrdma.transport.tcp.TcpTransportProvider;
@@ -28,12 +29,16 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The client half of transport negotiation (see {@link HrdmaServer}).
- * {@link #connect} dials the server's tcp service port, sends a hello with
- * this side's {@code hrdma.transport.order}, reads the server's offers, and
- * tries the offered transports in the client's order: tcp keeps the
- * bootstrap connection, any other connects to the offered port and, once
- * connected, the bootstrap connection is closed. A transport that fails or
- * times out is logged once and the next one is tried.
+ * {@link #connect} dials the server's tcp service port on a blocking JDK socket
+ * ({@link TcpBootstrap}, no Netty), sends a hello with this side's
+ * {@code hrdma.transport.order}, reads the server's offers, closes that bootstrap
+ * connection, and tries the offered transports in the client's order: each connects
+ * to its offered port, tcp too (a second connection to the service port, with a hello
+ * of its own, made by the Netty tcp transport). A transport that fails or times out
+ * is logged once and the next one is tried. So a client whose connections go over
+ * ucx or stream never creates the tcp transport, and never loads Netty. Where tcp
+ * comes first in the order, the tcp transport's own connection is the bootstrap and,
+ * offered, the one kept (no second hello).
  *
  * <p>The user's handler sees only the chosen endpoint: its
  * {@code onConnected} runs (on the connecting thread) when the choice is
@@ -78,6 +83,7 @@ public final class HrdmaConnector implements AutoCloseable {
   private final TransportConf conf;
   private final List<String> order;
   private final long waitMs;
+  private final int connectMs;
   private final Map<String, Transport> transports = new LinkedHashMap<>(); // guarded by this
   private TcpTransport tcp; // guarded by this
   private boolean closed;   // guarded by this
@@ -105,6 +111,7 @@ public final class HrdmaConnector implements AutoCloseable {
     // A transport's own timeouts (the connect timeout for the connection itself, the hello
     // timeout for the peer's hello reply) should fire first; this is the backstop.
     this.waitMs = (long) connectMs + helloMs + 1000;
+    this.connectMs = connectMs;
   }
 
   /**
@@ -112,7 +119,9 @@ public final class HrdmaConnector implements AutoCloseable {
    * {@code service}. Blocks the calling thread (not an I/O thread) for at most a connect
    * timeout and a hello timeout (and a second), all transports tried together: one deadline
    * for the bootstrap and every transport after it, so that a server that accepts and never
-   * answers costs its caller one wait, not one per transport.
+   * answers costs its caller one wait, not one per transport. The transports before tcp in the
+   * order leave tcp, which needs a connection of its own, a reserve of that deadline (half of
+   * what the bootstrap left, at most a connect timeout).
    *
    * @throws TransportException the service port cannot be reached or refuses
    *     the hello (its subclass says which), or {@link NegotiationException}
@@ -131,29 +140,51 @@ public final class HrdmaConnector implements AutoCloseable {
   public Connection connect(InetSocketAddress service, EndpointHandler handler, long budgetMs)
       throws TransportException {
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(Math.max(1, Math.min(budgetMs, waitMs)));
-    Gate bootstrapGate = new Gate(handler);
-    TcpEndpoint bootstrap = await(tcp().connect(service, bootstrapGate, order), "tcp", service, deadline);
-    HelloReply reply = bootstrap.helloReply();
+    ensureOpen();
+    HelloReply reply;
+    if (order.get(0).equals(TcpTransportProvider.NAME)) {
+      // tcp first: every HrdmaServer offers it, so tcp's own connection serves as the bootstrap
+      // (one connection, one hello); a server that does not offer it still sent its offers here
+      Gate gate = new Gate(handler);
+      TcpEndpoint ep = await(tcp().connect(service, gate, order), TcpTransportProvider.NAME, service, deadline);
+      reply = ep.helloReply();
+      if (reply.getOffersList().stream().anyMatch(a -> a.getTransport().equals(TcpTransportProvider.NAME))) {
+        List<Attempt> attempts = List.of(new Attempt(TcpTransportProvider.NAME, null));
+        gate.open(ep);
+        LOG.debug("hrdma: connected to {} with tcp ({})", service, attempts);
+        return new Connection(track(ep), TcpTransportProvider.NAME, attempts);
+      }
+      gate.discard();
+      ep.close();
+    } else {
+      // The offers only: the bootstrap carries nothing else, so it closes before any transport is
+      // tried. Keeping it for tcp would need the Netty transport to adopt a JDK socket (and what
+      // was read ahead on it); a tcp choice after others pays a second connection and hello instead.
+      try (TcpBootstrap bootstrap = TcpBootstrap.connect(service, order, conf, deadline)) {
+        reply = bootstrap.helloReply();
+      }
+    }
     Map<String, TransportAddress> offered = new LinkedHashMap<>();
     for (TransportAddress a : reply.getOffersList()) {
       offered.putIfAbsent(a.getTransport(), a);
     }
+    if (order.get(0).equals(TcpTransportProvider.NAME)) {
+      offered.remove(TcpTransportProvider.NAME); // not offered: not tried again
+    }
+    // tcp needs a connection of its own now: the transports before it in the order share the
+    // deadline less a reserve for it (half of what is left, at most a connect timeout), so that
+    // one that hangs to the end still leaves tcp as the fallback.
+    int tcpAt = offered.containsKey(TcpTransportProvider.NAME) ? order.indexOf(TcpTransportProvider.NAME) : -1;
+    long tcpReserve = Math.min(TimeUnit.MILLISECONDS.toNanos(connectMs),
+        Math.max(0, deadline - System.nanoTime()) / 2);
     List<Attempt> attempts = new ArrayList<>();
-    for (String name : order) {
+    for (int i = 0; i < order.size(); i++) {
+      String name = order.get(i);
+      long until = i < tcpAt ? deadline - tcpReserve : deadline;
       TransportAddress offer = offered.get(name);
       if (offer == null) {
         attempts.add(new Attempt(name, "not offered by the server"));
         continue;
-      }
-      if (name.equals(TcpTransportProvider.NAME)) {
-        if (bootstrap.isClosed()) {
-          attempts.add(new Attempt(name, "bootstrap connection closed during negotiation"));
-          continue;
-        }
-        attempts.add(new Attempt(name, null));
-        bootstrapGate.open(bootstrap);
-        LOG.debug("hrdma: connected to {} with tcp ({})", service, attempts);
-        return new Connection(track(bootstrap), name, List.copyOf(attempts));
       }
       InetSocketAddress target = offer.getHost().isEmpty()
           ? (service.isUnresolved() ? InetSocketAddress.createUnresolved(service.getHostString(),
@@ -161,11 +192,10 @@ public final class HrdmaConnector implements AutoCloseable {
           : new InetSocketAddress(offer.getHost(), offer.getPort());
       Gate gate = new Gate(handler);
       try {
-        Transport t = transport(name);
-        Endpoint ep = await(t.connect(target, gate), name, target, deadline);
+        Endpoint ep = name.equals(TcpTransportProvider.NAME)
+            ? await(tcp().connect(target, gate, order), name, target, until)
+            : await(transport(name).connect(target, gate), name, target, until);
         attempts.add(new Attempt(name, null));
-        bootstrapGate.discard();
-        bootstrap.close();
         gate.open(ep);
         LOG.debug("hrdma: connected to {} with {} ({})", service, name, attempts);
         return new Connection(track(ep), name, List.copyOf(attempts));
@@ -176,33 +206,28 @@ public final class HrdmaConnector implements AutoCloseable {
         attempts.add(new Attempt(name, why));
       }
     }
-    bootstrapGate.discard();
-    bootstrap.close();
     throw new NegotiationException("hrdma: no transport to " + service + " worked: " + attempts
         + " (server offers " + HrdmaServer.describe(reply.getOffersList()) + ")", attempts);
   }
 
   /**
-   * Creates the transports a first {@link #connect} would create (tcp for the hello, and the first
-   * of the others in this side's order that can run here), so that it does not wait for them:
-   * a UCX transport's context, worker and I/O thread take tens to hundreds of milliseconds, which
-   * a forwarding DataNode's first write would otherwise spend (ConnectorPrepareTest). One that
-   * cannot be created is left to {@code connect}, which tries it again and says why. Blocks while
-   * it creates them (not on an I/O thread); never throws.
+   * Creates the transport a first {@link #connect} to a server offering everything would use:
+   * the first of this side's order that can be made here (ucx, where the native library and UCX
+   * are; tcp only where it comes first or nothing before it runs here), so that a connect does
+   * not wait for it: a UCX transport's context, worker and I/O thread take tens to hundreds of
+   * milliseconds, which a forwarding DataNode's first write would otherwise spend
+   * (ConnectorPrepareTest). The bootstrap hello needs no transport. One that cannot be created
+   * is left to {@code connect}, which tries it again and says why. Blocks while it creates it
+   * (not on an I/O thread); never throws.
    */
   public void prepare() {
-    try {
-      tcp();
-    } catch (TransportException | RuntimeException e) {
-      LOG.debug("hrdma: cannot prepare tcp: {}", e.toString());
-      return;
-    }
     for (String name : order) {
-      if (name.equals(TcpTransportProvider.NAME)) {
-        continue;
-      }
       try {
-        transport(name);
+        if (name.equals(TcpTransportProvider.NAME)) {
+          tcp();
+        } else {
+          transport(name);
+        }
         return;
       } catch (TransportException | RuntimeException e) {
         LOG.debug("hrdma: cannot prepare {}: {}", name, e.toString());
@@ -256,10 +281,14 @@ public final class HrdmaConnector implements AutoCloseable {
     return ep;
   }
 
-  private synchronized TcpTransport tcp() throws TransportException {
+  private synchronized void ensureOpen() throws TransportException {
     if (closed) {
       throw new TransportException.Closed("connector closed");
     }
+  }
+
+  private synchronized TcpTransport tcp() throws TransportException {
+    ensureOpen();
     if (tcp == null) {
       tcp = (TcpTransport) (leases != null ? lease(TcpTransportProvider.NAME) : new TcpTransport(conf));
       transports.put(TcpTransportProvider.NAME, tcp);
@@ -268,9 +297,7 @@ public final class HrdmaConnector implements AutoCloseable {
   }
 
   private synchronized Transport transport(String name) throws TransportException {
-    if (closed) {
-      throw new TransportException.Closed("connector closed");
-    }
+    ensureOpen();
     Transport t = transports.get(name);
     if (t == null) {
       t = leases != null ? lease(name) : Transports.create(name, conf);

@@ -1,9 +1,8 @@
 package org.hdfsrdma.transport.tcp;
 
-import io.netty.util.internal.PlatformDependent;
-
 /**
  * Settings for the Netty this project carries, made before any of its classes initialize.
+ * Touches no Netty class itself: a JVM that never uses Netty (a client on ucx) loads none.
  *
  * <p>In the plugin jar Netty is relocated (under {@code org.hdfsrdma.shaded.}), and so are the
  * system properties it reads: a property set here by its plain name reaches only that copy
@@ -14,24 +13,28 @@ import io.netty.util.internal.PlatformDependent;
  * about 0.25 s of CPU of a short command ({@code hadoop fs -put} of a small file) for events no
  * recording of the relocated copy is ever asked for. They are off unless the user set the
  * (relocated) property.
+ *
+ * <p>Called where Netty starts: {@link TcpTransport}'s class initialization (every tcp
+ * transport, client or server), and by the other users of Netty before theirs.
  */
 public final class NettyStartup {
   private static final String RELOCATED_PREFIX = "org.hdfsrdma.shaded.";
-  /** Relocated with the rest of Netty in the plugin jar. */
+  /**
+   * Netty's property. The shade plugin relocates string constants that name Netty's packages
+   * as it relocates its classes: in the plugin jar this reads
+   * {@code org.hdfsrdma.shaded.io.netty.jfr.enabled}, which is also how {@link #relocated}
+   * tells (ShadedJarOnStockHadoopTest checks both).
+   */
   private static final String JFR_KEY = "io.netty.jfr.enabled";
 
   private NettyStartup() {}
 
-  /** Whether this Netty is the plugin jar's own relocated copy. */
+  /** Whether the Netty this class goes with is the plugin jar's own relocated copy. */
   static boolean relocated() {
-    // a class literal, not a string: it names the class this jar actually carries
-    return PlatformDependent.class.getName().startsWith(RELOCATED_PREFIX);
+    return JFR_KEY.startsWith(RELOCATED_PREFIX);
   }
 
-  /**
-   * Applies the defaults; call before the first use of Netty. {@code PlatformDependent.class}
-   * is only referred to, not initialized, here.
-   */
+  /** Applies the defaults; call before the first use of Netty. Cheap, idempotent, thread-safe. */
   public static void apply() {
     if (relocated() && System.getProperty(JFR_KEY) == null) {
       System.setProperty(JFR_KEY, "false");

@@ -35,29 +35,24 @@ import org.hdfsrdma.transport.TransportException;
  * <p>The decoder bounds {@code length} before anything is allocated: until the
  * hello exchange is done at most {@link Protocol#MAX_CONTROL_MESSAGE}, then
  * 1 + the receiver's {@code hrdma.transport.max-message-bytes}. A violation
- * is a {@link TransportException.Protocol}.
+ * is a {@link TransportException.Protocol}. The layout's constants are in
+ * {@link TcpWire}, which the blocking bootstrap hello ({@link TcpBootstrap}) uses
+ * without Netty.
  */
 final class TcpFrames {
   private TcpFrames() {}
 
-  static final int LENGTH_BYTES = 4;
-  static final int HEADER_BYTES = LENGTH_BYTES + 1;
+  static final int LENGTH_BYTES = TcpWire.LENGTH_BYTES;
+  static final int HEADER_BYTES = TcpWire.HEADER_BYTES;
 
-  static final byte HELLO = 1;
-  static final byte HELLO_REPLY = 2;
-  static final byte DATA = 3;
-  static final byte CREDIT = 4;
-  static final byte CLOSE = 5;
+  static final byte HELLO = TcpWire.HELLO;
+  static final byte HELLO_REPLY = TcpWire.HELLO_REPLY;
+  static final byte DATA = TcpWire.DATA;
+  static final byte CREDIT = TcpWire.CREDIT;
+  static final byte CLOSE = TcpWire.CLOSE;
 
   static String typeName(int type) {
-    return switch (type) {
-      case HELLO -> "HELLO";
-      case HELLO_REPLY -> "HELLO_REPLY";
-      case DATA -> "DATA";
-      case CREDIT -> "CREDIT";
-      case CLOSE -> "CLOSE";
-      default -> "unknown type " + type;
-    };
+    return TcpWire.typeName(type);
   }
 
   /** The 5-byte header of a frame whose payload has {@code payloadBytes}. */

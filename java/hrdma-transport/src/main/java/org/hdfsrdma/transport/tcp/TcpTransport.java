@@ -63,6 +63,10 @@ import org.slf4j.LoggerFactory;
  * {@link #allocator()}, and every listener and endpoint it created.
  */
 public final class TcpTransport implements Transport {
+  static {
+    NettyStartup.apply(); // before the first Netty class initializes (below)
+  }
+
   private static final Logger LOG = LoggerFactory.getLogger(TcpTransport.class);
 
   /** I/O threads per tcp transport. */

@@ -3,6 +3,7 @@ package org.hdfsrdma.transport.select;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -36,6 +37,7 @@ class NegotiationTest {
   private HrdmaConnector connector;
   private final AtomicInteger serverConnected = new AtomicInteger();
   private final AtomicInteger serverClosed = new AtomicInteger();
+  private final List<String> closeCauses = new java.util.concurrent.CopyOnWriteArrayList<>();
 
   private static TransportConf conf(String order) {
     return TransportConf.defaults()
@@ -81,6 +83,7 @@ class NegotiationTest {
 
       @Override
       public void onClosed(Endpoint endpoint, Throwable cause) {
+        closeCauses.add(String.valueOf(cause));
         serverClosed.incrementAndGet();
       }
     }, "127.0.0.1", 0);
@@ -178,14 +181,10 @@ class NegotiationTest {
       Thread.sleep(5);
     }
     assertEquals(1, serverClosed.get(), "the bootstrap endpoint closes at the server");
+    assertEquals(List.of("null"), closeCauses, "an orderly close (CLOSE), not a broken connection");
     assertEquals(2, serverConnected.get());
-    // The client forgets its side once the channel's close completes, a little
-    // after the server saw the close.
-    TcpTransport clientTcp = (TcpTransport) connector.transports().get("tcp");
-    while (clientTcp.openEndpoints() > 0 && System.nanoTime() < end) {
-      Thread.sleep(5);
-    }
-    assertEquals(0, clientTcp.openEndpoints(), "bootstrap endpoint left open");
+    // The bootstrap was a plain socket: no tcp transport (no Netty) on the client.
+    assertEquals(List.of("tcp2"), List.copyOf(connector.transports().keySet()));
     Thread.sleep(100);
     assertEquals(0, h.closed.get(), "the bootstrap's close must not reach the user's handler");
     assertEquals(1, h.connected.get());
@@ -255,12 +254,12 @@ class NegotiationTest {
     assertEquals(new Attempt("hanging", "not offered by the server"), e.attempts().get(1));
     assertTrue(e.getMessage().contains("broken"), e.getMessage());
     assertEquals(0, h.connected.get());
-    TcpTransport clientTcp = (TcpTransport) connector.transports().get("tcp");
+    assertNull(connector.transports().get("tcp"), "the bootstrap needs no tcp transport");
     long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(WAIT_MS);
-    while (clientTcp.openEndpoints() != 0 && System.nanoTime() < end) {
+    while (serverClosed.get() < 1 && System.nanoTime() < end) {
       Thread.sleep(5);
     }
-    assertEquals(0, clientTcp.openEndpoints());
+    assertEquals(1, serverClosed.get(), "the bootstrap connection closes at the server");
     assertEquals(0, h.closed.get());
   }
 
@@ -275,6 +274,171 @@ class NegotiationTest {
     TransportException e = assertThrows(TransportException.class,
         () -> connector.connect(new InetSocketAddress("127.0.0.1", port), new ClientHandler()));
     assertInstanceOf(TransportException.Unreachable.class, e, e.toString());
+  }
+
+  /** With tcp first in the order, tcp's own connection is the bootstrap: one connection, one hello. */
+  @Test
+  @Timeout(30)
+  void tcpFirstNeedsNoBootstrapOfItsOwn() throws Exception {
+    startServer("tcp2,tcp");
+    connector = new HrdmaConnector(conf("tcp,tcp2"));
+    ClientHandler h = new ClientHandler();
+    Connection c = connector.connect(server.serviceAddress(), h);
+    assertEquals("tcp", c.transport());
+    assertEquals(List.of(new Attempt("tcp", null)), c.attempts());
+    exchange(c, h);
+    assertEquals(1, serverConnected.get(), "one connection");
+    assertEquals(List.of("tcp"), List.copyOf(connector.transports().keySet()));
+  }
+
+  // --- the bootstrap hello (a blocking JDK socket) and its failures ---------------------
+
+  /**
+   * A service port on a plain socket: reads the client's HELLO frame, then {@code answer}s it
+   * (writes what it likes, closes, or nothing); connections stay open until {@link #close}.
+   */
+  private static final class RawService implements AutoCloseable {
+    interface Answer {
+      void to(java.net.Socket s) throws java.io.IOException;
+    }
+
+    final ServerSocket server;
+    private final List<java.net.Socket> accepted = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private final Thread acceptor;
+
+    RawService(Answer answer) throws java.io.IOException {
+      server = new ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress());
+      acceptor = new Thread(() -> {
+        try {
+          while (true) {
+            java.net.Socket s = server.accept();
+            accepted.add(s);
+            java.io.DataInputStream in = new java.io.DataInputStream(s.getInputStream());
+            byte[] frame = new byte[in.readInt()];
+            in.readFully(frame);
+            assertEquals(1, frame[0], "a HELLO first");
+            answer.to(s);
+          }
+        } catch (java.io.IOException closed) {
+          // close()
+        }
+      }, "raw-service");
+      acceptor.setDaemon(true);
+      acceptor.start();
+    }
+
+    InetSocketAddress address() {
+      return new InetSocketAddress(server.getInetAddress(), server.getLocalPort());
+    }
+
+    @Override
+    public void close() throws Exception {
+      server.close();
+      for (java.net.Socket s : accepted) {
+        s.close();
+      }
+      acceptor.join(WAIT_MS);
+    }
+  }
+
+  private static byte[] frame(int type, byte[] payload) {
+    java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(5 + payload.length);
+    b.putInt(payload.length + 1).put((byte) type).put(payload);
+    return b.array();
+  }
+
+  private TransportException bootstrapFailure(RawService.Answer answer, TransportConf conf, long budgetMs,
+      long withinMs) throws Exception {
+    try (RawService raw = new RawService(answer)) {
+      connector = new HrdmaConnector(conf);
+      long t0 = System.nanoTime();
+      TransportException e = assertThrows(TransportException.class,
+          () -> connector.connect(raw.address(), new ClientHandler(), budgetMs));
+      long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+      assertTrue(ms < withinMs, "took " + ms + " ms: " + e);
+      assertTrue(connector.transports().isEmpty(), "no transport made: " + connector.transports());
+      return e;
+    }
+  }
+
+  /** A server that accepts and never answers costs the hello timeout, not more. */
+  @Test
+  @Timeout(30)
+  void aSilentServiceTimesOutAfterTheHelloTimeout() throws Exception {
+    TransportException e = bootstrapFailure(s -> { }, conf("ucx,tcp").with(TransportConf.HELLO_TIMEOUT_KEY, "300"),
+        Long.MAX_VALUE, 2000);
+    assertInstanceOf(TransportException.Timeout.class, e, e.toString());
+    assertTrue(e.getMessage().contains("no hello reply") && e.getMessage().contains(TransportConf.HELLO_TIMEOUT_KEY),
+        e.getMessage());
+  }
+
+  /** ... or the caller's budget, where that is shorter: one deadline for the whole connect. */
+  @Test
+  @Timeout(30)
+  void aSilentServiceTimesOutAtTheCallersDeadline() throws Exception {
+    TransportException e = bootstrapFailure(s -> { }, conf("ucx,tcp").with(TransportConf.HELLO_TIMEOUT_KEY, "20000"),
+        300, 2000);
+    assertInstanceOf(TransportException.Timeout.class, e, e.toString());
+    assertTrue(e.getMessage().contains("the connect's deadline"), e.getMessage());
+  }
+
+  /** A reply longer than a control message may be is refused on its length, before it is read. */
+  @Test
+  @Timeout(30)
+  void anOversizedReplyIsAProtocolError() throws Exception {
+    TransportException e = bootstrapFailure(s -> {
+      s.getOutputStream().write(new byte[] {0x7f, (byte) 0xff, (byte) 0xff, (byte) 0xff, 2});
+      s.getOutputStream().flush();
+    }, conf("ucx,tcp"), Long.MAX_VALUE, 2000);
+    assertInstanceOf(TransportException.Protocol.class, e, e.toString());
+    assertTrue(e.getMessage().contains("exceeds the limit of 65536"), e.getMessage());
+  }
+
+  @Test
+  @Timeout(30)
+  void garbageForAReplyIsAProtocolError() throws Exception {
+    TransportException wrongType = bootstrapFailure(s -> s.getOutputStream().write(frame(3, new byte[] {1, 2})),
+        conf("ucx,tcp"), Long.MAX_VALUE, 2000);
+    assertInstanceOf(TransportException.Protocol.class, wrongType, wrongType.toString());
+    assertTrue(wrongType.getMessage().contains("expected HELLO_REPLY") && wrongType.getMessage().contains("DATA"),
+        wrongType.getMessage());
+    TransportException malformed = bootstrapFailure(
+        s -> s.getOutputStream().write(frame(2, new byte[] {(byte) 0xff, (byte) 0xff, 0x01})),
+        conf("ucx,tcp"), Long.MAX_VALUE, 2000);
+    assertInstanceOf(TransportException.Protocol.class, malformed, malformed.toString());
+    assertTrue(malformed.getMessage().contains("malformed HELLO_REPLY"), malformed.getMessage());
+  }
+
+  @Test
+  @Timeout(30)
+  void aServiceThatClosesDuringTheHelloFailed() throws Exception {
+    TransportException e = bootstrapFailure(java.net.Socket::close, conf("ucx,tcp"), Long.MAX_VALUE, 2000);
+    assertInstanceOf(TransportException.PeerFailed.class, e, e.toString());
+    assertTrue(e.getMessage().contains("closed during the hello"), e.getMessage());
+  }
+
+  /** A server that refuses the hello (here: its handler does not admit the client) says why. */
+  @Test
+  @Timeout(30)
+  void aRefusedHelloCarriesTheServersStatusAndReason() throws Exception {
+    server = HrdmaServer.start(conf("tcp"), new EndpointHandler() {
+      @Override
+      public String admit(InetSocketAddress remote) {
+        return "too many connections";
+      }
+
+      @Override
+      public void onMessage(Endpoint endpoint, RegisteredBuffer message) {
+        message.release();
+      }
+    }, "127.0.0.1", 0);
+    connector = new HrdmaConnector(conf("ucx,tcp"));
+    TransportException e = assertThrows(TransportException.class,
+        () -> connector.connect(server.serviceAddress(), new ClientHandler()));
+    assertInstanceOf(TransportException.Protocol.class, e, e.toString());
+    assertTrue(e.getMessage().contains("refused the hello (REFUSED)") && e.getMessage().contains("too many connections"),
+        e.getMessage());
+    assertTrue(connector.transports().isEmpty(), connector.transports().toString());
   }
 
   @Test
