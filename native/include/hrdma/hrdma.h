@@ -31,7 +31,7 @@ extern "C" {
 
 /* Bumped whenever a signature or a struct in this header changes. The JNI
  * layer and the Java loader check it at load time. */
-#define HRDMA_ABI_VERSION 4
+#define HRDMA_ABI_VERSION 5
 
 typedef enum {
     HRDMA_INPROGRESS      = 1,
