@@ -105,17 +105,15 @@ final class ShortCircuitClient implements AutoCloseable {
     }
     OpRequestShortCircuitAccessProto op = probeLength < 0 ? ShortCircuitSocket.request(block, token)
         : ShortCircuitSocket.request(block, token, probeOffset, probeLength);
-    synchronized (this) {
-      if (closed) {
-        throw new IOException("the short-circuit client is closed");
-      }
+    if (isClosed()) {
+      throw new IOException("the short-circuit client is closed");
     }
     if (Thread.currentThread().isInterrupted()) {
       throw new java.io.InterruptedIOException("interrupted waiting for " + socketPath);
     }
     ShortCircuitExchange x;
     try {
-      x = ShortCircuitExchange.connect(socketPath, timeoutMs);
+      x = ShortCircuitExchange.connect(socketPath, timeoutMs, this::isClosed);
     } catch (NativeException e) {
       throw new RdmaBlockClient.LocalReadsRefused("cannot connect to " + socketPath + ": " + e.getMessage());
     }
@@ -153,7 +151,13 @@ final class ShortCircuitClient implements AutoCloseable {
       throw new IOException("short-circuit exchange on " + socketPath + " failed: " + e, e);
     } catch (EOFException e) {
       throw new IOException("the DataNode closed " + socketPath + " before handing over the files of " + block);
+    } catch (ShortCircuitExchange.Abandoned e) {
+      throw new IOException("the short-circuit client is closed");
     }
+  }
+
+  private synchronized boolean isClosed() {
+    return closed;
   }
 
   /** Tests: {@code hook} sees the socket of every later exchange as soon as it is connected. */
@@ -161,7 +165,10 @@ final class ShortCircuitClient implements AutoCloseable {
     this.channelHook = hook;
   }
 
-  /** Later requests fail; one under way finishes (its socket is its own). */
+  /**
+   * Later requests fail, and those waiting for a DataNode stop soon (the requesting thread closes
+   * its socket).
+   */
   @Override
   public synchronized void close() {
     closed = true;

@@ -155,6 +155,48 @@ class ShortCircuitClientTest {
     }
   }
 
+  /**
+   * A request waiting for a DataNode that does not answer ends soon, not at its timeout, when
+   * its thread is interrupted or the client is closed (the client's close at a reader's close).
+   */
+  @Test
+  void anInterruptOrTheClientsCloseEndsAWaitSoon() throws Exception {
+    serve(Behavior.SILENT);
+    try (ShortCircuitClient client = new ShortCircuitClient(20_000, true)) {
+      for (boolean interrupt : new boolean[] {true, false}) {
+        java.util.concurrent.CompletableFuture<Throwable> failed = new java.util.concurrent.CompletableFuture<>();
+        Thread t = new Thread(() -> {
+          try (ShortCircuitClient.Fds f = client.request(dnSocket.toString(), BLOCK, null)) {
+            failed.complete(null);
+          } catch (Throwable e) {
+            failed.complete(e);
+          }
+        });
+        t.start();
+        while (requests.size() < (interrupt ? 1 : 2)) {
+          Thread.sleep(5); // the request is out: the client waits for the answer
+        }
+        long t0 = System.nanoTime();
+        if (interrupt) {
+          t.interrupt();
+        } else {
+          client.close();
+        }
+        Throwable e = failed.get(5, TimeUnit.SECONDS);
+        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        t.join();
+        assertTrue(ms < 2_000, ms + " ms");
+        if (interrupt) {
+          assertTrue(e instanceof java.io.InterruptedIOException, String.valueOf(e));
+          assertEquals("interrupted waiting for " + dnSocket, e.getMessage());
+        } else {
+          assertEquals(IOException.class, e.getClass(), String.valueOf(e));
+          assertEquals("the short-circuit client is closed", e.getMessage());
+        }
+      }
+    }
+  }
+
   /** The DataNode closes after one descriptor: a failure naming the block, the one received closed. */
   @Test
   void aDataNodeClosingBeforeBothDescriptorsLeavesNothingOpen() throws Exception {

@@ -2,7 +2,9 @@ package org.hdfsrdma.protocol;
 
 import java.io.EOFException;
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 import org.hdfsrdma.nativelib.NativeDomainSocket;
 import org.hdfsrdma.nativelib.NativeException;
 import org.hdfsrdma.nativelib.NativeFiles;
@@ -14,24 +16,43 @@ import org.hdfsrdma.nativelib.NativeFiles;
  * {@link #connect}. The bytes are those the DataNode's plugin expects: each message one write of a
  * 4-byte big-endian length and the body, the go-ahead an empty message. Failures are a
  * {@link NativeException} ({@link NativeException#ERR_TIMEOUT} once the deadline passed), an
- * {@link EOFException} when the DataNode closed first, or an IOException for what it should not
- * have sent; the caller words them. One thread; close it.
+ * {@link EOFException} when the DataNode closed first, an {@link InterruptedIOException} when the
+ * waiting thread is interrupted, or an IOException for what the DataNode should not have sent;
+ * the caller words them. One thread; close it.
  */
 public final class ShortCircuitExchange implements AutoCloseable {
+  /**
+   * Longest wait in one native call: between them an interrupt of the waiting thread, or its
+   * owner's giving up, ends the exchange (as an event loop's wait on a future would have).
+   */
+  private static final long SLICE_MS = 100;
+
   private final NativeDomainSocket socket;
   private final String path;
   private final long deadline; // System.nanoTime()
+  private final BooleanSupplier abandoned;
 
-  private ShortCircuitExchange(NativeDomainSocket socket, String path, long deadline) {
+  private ShortCircuitExchange(NativeDomainSocket socket, String path, long deadline, BooleanSupplier abandoned) {
     this.socket = socket;
     this.path = path;
     this.deadline = deadline;
+    this.abandoned = abandoned;
   }
 
   /** Connects to {@code path}; the whole exchange must be done within {@code timeoutMs} from now. */
   public static ShortCircuitExchange connect(String path, long timeoutMs) throws NativeException {
+    return connect(path, timeoutMs, () -> false);
+  }
+
+  /**
+   * As {@link #connect(String, long)}; a wait for the DataNode ends soon (an {@link
+   * Abandoned}) once {@code abandoned} says so (its owner closed), as it does when the waiting
+   * thread is interrupted (an {@link InterruptedIOException}).
+   */
+  public static ShortCircuitExchange connect(String path, long timeoutMs, BooleanSupplier abandoned)
+      throws NativeException {
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
-    return new ShortCircuitExchange(NativeDomainSocket.connect(path, timeoutMs), path, deadline);
+    return new ShortCircuitExchange(NativeDomainSocket.connect(path, timeoutMs), path, deadline, abandoned);
   }
 
   /** The exchange's socket (tests). */
@@ -51,10 +72,43 @@ public final class ShortCircuitExchange implements AutoCloseable {
     socket.write(frame, 0, frame.length, NativeDomainSocket.msLeft(deadline));
   }
 
+  /**
+   * A read of {@link NativeDomainSocket#read}, within the deadline, waiting in slices of at most
+   * {@link #SLICE_MS} (a read that timed out has taken nothing).
+   */
+  private int read(byte[] b, int off, int len, int[] fds) throws IOException {
+    for (;;) {
+      long left = NativeDomainSocket.msLeft(deadline);
+      try {
+        return socket.read(b, off, len, fds, Math.min(left, SLICE_MS));
+      } catch (NativeException e) {
+        if (e.status() != NativeException.ERR_TIMEOUT || left <= SLICE_MS) {
+          throw e;
+        }
+      }
+      if (Thread.currentThread().isInterrupted()) {
+        throw new InterruptedIOException("interrupted waiting for " + path);
+      }
+      if (abandoned.getAsBoolean()) {
+        throw new Abandoned("gave up waiting for " + path);
+      }
+    }
+  }
+
+  private void readFully(byte[] b, int len) throws IOException {
+    for (int done = 0; done < len; ) {
+      int n = read(b, done, len - done, null);
+      if (n < 0) {
+        throw new EOFException(path + " closed after " + done + " of " + len + " bytes");
+      }
+      done += n;
+    }
+  }
+
   /** The next message's body; descriptors sent with it are refused. */
   public byte[] receive() throws IOException {
     byte[] len = new byte[4];
-    socket.readFully(len, 0, 4, NativeDomainSocket.msLeft(deadline));
+    readFully(len, 4);
     int n = (len[0] & 0xff) << 24 | (len[1] & 0xff) << 16 | (len[2] & 0xff) << 8 | (len[3] & 0xff);
     // the frame, length field included, within the limit (as the DataNode's frame decoder counts)
     if (n < 0 || n > ShortCircuitSocket.MAX_MESSAGE_BYTES - 4) {
@@ -62,7 +116,7 @@ public final class ShortCircuitExchange implements AutoCloseable {
           + (ShortCircuitSocket.MAX_MESSAGE_BYTES - 4));
     }
     byte[] body = new byte[n];
-    socket.readFully(body, 0, n, NativeDomainSocket.msLeft(deadline));
+    readFully(body, n);
     return body;
   }
 
@@ -90,7 +144,7 @@ public final class ShortCircuitExchange implements AutoCloseable {
       while (have < n) {
         int[] fds = new int[n - have];
         // one byte at a time: no read reaches into the next descriptor's message
-        int got = socket.read(one, 0, 1, fds, NativeDomainSocket.msLeft(deadline));
+        int got = read(one, 0, 1, fds);
         for (int fd : fds) {
           if (fd >= 0) {
             raw[have++] = fd;
@@ -129,6 +183,13 @@ public final class ShortCircuitExchange implements AutoCloseable {
   @Override
   public void close() {
     socket.close();
+  }
+
+  /** The exchange's owner gave up while it waited for the DataNode. */
+  public static final class Abandoned extends IOException {
+    Abandoned(String message) {
+      super(message);
+    }
   }
 
   /** A descriptor received that is not a regular file (it is closed). */

@@ -119,6 +119,31 @@ class SegmentFetchTest {
     assertTrue(ms >= 250 && ms < 5_000, ms + " ms");
   }
 
+  /** An interrupt of the fetching thread ends its wait soon, not at the timeout. */
+  @Test
+  void anInterruptEndsAWaitSoon() throws Exception {
+    SegmentFetch.Request r = serve(Behavior.SILENT, 20_000);
+    java.util.concurrent.CompletableFuture<Throwable> failed = new java.util.concurrent.CompletableFuture<>();
+    Thread t = new Thread(() -> {
+      try (NativeFiles.Fd fd = SegmentFetch.fetch(r, GRANT)) {
+        failed.complete(null);
+      } catch (Throwable e) {
+        failed.complete(e);
+      }
+    });
+    t.start();
+    while (grantSeen == null) {
+      Thread.sleep(5); // the request is out
+    }
+    long t0 = System.nanoTime();
+    t.interrupt();
+    Throwable e = failed.get(5, TimeUnit.SECONDS);
+    t.join();
+    assertTrue(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0) < 2_000);
+    assertTrue(e instanceof java.io.InterruptedIOException, String.valueOf(e));
+    assertEquals("interrupted waiting for " + socket, e.getMessage());
+  }
+
   @Test
   void aDataNodeClosingBeforeTheDescriptor() throws Exception {
     SegmentFetch.Request r = serve(Behavior.CLOSE_AFTER_GO_AHEAD, 10_000);
