@@ -23,7 +23,7 @@ import org.hdfsrdma.nativelib.NativeFiles;
 public final class ShortCircuitExchange implements AutoCloseable {
   /**
    * Longest wait in one native call: between them an interrupt of the waiting thread, or its
-   * owner's giving up, ends the exchange (as an event loop's wait on a future would have).
+   * owner's giving up, ends the exchange (a native wait does not see either).
    */
   private static final long SLICE_MS = 100;
 
