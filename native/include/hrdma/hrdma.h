@@ -446,8 +446,7 @@ int hrdma_fd_fadvise_willneed(int fd, uint64_t offset, uint64_t len);
 /* Bytes mapped by hrdma_fd_map and not unmapped yet (whole pages from the
  * range's page start). */
 uint64_t hrdma_fd_mapped_bytes(void);
-/* Descriptors adopted and not closed yet, and domain sockets connected by
- * hrdma_uds_connect and not closed yet. */
+/* Descriptors adopted and not closed yet. */
 uint64_t hrdma_fds_held(void);
 
 /* ------------------------------------------------------------------ uds --
@@ -463,7 +462,7 @@ uint64_t hrdma_fds_held(void);
 #define HRDMA_UDS_MAX_FDS 8
 
 /* Connects a stream socket (SOCK_CLOEXEC) to path; *fd_p is it, counted in
- * hrdma_fds_held until hrdma_uds_close. HRDMA_ERR_UNREACHABLE when nothing
+ * hrdma_uds_sockets until hrdma_uds_close. HRDMA_ERR_UNREACHABLE when nothing
  * listens there (no such path, refused), HRDMA_ERR_TIMEOUT when the
  * listener's backlog stayed full, HRDMA_ERR_INVALID when path does not fit a
  * socket address. */
@@ -487,8 +486,13 @@ int hrdma_uds_send_fds(int fd, const void *buf, size_t len, const int *fds,
  * message closed. */
 int hrdma_uds_recv(int fd, void *buf, size_t len, int *fds, unsigned max_fds,
                    int timeout_ms, size_t *received_p, unsigned *nfds_p);
-/* Closes a socket of hrdma_uds_connect (also when close reports an error). */
+/* Closes a socket of hrdma_uds_connect or hrdma_uds_pair (also when close
+ * reports an error). */
 int hrdma_uds_close(int fd);
+/* Sockets of hrdma_uds_connect and hrdma_uds_pair not closed yet,
+ * process-wide (leak checks). Apart from hrdma_fds_held: a socket lives only
+ * while its exchange runs, and that count is of what outlives exchanges. */
+uint64_t hrdma_uds_sockets(void);
 
 /* ---------------------------------------------------------------- aead -- */
 

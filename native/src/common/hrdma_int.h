@@ -58,8 +58,4 @@ static inline ucp_mem_h hrdma_mem_ucp_memh(const hrdma_mem_t *mem)
  * static, so that the tests can feed it what a hostile peer could send. */
 int32_t hrdma_place_hdr_parse(const void *header, size_t header_length);
 
-/* Adds delta to hrdma_fds_held(): descriptors held elsewhere than fdmap
- * (connected domain sockets, src/uds) count there too. */
-void hrdma_fd_count_held(int delta);
-
 #endif /* HRDMA_INT_H */

@@ -304,11 +304,6 @@ uint64_t hrdma_fd_mapped_bytes(void)
     return (uint64_t)atomic_load(&hrdma_fd_bytes);
 }
 
-void hrdma_fd_count_held(int delta)
-{
-    atomic_fetch_add(&hrdma_fd_held, (uint_fast64_t)(int_fast64_t)delta);
-}
-
 uint64_t hrdma_fds_held(void)
 {
     return (uint64_t)atomic_load(&hrdma_fd_held);

@@ -1508,6 +1508,12 @@ JNIEXPORT jint JNICALL JNI_CLASS(udsClose0)(JNIEnv *env, jclass cls, jint fd)
     return hrdma_uds_close((int)fd);
 }
 
+JNIEXPORT jlong JNICALL JNI_CLASS(udsSockets0)(JNIEnv *env, jclass cls)
+{
+    (void)env; (void)cls;
+    return (jlong)hrdma_uds_sockets();
+}
+
 /* Closes a received descriptor the caller does not take over. */
 JNIEXPORT jint JNICALL JNI_CLASS(udsCloseReceived0)(JNIEnv *env, jclass cls, jint fd)
 {

@@ -4,8 +4,8 @@
  * file descriptors (SCM_RIGHTS), all on the caller's thread. Every wait is
  * bounded by the caller's timeout (poll; the socket itself stays blocking for
  * connect, each send and receive is MSG_DONTWAIT), so a DataNode that never
- * answers costs the caller at most that. Connected sockets are counted with
- * the descriptors fdmap holds (leak checks). The sending side of descriptors
+ * answers costs the caller at most that. Open sockets are counted (leak
+ * checks). The sending side of descriptors
  * is here too, for a peer in the same process (tests); the DataNode's plugin
  * has its own.
  */
@@ -21,6 +21,8 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+
+static atomic_uint_fast64_t hrdma_uds_open;
 
 static int hrdma_uds_status(int err)
 {
@@ -150,7 +152,7 @@ int hrdma_uds_connect(const char *path, int timeout_ms, int *fd_p)
         }
         goto err_close;
     }
-    hrdma_fd_count_held(1);
+    atomic_fetch_add(&hrdma_uds_open, 1);
     *fd_p = fd;
     return HRDMA_OK;
 
@@ -171,7 +173,7 @@ int hrdma_uds_pair(int *fd0_p, int *fd1_p)
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
         return hrdma_uds_status(errno);
     }
-    hrdma_fd_count_held(2);
+    atomic_fetch_add(&hrdma_uds_open, 2);
     *fd0_p = sv[0];
     *fd1_p = sv[1];
     return HRDMA_OK;
@@ -326,10 +328,15 @@ int hrdma_uds_close(int fd)
     if (fd < 0) {
         return HRDMA_ERR_INVALID;
     }
-    hrdma_fd_count_held(-1);
+    atomic_fetch_sub(&hrdma_uds_open, 1);
     /* Linux frees the descriptor even when close fails (EINTR): never retry */
     if (close(fd) != 0 && errno != EINTR) {
         return hrdma_uds_status(errno);
     }
     return HRDMA_OK;
+}
+
+uint64_t hrdma_uds_sockets(void)
+{
+    return (uint64_t)atomic_load(&hrdma_uds_open);
 }

@@ -59,6 +59,7 @@ class ShortCircuitClientTest {
   /** The requests the stand-in got, as framed on the wire (length, body). */
   private final List<byte[]> requests = java.util.Collections.synchronizedList(new ArrayList<>());
   private long fds0;
+  private long sockets0;
 
   @BeforeEach
   void setUp() throws Exception {
@@ -68,6 +69,7 @@ class ShortCircuitClientTest {
     meta = Files.write(dir.resolve("blk.meta"), new byte[7]);
     dnSocket = dir.resolve("dn.sock");
     fds0 = NativeFiles.fdsHeld();
+    sockets0 = NativeDomainSocket.openSockets();
     group = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
   }
 
@@ -85,6 +87,7 @@ class ShortCircuitClientTest {
       }
     }
     assertEquals(fds0, NativeFiles.fdsHeld(), "descriptors held");
+    assertEquals(sockets0, NativeDomainSocket.openSockets(), "sockets open");
   }
 
   private void serve(Behavior behavior) throws InterruptedException {
@@ -122,7 +125,8 @@ class ShortCircuitClientTest {
         assertEquals(4096, f.data().size());
         assertEquals(7, f.meta().size());
         assertEquals(4096, f.resident());
-        assertEquals(fds0 + 2, NativeFiles.fdsHeld(), "the two files held, the socket not");
+        assertEquals(fds0 + 2, NativeFiles.fdsHeld(), "the two files held");
+        assertEquals(sockets0, NativeDomainSocket.openSockets(), "the socket closed");
       }
     }
     assertEquals(2, requests.size(), "a request and a go-ahead");

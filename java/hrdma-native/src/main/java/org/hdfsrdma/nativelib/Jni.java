@@ -232,13 +232,13 @@ public final class Jni {
   /** posix_fadvise(WILLNEED) of {@code [offset, offset + len)}; a status. */
   public static native int fdFadviseWillNeed0(int fd, long offset, long len);
 
-  /** Descriptors adopted by fdAdopt0 and sockets of udsConnect0 not closed yet, process-wide. */
+  /** Descriptors adopted by fdAdopt0 and not closed yet, process-wide. */
   public static native long fdsHeld0();
 
   // uds (a domain socket client): connect throws, the system's reason in the message; the others
   // return a negative status
 
-  /** A stream socket connected to path within timeoutMs; counted in fdsHeld0 until udsClose0. */
+  /** A stream socket connected to path within timeoutMs; counted in udsSockets0 until udsClose0. */
   public static native int udsConnect0(String path, long timeoutMs) throws NativeException;
 
   /** A connected pair of sockets into out[0] and out[1], both counted; 0 or a negative status. */
@@ -259,6 +259,9 @@ public final class Jni {
   public static native int udsRecv0(int fd, byte[] buf, int off, int len, int[] fds, long timeoutMs);
 
   public static native int udsClose0(int fd);
+
+  /** Sockets of udsConnect0 and udsPair0 not closed yet, process-wide. */
+  public static native long udsSockets0();
 
   /** Closes a received descriptor that is not taken over; a status. */
   public static native int udsCloseReceived0(int fd);

@@ -10,7 +10,8 @@ import java.util.concurrent.TimeUnit;
  * most the timeout it is given, signals included, so a peer that never answers costs the caller
  * that much and no more; there is no event loop and no thread. A call that failed or timed out may
  * have sent or taken part of a message: the caller closes the socket then. The socket is
- * close-on-exec and counted in {@link NativeFiles#fdsHeld()} until it is closed (leak checks).
+ * close-on-exec and counted in {@link #openSockets()} until it is closed (leak checks; apart
+ * from {@link NativeFiles#fdsHeld()}, which counts what outlives an exchange).
  *
  * <p>Thread-safety: the methods are synchronized on the socket, so calls from several threads take
  * turns and {@link #close()} waits for a call in progress (at most that call's timeout). Once
@@ -135,6 +136,11 @@ public final class NativeDomainSocket implements AutoCloseable {
   public static long msLeft(long deadline) {
     long ns = deadline - System.nanoTime();
     return ns <= 0 ? 0 : (ns + 999_999) / 1_000_000;
+  }
+
+  /** Sockets connected or paired and not closed yet, process-wide; 0 without the library. */
+  public static long openSockets() {
+    return HrdmaNative.isAvailable() ? Jni.udsSockets0() : 0;
   }
 
   /** Closes a received descriptor the caller does not take over (negative: nothing to close). */

@@ -47,10 +47,7 @@ public final class NativeFiles {
     return HrdmaNative.isAvailable() ? Jni.fdMappedBytes0() : 0;
   }
 
-  /**
-   * Descriptors adopted and {@link NativeDomainSocket}s connected, not closed yet, process-wide;
-   * 0 without the library.
-   */
+  /** Descriptors adopted and not closed yet, process-wide; 0 without the library. */
   public static long fdsHeld() {
     return HrdmaNative.isAvailable() ? Jni.fdsHeld0() : 0;
   }

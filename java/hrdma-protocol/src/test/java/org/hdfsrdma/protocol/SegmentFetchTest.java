@@ -53,6 +53,7 @@ class SegmentFetchTest {
   private Channel server;
   private volatile byte[] grantSeen;
   private long fds0;
+  private long sockets0;
 
   @BeforeEach
   void setUp() throws Exception {
@@ -61,6 +62,7 @@ class SegmentFetchTest {
     segment = Files.write(dir.resolve("segment"), new byte[8192]);
     socket = dir.resolve("dn.sock");
     fds0 = NativeFiles.fdsHeld();
+    sockets0 = org.hdfsrdma.nativelib.NativeDomainSocket.openSockets();
     group = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
   }
 
@@ -78,6 +80,7 @@ class SegmentFetchTest {
       }
     }
     assertEquals(fds0, NativeFiles.fdsHeld(), "descriptors held");
+    assertEquals(sockets0, org.hdfsrdma.nativelib.NativeDomainSocket.openSockets(), "sockets open");
   }
 
   private SegmentFetch.Request serve(Behavior behavior, long timeoutMs) throws InterruptedException {
@@ -97,7 +100,8 @@ class SegmentFetchTest {
     SegmentFetch.Request r = serve(Behavior.GRANT, 10_000);
     try (NativeFiles.Fd fd = SegmentFetch.fetch(r, GRANT)) {
       assertEquals(8192, fd.size());
-      assertEquals(fds0 + 1, NativeFiles.fdsHeld(), "the segment held, the socket closed");
+      assertEquals(fds0 + 1, NativeFiles.fdsHeld(), "the segment held");
+      assertEquals(sockets0, org.hdfsrdma.nativelib.NativeDomainSocket.openSockets(), "the socket closed");
     }
     assertArrayEquals(GRANT, grantSeen);
   }
