@@ -454,9 +454,10 @@ uint64_t hrdma_fds_held(void);
  * the same host (a request, its answer, open descriptors passed with
  * SCM_RIGHTS), blocking, on the caller's thread. Each call waits at most its
  * timeout_ms (-1: no bound; 0: only what needs no waiting), signals (EINTR)
- * included; a call that timed out or failed may have sent or consumed part
- * of a message: the caller closes the socket then. One thread uses a socket
- * at a time. errno as for shm. */
+ * included. A receive that timed out has taken nothing (it may be called
+ * again); a send that timed out, or any call that failed otherwise, may have
+ * sent or taken part of a message: the caller closes the socket then. One
+ * thread uses a socket at a time. errno as for shm. */
 
 /* Most descriptors one hrdma_uds_recv takes. */
 #define HRDMA_UDS_MAX_FDS 8

@@ -8,8 +8,9 @@ import java.util.concurrent.TimeUnit;
  * this host, the DataNode's plugin: connect to a path, send bytes, receive bytes and the open file
  * descriptors passed with them (SCM_RIGHTS). Every call runs on the caller's thread and waits at
  * most the timeout it is given, signals included, so a peer that never answers costs the caller
- * that much and no more; there is no event loop and no thread. A call that failed or timed out may
- * have sent or taken part of a message: the caller closes the socket then. The socket is
+ * that much and no more; there is no event loop and no thread. A {@link #read} that timed out has
+ * taken nothing (it may be called again); a write that timed out, or any call that failed
+ * otherwise, may have sent or taken part of a message: the caller closes the socket then. The socket is
  * close-on-exec and counted in {@link #openSockets()} until it is closed (leak checks; apart
  * from {@link NativeFiles#fdsHeld()}, which counts what outlives an exchange).
  *
