@@ -31,7 +31,7 @@ extern "C" {
 
 /* Bumped whenever a signature or a struct in this header changes. The JNI
  * layer and the Java loader check it at load time. */
-#define HRDMA_ABI_VERSION 4
+#define HRDMA_ABI_VERSION 5
 
 typedef enum {
     HRDMA_INPROGRESS      = 1,
@@ -448,6 +448,52 @@ int hrdma_fd_fadvise_willneed(int fd, uint64_t offset, uint64_t len);
 uint64_t hrdma_fd_mapped_bytes(void);
 /* Descriptors adopted and not closed yet. */
 uint64_t hrdma_fds_held(void);
+
+/* ------------------------------------------------------------------ uds --
+ * Unix domain socket client (src/uds): a short exchange with a DataNode on
+ * the same host (a request, its answer, open descriptors passed with
+ * SCM_RIGHTS), blocking, on the caller's thread. Each call waits at most its
+ * timeout_ms (-1: no bound; 0: only what needs no waiting), signals (EINTR)
+ * included. A receive that timed out has taken nothing (it may be called
+ * again); a send that timed out, or any call that failed otherwise, may have
+ * sent or taken part of a message: the caller closes the socket then. One
+ * thread uses a socket at a time. errno as for shm. */
+
+/* Most descriptors one hrdma_uds_recv takes. */
+#define HRDMA_UDS_MAX_FDS 8
+
+/* Connects a stream socket (SOCK_CLOEXEC) to path; *fd_p is it, counted in
+ * hrdma_uds_sockets until hrdma_uds_close. HRDMA_ERR_UNREACHABLE when nothing
+ * listens there (no such path, refused), HRDMA_ERR_TIMEOUT when the
+ * listener's backlog stayed full, HRDMA_ERR_INVALID when path does not fit a
+ * socket address. */
+int hrdma_uds_connect(const char *path, int timeout_ms, int *fd_p);
+/* A connected pair of stream sockets (SOCK_CLOEXEC), both counted as
+ * hrdma_uds_connect's: for a peer in the same process (tests). */
+int hrdma_uds_pair(int *fd0_p, int *fd1_p);
+/* Sends all len bytes (without SIGPIPE: a peer gone is HRDMA_ERR_PEER_FAILED). */
+int hrdma_uds_send(int fd, const void *buf, size_t len, int timeout_ms);
+/* As hrdma_uds_send, passing nfds (at most HRDMA_UDS_MAX_FDS) descriptors
+ * with the first bytes sent (len at least 1 then); the caller keeps its own
+ * and closes them when it likes. */
+int hrdma_uds_send_fds(int fd, const void *buf, size_t len, const int *fds,
+                       unsigned nfds, int timeout_ms);
+/* Receives 1..len bytes, as they arrive, and the descriptors that came with
+ * them (recvmsg, MSG_CMSG_CLOEXEC): up to max_fds (at most
+ * HRDMA_UDS_MAX_FDS) into fds, *nfds_p of them, which are the caller's to
+ * close (or hrdma_fd_adopt). *received_p 0: the peer closed its end. More
+ * descriptors than max_fds, or control data the kernel cut short
+ * (MSG_CTRUNC), fail with HRDMA_ERR_TRUNCATED and every descriptor of the
+ * message closed. */
+int hrdma_uds_recv(int fd, void *buf, size_t len, int *fds, unsigned max_fds,
+                   int timeout_ms, size_t *received_p, unsigned *nfds_p);
+/* Closes a socket of hrdma_uds_connect or hrdma_uds_pair (also when close
+ * reports an error). */
+int hrdma_uds_close(int fd);
+/* Sockets of hrdma_uds_connect and hrdma_uds_pair not closed yet,
+ * process-wide (leak checks). Apart from hrdma_fds_held: a socket lives only
+ * while its exchange runs, and that count is of what outlives exchanges. */
+uint64_t hrdma_uds_sockets(void);
 
 /* ---------------------------------------------------------------- aead -- */
 

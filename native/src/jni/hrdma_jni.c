@@ -1354,6 +1354,176 @@ JNIEXPORT jlong JNICALL JNI_CLASS(fdsHeld0)(JNIEnv *env, jclass cls)
     return (jlong)hrdma_fds_held();
 }
 
+/* ------------------------------------------------------------------- uds -- */
+
+/* Bytes a send or receive goes through on the stack; more is allocated. */
+#define HRDMA_JNI_UDS_STACK 8192
+
+/* Timeouts come as Java longs (ms, >= 0): clamped to an int. */
+static int hrdma_jni_uds_timeout(jlong timeout_ms)
+{
+    return timeout_ms < 0 ? 0 : timeout_ms > INT32_MAX ? INT32_MAX : (int)timeout_ms;
+}
+
+/* A connected socket's descriptor, or -1 with a NativeException that carries
+ * the system's reason (a refused connection, a missing path, permissions). */
+JNIEXPORT jint JNICALL JNI_CLASS(udsConnect0)(JNIEnv *env, jclass cls,
+                                              jstring jpath, jlong timeout_ms)
+{
+    char what[256];
+    const char *path;
+    int fd = -1, st, err;
+
+    (void)cls;
+    if (jpath == NULL) {
+        hrdma_jni_throw(env, HRDMA_ERR_INVALID, "connect a domain socket");
+        return -1;
+    }
+    path = (*env)->GetStringUTFChars(env, jpath, NULL);
+    if (path == NULL) {
+        return -1; /* OutOfMemoryError pending */
+    }
+    st = hrdma_uds_connect(path, hrdma_jni_uds_timeout(timeout_ms), &fd);
+    err = errno;
+    if (st < 0) {
+        snprintf(what, sizeof(what), "connect to %s", path);
+    }
+    (*env)->ReleaseStringUTFChars(env, jpath, path);
+    if (st < 0) {
+        hrdma_jni_throw_errno(env, st, what, err);
+        return -1;
+    }
+    return (jint)fd;
+}
+
+/* A connected pair into out[0], out[1]; 0 or a negative status. */
+JNIEXPORT jint JNICALL JNI_CLASS(udsPair0)(JNIEnv *env, jclass cls, jintArray out)
+{
+    jint pair[2];
+    int a = -1, b = -1, st;
+
+    (void)cls;
+    if (out == NULL || (*env)->GetArrayLength(env, out) < 2) {
+        return HRDMA_ERR_INVALID;
+    }
+    st = hrdma_uds_pair(&a, &b);
+    if (st < 0) {
+        return st;
+    }
+    pair[0] = (jint)a;
+    pair[1] = (jint)b;
+    (*env)->SetIntArrayRegion(env, out, 0, 2, pair);
+    return HRDMA_OK;
+}
+
+/* Sends [off, off + len) of buf, the descriptors of fds (may be null) with
+ * its first bytes; 0 or a negative status. */
+JNIEXPORT jint JNICALL JNI_CLASS(udsSend0)(JNIEnv *env, jclass cls, jint fd,
+                                           jbyteArray buf, jint off, jint len,
+                                           jintArray fds, jlong timeout_ms)
+{
+    unsigned char stack[HRDMA_JNI_UDS_STACK], *b = stack;
+    jint in[HRDMA_UDS_MAX_FDS];
+    int pass[HRDMA_UDS_MAX_FDS];
+    unsigned nfds = 0, i;
+    int st;
+
+    (void)cls;
+    if (buf == NULL || off < 0 || len < 0 ||
+        len > (*env)->GetArrayLength(env, buf) - off) {
+        return HRDMA_ERR_INVALID;
+    }
+    if (fds != NULL) {
+        jsize k = (*env)->GetArrayLength(env, fds);
+        if (k > HRDMA_UDS_MAX_FDS) {
+            return HRDMA_ERR_INVALID;
+        }
+        nfds = (unsigned)k;
+        (*env)->GetIntArrayRegion(env, fds, 0, k, in);
+        for (i = 0; i < nfds; i++) {
+            pass[i] = (int)in[i];
+        }
+    }
+    /* a copy: no array stays pinned across a wait */
+    if (len > HRDMA_JNI_UDS_STACK) {
+        b = malloc((size_t)len);
+        if (b == NULL) {
+            return HRDMA_ERR_NOMEM;
+        }
+    }
+    (*env)->GetByteArrayRegion(env, buf, off, len, (jbyte *)b);
+    st = hrdma_uds_send_fds((int)fd, b, (size_t)len, pass, nfds,
+                            hrdma_jni_uds_timeout(timeout_ms));
+    if (b != stack) {
+        free(b);
+    }
+    return st;
+}
+
+/* Receives up to len bytes into [off, off + len) of buf (at most the stack
+ * buffer's size at a time) and up to fds.length descriptors (fds may be
+ * null: none), stored at the start of fds, -1 after them. The bytes
+ * received (0: end of stream), or a negative status. */
+JNIEXPORT jint JNICALL JNI_CLASS(udsRecv0)(JNIEnv *env, jclass cls, jint fd,
+                                           jbyteArray buf, jint off, jint len,
+                                           jintArray fds, jlong timeout_ms)
+{
+    unsigned char b[HRDMA_JNI_UDS_STACK];
+    int got[HRDMA_UDS_MAX_FDS];
+    jint out[HRDMA_UDS_MAX_FDS];
+    unsigned max_fds = 0, nfds = 0, i;
+    size_t n = 0;
+    int st;
+
+    (void)cls;
+    if (buf == NULL || off < 0 || len <= 0 ||
+        len > (*env)->GetArrayLength(env, buf) - off) {
+        return HRDMA_ERR_INVALID;
+    }
+    if (fds != NULL) {
+        jsize k = (*env)->GetArrayLength(env, fds);
+        if (k > HRDMA_UDS_MAX_FDS) {
+            return HRDMA_ERR_INVALID;
+        }
+        max_fds = (unsigned)k;
+    }
+    st = hrdma_uds_recv((int)fd, b, len < HRDMA_JNI_UDS_STACK ? (size_t)len : sizeof(b),
+                        got, max_fds, hrdma_jni_uds_timeout(timeout_ms), &n, &nfds);
+    if (st < 0) {
+        return st;
+    }
+    (*env)->SetByteArrayRegion(env, buf, off, (jsize)n, (const jbyte *)b);
+    if (max_fds > 0) {
+        for (i = 0; i < max_fds; i++) {
+            out[i] = i < nfds ? (jint)got[i] : -1;
+        }
+        (*env)->SetIntArrayRegion(env, fds, 0, (jsize)max_fds, out);
+    }
+    return (jint)n;
+}
+
+JNIEXPORT jint JNICALL JNI_CLASS(udsClose0)(JNIEnv *env, jclass cls, jint fd)
+{
+    (void)env; (void)cls;
+    return hrdma_uds_close((int)fd);
+}
+
+JNIEXPORT jlong JNICALL JNI_CLASS(udsSockets0)(JNIEnv *env, jclass cls)
+{
+    (void)env; (void)cls;
+    return (jlong)hrdma_uds_sockets();
+}
+
+/* Closes a received descriptor the caller does not take over. */
+JNIEXPORT jint JNICALL JNI_CLASS(udsCloseReceived0)(JNIEnv *env, jclass cls, jint fd)
+{
+    (void)env; (void)cls;
+    if (fd < 0) {
+        return HRDMA_ERR_INVALID;
+    }
+    return close((int)fd) == 0 || errno == EINTR ? HRDMA_OK : HRDMA_ERR_IO;
+}
+
 /* ------------------------------------------------------------------ aead -- */
 
 JNIEXPORT jboolean JNICALL JNI_CLASS(gcmAvailable0)(JNIEnv *env, jclass cls)

@@ -1,7 +1,8 @@
 package org.hdfsrdma.client;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.netty.bootstrap.ServerBootstrap;
@@ -17,143 +18,267 @@ import io.netty.channel.epoll.EpollIoHandler;
 import io.netty.channel.epoll.EpollServerDomainSocketChannel;
 import io.netty.channel.unix.DomainSocketAddress;
 import io.netty.channel.unix.FileDescriptor;
-import io.netty.channel.unix.Socket;
-import io.netty.channel.unix.UnixChannel;
 import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
-import java.net.StandardProtocolFamily;
-import java.net.UnixDomainSocketAddress;
-import java.nio.ByteBuffer;
-import java.nio.channels.ServerSocketChannel;
-import java.nio.channels.SocketChannel;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpRequestShortCircuitAccessProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
+import org.apache.hadoop.hdfs.security.token.block.InvalidBlockTokenException;
+import org.hdfsrdma.nativelib.NativeDomainSocket;
 import org.hdfsrdma.nativelib.NativeFiles;
 import org.hdfsrdma.protocol.ShortCircuitSocket;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-/** The short-circuit exchange against a DataNode stand-in of this test. */
+/**
+ * The short-circuit exchange against a DataNode stand-in of this test (Netty's epoll domain
+ * socket server, as the DataNode's plugin): the bytes it is sent, its refusals, a DataNode that
+ * never answers or closes early; nothing received stays open.
+ */
 @Timeout(60)
 class ShortCircuitClientTest {
-  /**
-   * The exchange's channel is closed once the descriptors are in, and another socket of the
-   * process gets the closed descriptor's number at once (here inside the close, as a
-   * DataNode's accept on another thread may): nothing is read from that socket. Netty's
-   * descriptor read loop reads again after a handler closes the channel, so an exchange that
-   * closed from inside it took bytes meant for the other socket (in a cluster on one host: the
-   * request of another exchange, which then waited for the DataNode's timeout).
-   */
-  @Test
-  void aDescriptorNumberTakenAtTheCloseIsNotReadByTheExchange() throws Exception {
+  private static final ExtendedBlock BLOCK = new ExtendedBlock("BP-test", 1, 4096, 1001);
+
+  private enum Behavior { GRANT, REFUSE_TOKEN, SILENT, ONE_THEN_CLOSE }
+
+  private Path dir;
+  private Path data;
+  private Path meta;
+  private Path dnSocket;
+  private EventLoopGroup group;
+  private final List<AutoCloseable> open = new ArrayList<>();
+  /** The requests the stand-in got, as framed on the wire (length, body). */
+  private final List<byte[]> requests = java.util.Collections.synchronizedList(new ArrayList<>());
+  private long fds0;
+  private long sockets0;
+
+  @BeforeEach
+  void setUp() throws Exception {
     assumeTrue(ShortCircuitClient.unavailable() == null, ShortCircuitClient.unavailable());
-    Path dir = Files.createTempDirectory(Path.of("target"), "scc-").toAbsolutePath();
-    Path data = Files.write(dir.resolve("blk"), new byte[4096]);
-    Path meta = Files.write(dir.resolve("blk.meta"), new byte[7]);
-    Path dnSocket = dir.resolve("dn.sock");
-    Path otherSocket = dir.resolve("other.sock");
-    long fds0 = NativeFiles.fdsHeld();
-    EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
-    List<AutoCloseable> open = new ArrayList<>();
-    try (ServerSocketChannel other = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
-        ShortCircuitClient client = new ShortCircuitClient(10_000, true)) {
-      other.bind(UnixDomainSocketAddress.of(otherSocket));
-      Channel server = new ServerBootstrap().group(group).channel(EpollServerDomainSocketChannel.class)
-          .childHandler(new ChannelInitializer<Channel>() {
-            @Override
-            protected void initChannel(Channel ch) {
-              ch.pipeline().addLast(new LengthFieldBasedFrameDecoder(ShortCircuitSocket.MAX_MESSAGE_BYTES, 0, 4, 0, 4),
-                  new GrantingDataNode(data, meta));
-            }
-          }).bind(new DomainSocketAddress(dnSocket.toFile())).sync().channel();
-      open.add(() -> server.close().sync());
+    dir = Files.createTempDirectory(Path.of("target"), "scc-").toAbsolutePath();
+    data = Files.write(dir.resolve("blk"), new byte[4096]);
+    meta = Files.write(dir.resolve("blk.meta"), new byte[7]);
+    dnSocket = dir.resolve("dn.sock");
+    fds0 = NativeFiles.fdsHeld();
+    sockets0 = NativeDomainSocket.openSockets();
+    group = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
+  }
 
-      // when the exchange's channel closes: a socket of the same number, with 8 bytes waiting on it
-      AtomicReference<Socket> reused = new AtomicReference<>();
-      AtomicInteger closedFd = new AtomicInteger(-1);
-      AtomicReference<Throwable> hookFailed = new AtomicReference<>();
-      client.channelHook(ch -> ch.closeFuture().addListener(f -> {
-        try {
-          int fd = ((UnixChannel) ch).fd().intValue();
-          closedFd.set(fd);
-          // the kernel gives the lowest free number: fill the holes below it until it comes
-          for (int i = 0; i < 256 && reused.get() == null; i++) {
-            Socket s = Socket.newSocketDomain();
-            open.add(s::close);
-            if (s.intValue() == fd) {
-              s.connect(new DomainSocketAddress(otherSocket.toFile()));
-              try (SocketChannel peer = other.accept()) {
-                peer.write(ByteBuffer.wrap("12345678".getBytes(java.nio.charset.StandardCharsets.US_ASCII)));
-              }
-              reused.set(s);
-            }
-          }
-        } catch (Throwable t) {
-          hookFailed.set(t);
-        }
-      }));
-
-      ExtendedBlock block = new ExtendedBlock("BP-test", 1, 4096, 1001);
-      try (ShortCircuitClient.Fds f = client.request(dnSocket.toString(), block, null)) {
-        assertEquals(4096, f.data().size());
-        assertEquals(7, f.meta().size());
-      }
-      long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-      while (reused.get() == null && hookFailed.get() == null && System.nanoTime() < until) {
-        Thread.sleep(1);
-      }
-      assertNull(hookFailed.get(), "the hook failed");
-      Socket s = reused.get();
-      assertEquals(closedFd.get(), s == null ? -1 : s.intValue(), "a socket took the closed descriptor's number");
-      Thread.sleep(200); // a read the exchange still made would have happened by now
-      ByteBuffer got = ByteBuffer.allocateDirect(16);
-      int n = s.read(got, 0, got.capacity());
-      assertEquals(8, n, "bytes left on the socket that took the number (the exchange read the rest)");
-    } finally {
-      for (int i = open.size() - 1; i >= 0; i--) {
-        open.get(i).close();
-      }
+  @AfterEach
+  void tearDown() throws Exception {
+    for (int i = open.size() - 1; i >= 0; i--) {
+      open.get(i).close();
+    }
+    if (group != null) {
       group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
-      for (Path p : new Path[] {dnSocket, otherSocket, data, meta, dir}) {
+    }
+    if (dir != null) {
+      for (Path p : new Path[] {dnSocket, data, meta, dir}) {
         Files.deleteIfExists(p);
       }
     }
     assertEquals(fds0, NativeFiles.fdsHeld(), "descriptors held");
+    assertEquals(sockets0, NativeDomainSocket.openSockets(), "sockets open");
   }
 
-  /** Grants every request: reply, then on the go-ahead the two files' descriptors, then closes. */
-  private static final class GrantingDataNode extends SimpleChannelInboundHandler<ByteBuf> {
-    private final Path data;
-    private final Path meta;
+  private void serve(Behavior behavior) throws InterruptedException {
+    Channel server = new ServerBootstrap().group(group).channel(EpollServerDomainSocketChannel.class)
+        .childHandler(new ChannelInitializer<Channel>() {
+          @Override
+          protected void initChannel(Channel ch) {
+            ch.pipeline().addLast(new LengthFieldBasedFrameDecoder(ShortCircuitSocket.MAX_MESSAGE_BYTES, 0, 4, 0, 4),
+                new StandIn(behavior));
+          }
+        }).bind(new DomainSocketAddress(dnSocket.toFile())).sync().channel();
+    open.add(() -> server.close().sync());
+  }
+
+  /**
+   * Descriptors received, the request's bytes those of a framed OpRequestShortCircuitAccessProto
+   * and the go-ahead an empty message; the exchange's socket is closed before the request
+   * returns, by the requesting thread, so nothing can read from its number afterwards (a socket
+   * closed asynchronously, under a read loop, once took bytes meant for a socket that got the
+   * number next).
+   */
+  @Test
+  void descriptorsReceivedAndTheSocketClosedBeforeTheRequestReturns() throws Exception {
+    serve(Behavior.GRANT);
+    AtomicReference<NativeDomainSocket> seen = new AtomicReference<>();
+    AtomicReference<Thread> hookThread = new AtomicReference<>();
+    try (ShortCircuitClient client = new ShortCircuitClient(10_000, true)) {
+      client.channelHook(s -> {
+        seen.set(s);
+        hookThread.set(Thread.currentThread());
+      });
+      try (ShortCircuitClient.Fds f = client.request(dnSocket.toString(), BLOCK, null, 0, 4096)) {
+        assertTrue(seen.get().isClosed(), "the exchange's socket is closed when the request returns");
+        assertEquals(Thread.currentThread(), hookThread.get());
+        assertEquals(4096, f.data().size());
+        assertEquals(7, f.meta().size());
+        assertEquals(4096, f.resident());
+        assertEquals(fds0 + 2, NativeFiles.fdsHeld(), "the two files held");
+        assertEquals(sockets0, NativeDomainSocket.openSockets(), "the socket closed");
+      }
+    }
+    assertEquals(2, requests.size(), "a request and a go-ahead");
+    OpRequestShortCircuitAccessProto op = OpRequestShortCircuitAccessProto.parseFrom(requests.get(0));
+    assertEquals(ShortCircuitSocket.request(BLOCK, null, 0, 4096), op);
+    assertEquals(0, requests.get(1).length, "the go-ahead is an empty message");
+  }
+
+  /** A refused token is an InvalidBlockTokenException (the caller refetches tokens), nothing held. */
+  @Test
+  void aRefusedTokenIsAnInvalidBlockTokenException() throws Exception {
+    serve(Behavior.REFUSE_TOKEN);
+    try (ShortCircuitClient client = new ShortCircuitClient(10_000, true)) {
+      InvalidBlockTokenException e = assertThrows(InvalidBlockTokenException.class,
+          () -> client.request(dnSocket.toString(), BLOCK, null));
+      assertEquals("token refused", e.getMessage());
+    }
+  }
+
+  /** A DataNode that takes the request and never answers costs the client its timeout, no more. */
+  @Test
+  void aDataNodeThatNeverAnswersCostsTheTimeout() throws Exception {
+    serve(Behavior.SILENT);
+    try (ShortCircuitClient client = new ShortCircuitClient(300, true)) {
+      long t0 = System.nanoTime();
+      IOException e = assertThrows(IOException.class, () -> client.request(dnSocket.toString(), BLOCK, null));
+      long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+      assertEquals("no short-circuit answer from " + dnSocket + " within 300 ms", e.getMessage());
+      assertTrue(tookMs >= 250 && tookMs < 5_000, tookMs + " ms");
+    }
+  }
+
+  /**
+   * A request waiting for a DataNode that does not answer ends soon, not at its timeout, when
+   * its thread is interrupted or the client is closed (the client's close at a reader's close).
+   */
+  @Test
+  void anInterruptOrTheClientsCloseEndsAWaitSoon() throws Exception {
+    serve(Behavior.SILENT);
+    try (ShortCircuitClient client = new ShortCircuitClient(20_000, true)) {
+      for (boolean interrupt : new boolean[] {true, false}) {
+        java.util.concurrent.CompletableFuture<Throwable> failed = new java.util.concurrent.CompletableFuture<>();
+        Thread t = new Thread(() -> {
+          try (ShortCircuitClient.Fds f = client.request(dnSocket.toString(), BLOCK, null)) {
+            failed.complete(null);
+          } catch (Throwable e) {
+            failed.complete(e);
+          }
+        });
+        t.start();
+        while (requests.size() < (interrupt ? 1 : 2)) {
+          Thread.sleep(5); // the request is out: the client waits for the answer
+        }
+        long t0 = System.nanoTime();
+        if (interrupt) {
+          t.interrupt();
+        } else {
+          client.close();
+        }
+        Throwable e = failed.get(5, TimeUnit.SECONDS);
+        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        t.join();
+        assertTrue(ms < 2_000, ms + " ms");
+        if (interrupt) {
+          assertTrue(e instanceof java.io.InterruptedIOException, String.valueOf(e));
+          assertEquals("interrupted waiting for " + dnSocket, e.getMessage());
+        } else {
+          assertEquals(IOException.class, e.getClass(), String.valueOf(e));
+          assertEquals("the short-circuit client is closed", e.getMessage());
+        }
+      }
+    }
+  }
+
+  /** The DataNode closes after one descriptor: a failure naming the block, the one received closed. */
+  @Test
+  void aDataNodeClosingBeforeBothDescriptorsLeavesNothingOpen() throws Exception {
+    serve(Behavior.ONE_THEN_CLOSE);
+    try (ShortCircuitClient client = new ShortCircuitClient(10_000, true)) {
+      IOException e = assertThrows(IOException.class, () -> client.request(dnSocket.toString(), BLOCK, null));
+      assertEquals("the DataNode closed " + dnSocket + " before handing over the files of " + BLOCK, e.getMessage());
+    }
+  }
+
+  /** Nothing listens at the path (a socket left behind): refused for this DataNode, the caller stops asking it. */
+  @Test
+  void nothingListeningIsLocalReadsRefused() throws Exception {
+    try (java.nio.channels.ServerSocketChannel gone = java.nio.channels.ServerSocketChannel.open(
+        java.net.StandardProtocolFamily.UNIX)) {
+      gone.bind(java.net.UnixDomainSocketAddress.of(dnSocket));
+    }
+    try (ShortCircuitClient client = new ShortCircuitClient(10_000, true)) {
+      RdmaBlockClient.LocalReadsRefused e = assertThrows(RdmaBlockClient.LocalReadsRefused.class,
+          () -> client.request(dnSocket.toString(), BLOCK, null));
+      assertTrue(e.getMessage().startsWith("cannot connect to " + dnSocket + ": "), e.getMessage());
+      assertTrue(e.getMessage().contains("Connection refused"), e.getMessage());
+      Files.delete(dnSocket);
+      client.close();
+      serve(Behavior.GRANT);
+      IOException closed = assertThrows(IOException.class, () -> client.request(dnSocket.toString(), BLOCK, null));
+      assertEquals("the short-circuit client is closed", closed.getMessage());
+    }
+  }
+
+  /** Reply, then on the go-ahead the two files' descriptors, then closes; or misbehaves as told. */
+  private final class StandIn extends SimpleChannelInboundHandler<ByteBuf> {
+    private final Behavior behavior;
     private boolean replied;
 
-    GrantingDataNode(Path data, Path meta) {
-      this.data = data;
-      this.meta = meta;
+    StandIn(Behavior behavior) {
+      this.behavior = behavior;
     }
 
     @Override
     protected void channelRead0(ChannelHandlerContext ctx, ByteBuf frame) throws Exception {
+      byte[] got = new byte[frame.readableBytes()];
+      frame.readBytes(got);
+      requests.add(got);
       if (!replied) {
         replied = true;
-        BlockOpResponseProto r = ShortCircuitSocket.granted(false);
-        byte[] body = r.toByteArray();
-        ByteBuf b = ctx.alloc().buffer(4 + body.length);
-        b.writeInt(body.length).writeBytes(body);
-        ctx.writeAndFlush(b);
-        return;
+        switch (behavior) {
+          case SILENT -> {
+            return;
+          }
+          case REFUSE_TOKEN -> {
+            reply(ctx, BlockOpResponseProto.newBuilder().setStatus(Status.ERROR_ACCESS_TOKEN)
+                .setMessage("token refused").build()).addListener(ChannelFutureListener.CLOSE);
+            return;
+          }
+          default -> {
+            long[] probe = ShortCircuitSocket.probe(OpRequestShortCircuitAccessProto.parseFrom(got));
+            reply(ctx, ShortCircuitSocket.granted(false, probe == null ? -1 : probe[1]));
+            return;
+          }
+        }
       }
       FileDescriptor d = new FileDescriptor(NativeFiles.openForPassing(data.toString()));
+      if (behavior == Behavior.ONE_THEN_CLOSE) {
+        ctx.writeAndFlush(d).addListener(f -> d.close()).addListener(ChannelFutureListener.CLOSE);
+        return;
+      }
       FileDescriptor m = new FileDescriptor(NativeFiles.openForPassing(meta.toString()));
       ctx.write(d).addListener(f -> d.close());
-      // then closes, as the DataNode's plugin does: the client's loop reading descriptors goes on to the end
+      // then closes, as the DataNode's plugin does
       ctx.writeAndFlush(m).addListener(f -> m.close()).addListener(ChannelFutureListener.CLOSE);
+    }
+
+    private io.netty.channel.ChannelFuture reply(ChannelHandlerContext ctx, BlockOpResponseProto r) {
+      byte[] body = r.toByteArray();
+      ByteBuf b = ctx.alloc().buffer(4 + body.length);
+      b.writeInt(body.length).writeBytes(body);
+      return ctx.writeAndFlush(b);
     }
   }
 }

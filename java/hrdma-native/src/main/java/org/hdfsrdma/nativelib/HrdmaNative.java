@@ -16,7 +16,7 @@ import java.nio.file.StandardCopyOption;
  */
 public final class HrdmaNative {
   /** Must equal HRDMA_ABI_VERSION in hrdma.h. */
-  public static final int ABI_VERSION = 4;
+  public static final int ABI_VERSION = 5;
   /** Oldest UCX the native core is built and tested against. */
   public static final String MIN_UCX = "1.13";
   public static final String LIBRARY_PROPERTY = "hrdma.native.library";

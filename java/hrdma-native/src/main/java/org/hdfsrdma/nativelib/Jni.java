@@ -235,6 +235,37 @@ public final class Jni {
   /** Descriptors adopted by fdAdopt0 and not closed yet, process-wide. */
   public static native long fdsHeld0();
 
+  // uds (a domain socket client): connect throws, the system's reason in the message; the others
+  // return a negative status
+
+  /** A stream socket connected to path within timeoutMs; counted in udsSockets0 until udsClose0. */
+  public static native int udsConnect0(String path, long timeoutMs) throws NativeException;
+
+  /** A connected pair of sockets into out[0] and out[1], both counted; 0 or a negative status. */
+  public static native int udsPair0(int[] out);
+
+  /**
+   * Sends all of {@code [off, off + len)} of buf within timeoutMs, the descriptors of fds (null:
+   * none) with its first bytes; 0 or a negative status.
+   */
+  public static native int udsSend0(int fd, byte[] buf, int off, int len, int[] fds, long timeoutMs);
+
+  /**
+   * Receives 1 to len bytes into {@code [off, off + len)} of buf within timeoutMs, and up to
+   * fds.length descriptors (fds null: none) stored at the start of fds, -1 after them: the bytes
+   * received (0: end of stream) or a negative status (ERR_TRUNCATED: more descriptors than room,
+   * all closed).
+   */
+  public static native int udsRecv0(int fd, byte[] buf, int off, int len, int[] fds, long timeoutMs);
+
+  public static native int udsClose0(int fd);
+
+  /** Sockets of udsConnect0 and udsPair0 not closed yet, process-wide. */
+  public static native long udsSockets0();
+
+  /** Closes a received descriptor that is not taken over; a status. */
+  public static native int udsCloseReceived0(int fd);
+
   /**
    * A direct buffer over native memory [addr, addr + len), len at most
    * Integer.MAX_VALUE; it does not free the memory when collected.
