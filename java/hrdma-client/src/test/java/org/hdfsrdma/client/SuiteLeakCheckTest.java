@@ -15,7 +15,8 @@ import org.junit.jupiter.api.Test;
  * in this JVM: no endpoint, pooled buffer, UCX context, worker, endpoint or
  * registered region, no short-circuit verifier, opener or socket thread, no thread
  * standing for a DataNode's write as its replica's writer, no received
- * descriptor held and no received file mapped.
+ * descriptor held, no received file mapped and no domain socket of a descriptor
+ * exchange open.
  */
 @Order(Integer.MAX_VALUE)
 class SuiteLeakCheckTest {
@@ -23,10 +24,12 @@ class SuiteLeakCheckTest {
   void nothingIsLeftAfterTheSuite() throws InterruptedException {
     String left = ProcessResources.awaitNothingLeft(20_000,
         () -> RdmaDataNodePlugin.running().isEmpty() && verifierThreads().isEmpty()
-            && org.hdfsrdma.nativelib.NativeFiles.fdsHeld() == 0 && org.hdfsrdma.nativelib.NativeFiles.mappedBytes() == 0,
+            && org.hdfsrdma.nativelib.NativeFiles.fdsHeld() == 0 && org.hdfsrdma.nativelib.NativeFiles.mappedBytes() == 0
+            && org.hdfsrdma.nativelib.NativeDomainSocket.openSockets() == 0,
         () -> "plugins " + RdmaDataNodePlugin.running() + ", short-circuit verifier, socket and replica writer threads "
             + verifierThreads() + ", received descriptors held " + org.hdfsrdma.nativelib.NativeFiles.fdsHeld()
-            + ", bytes of received files mapped " + org.hdfsrdma.nativelib.NativeFiles.mappedBytes());
+            + ", bytes of received files mapped " + org.hdfsrdma.nativelib.NativeFiles.mappedBytes()
+            + ", domain sockets open " + org.hdfsrdma.nativelib.NativeDomainSocket.openSockets());
     assertNull(left, "left after the suite: " + left);
   }
 
