@@ -40,7 +40,7 @@ public final class ShellBench {
         FsShell; medians of the commands' wall time and CPU (user + system) seconds.
       """;
   static final String PLUGIN_JAR_PREFIX = "hrdma-hadoop-plugin-";
-  private static final long CLK_TCK = 100; // USER_HZ, which /proc/PID/stat counts in
+  static final long CLK_TCK = 100; // USER_HZ, which /proc/PID/stat counts in
 
   /** The options: sizes, runs, and bench fs's --dir and --conf. */
   record Options(List<Long> sizes, int runs, FsOptions fs) {}
@@ -128,8 +128,8 @@ public final class ShellBench {
     Path work = null;
     try (LocalCluster c = LocalCluster.start(o.fs().dir(), o.fs().conf(), err)) {
       work = Files.createTempDirectory("hrdma-bench-shell");
-      Path oursConf = confDir(work.resolve("conf-ours"), c.clientConf(true));
-      Path stockConf = confDir(work.resolve("conf-stock"), c.clientConf(false));
+      Path oursConf = confDir(work.resolve("conf-ours"), siteConf(c, o.fs().conf(), true));
+      Path stockConf = confDir(work.resolve("conf-stock"), siteConf(c, o.fs().conf(), false));
       String oursCp = oursConf + File.pathSeparator + pluginJar + File.pathSeparator + hadoopCp;
       String stockCp = stockConf + File.pathSeparator + hadoopCp;
       // one untimed command each: the jars in the page cache for both
@@ -235,10 +235,14 @@ public final class ShellBench {
    * ({@code /proc/self/stat} fields 16 and 17): around one command, that command's own.
    */
   static long childrenCpuTicks() throws IOException {
-    String stat = Files.readString(Path.of("/proc/self/stat"));
-    String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-    // f[0] is field 3 (state); cutime is field 16, cstime field 17
-    return Long.parseLong(f[13]) + Long.parseLong(f[14]);
+    String[] f = statFields("self");
+    return Long.parseLong(f[13]) + Long.parseLong(f[14]); // fields 16 and 17: cutime, cstime
+  }
+
+  /** {@code /proc/PID/stat}'s fields from field 3 (the state) on: field n is element n - 3. */
+  static String[] statFields(String pid) throws IOException {
+    String stat = Files.readString(Path.of("/proc", pid, "stat"));
+    return stat.substring(stat.lastIndexOf(')') + 2).split(" ");
   }
 
   /** Hadoop's jars and the rest of the benchmarks' class path, without the project's own. */
@@ -269,16 +273,7 @@ public final class ShellBench {
   /** A configuration directory with a core-site.xml of {@code conf}'s file system settings and quiet logging. */
   private static Path confDir(Path dir, Configuration conf) throws IOException {
     Files.createDirectories(dir);
-    Configuration site = new Configuration(false);
-    for (Map.Entry<String, String> e : conf.getPropsWithPrefix("").entrySet()) {
-      String k = e.getKey();
-      if (k.startsWith("fs.") || k.startsWith("dfs.") || k.startsWith("hrdma.") || k.startsWith("hadoop.")) {
-        site.set(k, conf.get(k));
-      }
-    }
-    try (OutputStream os = Files.newOutputStream(dir.resolve("core-site.xml"))) {
-      site.writeXml(os);
-    }
+    writeClientSite(dir.resolve("core-site.xml"), conf);
     Files.writeString(dir.resolve("log4j.properties"), "log4j.rootLogger=WARN,console\n"
         + "log4j.appender.console=org.apache.log4j.ConsoleAppender\n"
         + "log4j.appender.console.target=System.err\n"
@@ -286,6 +281,41 @@ public final class ShellBench {
         + "log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %-5p %c{2}: %m%n\n"
         + "log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR\n");
     return dir;
+  }
+
+  /**
+   * The client settings a user of {@code c} has: its client-site.xml and the --conf extras, with
+   * {@code fs.hdfs.impl} ours or stock's; no default resource, so that what is written from it
+   * sets no key that a user's site file would leave to its default (our client follows an
+   * explicitly set {@code dfs.client-write-packet-size}, for one, and a default written out is
+   * explicit).
+   */
+  static Configuration siteConf(LocalCluster c, Map<String, String> extra, boolean ours) {
+    return siteConf(c.dir().resolve("client-site.xml"), extra, ours);
+  }
+
+  /** As {@link #siteConf(LocalCluster, Map, boolean)}, from the cluster's {@code clientSite} file. */
+  static Configuration siteConf(Path clientSite, Map<String, String> extra, boolean ours) {
+    Configuration site = new Configuration(false);
+    site.addResource(new org.apache.hadoop.fs.Path(clientSite.toUri()));
+    extra.forEach(site::set);
+    site.set("fs.hdfs.impl", ours ? "org.hdfsrdma.client.RdmaDistributedFileSystem"
+        : "org.apache.hadoop.hdfs.DistributedFileSystem");
+    return site;
+  }
+
+  /** A Hadoop site file of {@code conf}'s client settings (fs., dfs., hrdma. and hadoop. keys). */
+  static void writeClientSite(Path file, Configuration conf) throws IOException {
+    Configuration site = new Configuration(false);
+    for (Map.Entry<String, String> e : conf.getPropsWithPrefix("").entrySet()) {
+      String k = e.getKey();
+      if (k.startsWith("fs.") || k.startsWith("dfs.") || k.startsWith("hrdma.") || k.startsWith("hadoop.")) {
+        site.set(k, conf.get(k));
+      }
+    }
+    try (OutputStream os = Files.newOutputStream(file)) {
+      site.writeXml(os);
+    }
   }
 
   private static void writeRandom(Path p, long size) throws IOException {

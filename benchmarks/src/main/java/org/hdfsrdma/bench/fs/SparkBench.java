@@ -3,7 +3,6 @@ package org.hdfsrdma.bench.fs;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -13,7 +12,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import org.apache.hadoop.conf.Configuration;
 import org.hdfsrdma.tools.Sizes;
 import org.hdfsrdma.tools.UsageException;
 import org.hdfsrdma.tools.fs.FsMain;
@@ -146,7 +144,9 @@ public final class SparkBench {
     Path work = null;
     try (LocalCluster c = LocalCluster.start(o.fs().dir(), o.fs().conf(), err)) {
       work = Files.createTempDirectory("hrdma-bench-spark");
-      Path site = siteXml(work.resolve("client-site.xml"), c.clientConf(true));
+      // the client settings, which the job hands to Spark as spark.hadoop.*
+      Path site = work.resolve("client-site.xml");
+      ShellBench.writeClientSite(site, ShellBench.siteConf(c, o.fs().conf(), true));
       for (int run = 1; run <= o.runs(); run++) {
         // the first of the pair alternates: neither always meets the page cache the other left
         List<String> order = run % 2 == 1 ? List.of("ours", "stock") : List.of("stock", "ours");
@@ -194,7 +194,7 @@ public final class SparkBench {
       return null;
     }
     double wall = (System.nanoTime() - t0) / 1e9;
-    double dnCpu = (cpuTicks(dataNodes) - dn0) / (double) CLK_TCK;
+    double dnCpu = (cpuTicks(dataNodes) - dn0) / (double) ShellBench.CLK_TCK;
     List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8);
     JsonNode j = null;
     for (String l : lines) {
@@ -212,14 +212,12 @@ public final class SparkBench {
         j.path("write_cpu_s").asDouble(), j.path("scan_cpu_s").asDouble(), dnCpu);
   }
 
-  private static final long CLK_TCK = 100; // USER_HZ, which /proc/PID/stat counts in
 
   /** User and system CPU of the processes {@code pids} so far (all their threads), in clock ticks. */
   static long cpuTicks(List<Long> pids) throws IOException {
     long sum = 0;
     for (long pid : pids) {
-      String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
-      String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+      String[] f = ShellBench.statFields(Long.toString(pid));
       sum += Long.parseLong(f[11]) + Long.parseLong(f[12]); // fields 14 and 15: utime, stime
     }
     return sum;
@@ -248,21 +246,6 @@ public final class SparkBench {
           + j.path("stock_read").asLong(-1) + ")";
     }
     return null;
-  }
-
-  /** The client settings as a Hadoop site file, which the job hands to Spark as spark.hadoop.*. */
-  private static Path siteXml(Path file, Configuration conf) throws IOException {
-    Configuration site = new Configuration(false);
-    for (Map.Entry<String, String> e : conf.getPropsWithPrefix("").entrySet()) {
-      String k = e.getKey();
-      if (k.startsWith("fs.") || k.startsWith("dfs.") || k.startsWith("hrdma.") || k.startsWith("hadoop.")) {
-        site.set(k, conf.get(k));
-      }
-    }
-    try (OutputStream os = Files.newOutputStream(file)) {
-      site.writeXml(os);
-    }
-    return file;
   }
 
   static String render(Options o, Map<String, List<Run>> runs) {

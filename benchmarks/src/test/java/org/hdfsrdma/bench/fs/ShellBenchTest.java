@@ -76,4 +76,29 @@ class ShellBenchTest {
     assertTrue(t.matches("(?s).*-put\\s+64K\\s+3\\.00\\s+1\\.50\\s+2\\.00x\\s+3\\.50\\s+2\\.50\\s+\\+1\\.00.*"), t);
     assertFalse(t.contains("-cat  "), "no row for a command not measured: " + t);
   }
+
+  /**
+   * The site file a bench's clients get holds the cluster's client settings and the extras only:
+   * a default written out would be an explicit setting (an explicit dfs.client-write-packet-size
+   * makes our client send stock-sized packets).
+   */
+  @Test
+  void theClientsSiteFileHoldsTheClustersSettingsOnly(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+      throws Exception {
+    java.nio.file.Path cluster = dir.resolve("client-site.xml");
+    java.nio.file.Files.writeString(cluster, "<?xml version=\"1.0\"?><configuration>"
+        + "<property><name>fs.defaultFS</name><value>hdfs://127.0.0.1:9</value></property>"
+        + "<property><name>dfs.replication</name><value>3</value></property></configuration>");
+    java.nio.file.Path out = dir.resolve("out.xml");
+    ShellBench.writeClientSite(out, ShellBench.siteConf(cluster, Map.of("hrdma.client.read.local", "false"), true));
+    org.apache.hadoop.conf.Configuration back = new org.apache.hadoop.conf.Configuration(false);
+    back.addResource(new org.apache.hadoop.fs.Path(out.toUri()));
+    assertEquals(Map.of("fs.defaultFS", "hdfs://127.0.0.1:9", "dfs.replication", "3", "hrdma.client.read.local",
+        "false", "fs.hdfs.impl", "org.hdfsrdma.client.RdmaDistributedFileSystem"), back.getPropsWithPrefix(""));
+    ShellBench.writeClientSite(out, ShellBench.siteConf(cluster, Map.of(), false));
+    back = new org.apache.hadoop.conf.Configuration(false);
+    back.addResource(new org.apache.hadoop.fs.Path(out.toUri()));
+    assertEquals("org.apache.hadoop.hdfs.DistributedFileSystem", back.get("fs.hdfs.impl"));
+    assertEquals(null, back.get("dfs.client-write-packet-size"));
+  }
 }
