@@ -161,13 +161,8 @@ public final class RdmaBlockClient implements Closeable {
    * at each block boundary); null when short-circuit reads are off. Daemon threads that end when idle.
    */
   private final ThreadPoolExecutor opener;
-  /**
-   * Asks DataNodes on this host for replicas' descriptors; made on first use (it runs Netty of its
-   * own, which a client without short-circuit reads need not load), null before.
-   */
-  private ShortCircuitClient shortCircuit; // guarded by shortCircuitLock
-  private boolean shortCircuitClosed;      // guarded by shortCircuitLock
-  private final Object shortCircuitLock = new Object();
+  /** Asks DataNodes on this host for replicas' descriptors. */
+  private final ShortCircuitClient shortCircuit;
   /** Replicas of this host mapped for positional reads. */
   private final LocalReplicas replicas;
   /** By DataNode (uuid and plugin address). */
@@ -268,6 +263,7 @@ public final class RdmaBlockClient implements Closeable {
     } else {
       opener = null;
     }
+    this.shortCircuit = new ShortCircuitClient(timeoutMs, allowSticky);
     int cached = conf.getInt(LOCAL_CACHED_REPLICAS_KEY, LOCAL_CACHED_REPLICAS_DEFAULT);
     long expiry = conf.getLong(LOCAL_CACHE_EXPIRY_MS_KEY, LOCAL_CACHE_EXPIRY_MS_DEFAULT);
     if (cached < 0 || expiry < 1) {
@@ -391,16 +387,7 @@ public final class RdmaBlockClient implements Closeable {
 
   /** The client that asks DataNodes on this host for replicas' files (tests). */
   ShortCircuitClient shortCircuitClient() {
-    synchronized (shortCircuitLock) {
-      if (shortCircuit == null) {
-        org.hdfsrdma.transport.tcp.NettyStartup.apply(); // before its Netty starts
-        shortCircuit = new ShortCircuitClient(timeoutMs, allowSticky);
-        if (shortCircuitClosed) {
-          shortCircuit.close(); // asked for after close: refuses, as it would have
-        }
-      }
-      return shortCircuit;
-    }
+    return shortCircuit;
   }
 
   /** Where sequential streams open their next block's reader ahead (null: short-circuit reads off). */
@@ -436,7 +423,7 @@ public final class RdmaBlockClient implements Closeable {
   ShortCircuitClient.Fds localFiles(LocatedBlock block, DatanodeInfo datanode, long probeOffset, long probeLength)
       throws IOException {
     String path = ShortCircuitSocket.path(conf, datanode.getXferPort());
-    return shortCircuitClient().request(path, block.getBlock(), block.getBlockToken(), probeOffset, probeLength);
+    return shortCircuit.request(path, block.getBlock(), block.getBlockToken(), probeOffset, probeLength);
   }
 
   /**
@@ -464,7 +451,7 @@ public final class RdmaBlockClient implements Closeable {
       String path = ShortCircuitSocket.path(conf, datanode.getXferPort());
       return replicas.new Range(key, block.getBlock(), path, () -> {
         ShortCircuitClient.Fds f = held.getAndSet(null);
-        return f != null ? f : shortCircuitClient().request(path, block.getBlock(), block.getBlockToken());
+        return f != null ? f : shortCircuit.request(path, block.getBlock(), block.getBlockToken());
       }, offsetInBlock, length, verifyChecksum);
     } finally {
       ShortCircuitClient.Fds unused = held.getAndSet(null); // the replica was kept mapped already
@@ -709,7 +696,6 @@ public final class RdmaBlockClient implements Closeable {
     if (!shmWrites || !c.wantsWriteSegment() || !org.hdfsrdma.protocol.SameHost.isLocal(c.address())) {
       return;
     }
-    org.hdfsrdma.transport.tcp.NettyStartup.apply(); // the segment's descriptor fetch runs Netty of its own
     c.mapWriteSegment(timeoutMs, block, token, new org.hdfsrdma.protocol.SegmentFetch.Request(
         org.hdfsrdma.protocol.ShortCircuitSocket.path(conf, dn.getXferPort()), allowSticky, block, token, timeoutMs));
   }
@@ -838,14 +824,7 @@ public final class RdmaBlockClient implements Closeable {
     }
     closeConnections();
     connector.close();
-    ShortCircuitClient sc;
-    synchronized (shortCircuitLock) {
-      shortCircuitClosed = true;
-      sc = shortCircuit;
-    }
-    if (sc != null) {
-      sc.close();
-    }
+    shortCircuit.close();
     replicas.close();
     if (localVerifier != null) {
       // windows queued still run (readers not closed yet may wait for them); idle threads end now

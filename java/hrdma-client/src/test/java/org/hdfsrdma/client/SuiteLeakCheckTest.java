@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
  * orders classes by {@link Order}): once every cluster and client of the
  * suite is shut down, no plugin runs and nothing of the transports is left
  * in this JVM: no endpoint, pooled buffer, UCX context, worker, endpoint or
- * registered region, no short-circuit verifier, opener or socket thread, no thread
+ * registered region, no short-circuit verifier or opener thread, no thread
  * standing for a DataNode's write as its replica's writer, no received
  * descriptor held, no received file mapped and no domain socket of a descriptor
  * exchange open.
@@ -26,7 +26,7 @@ class SuiteLeakCheckTest {
         () -> RdmaDataNodePlugin.running().isEmpty() && verifierThreads().isEmpty()
             && org.hdfsrdma.nativelib.NativeFiles.fdsHeld() == 0 && org.hdfsrdma.nativelib.NativeFiles.mappedBytes() == 0
             && org.hdfsrdma.nativelib.NativeDomainSocket.openSockets() == 0,
-        () -> "plugins " + RdmaDataNodePlugin.running() + ", short-circuit verifier, socket and replica writer threads "
+        () -> "plugins " + RdmaDataNodePlugin.running() + ", short-circuit verifier, opener and replica writer threads "
             + verifierThreads() + ", received descriptors held " + org.hdfsrdma.nativelib.NativeFiles.fdsHeld()
             + ", bytes of received files mapped " + org.hdfsrdma.nativelib.NativeFiles.mappedBytes()
             + ", domain sockets open " + org.hdfsrdma.nativelib.NativeDomainSocket.openSockets());
@@ -40,7 +40,7 @@ class SuiteLeakCheckTest {
   private static List<String> verifierThreads() {
     return Thread.getAllStackTraces().keySet().stream().map(Thread::getName)
         .filter(n -> n.startsWith(RdmaBlockClient.VERIFIER_THREAD_PREFIX)
-            || n.startsWith(RdmaBlockClient.OPENER_THREAD_PREFIX) || n.startsWith("hrdma-scr-client")
+            || n.startsWith(RdmaBlockClient.OPENER_THREAD_PREFIX)
             || n.startsWith("hrdma-dn-scr-") || n.startsWith("hrdma-writer-")).toList();
   }
 }
