@@ -122,13 +122,7 @@ final class ShortCircuitClient implements AutoCloseable {
       if (hook != null) {
         hook.accept(x.socket());
       }
-      x.send(op.toByteArray());
-      BlockOpResponseProto r;
-      try {
-        r = BlockOpResponseProto.parseFrom(x.receive());
-      } catch (org.apache.hadoop.thirdparty.protobuf.InvalidProtocolBufferException e) {
-        throw new IOException("bad short-circuit reply from " + socketPath + ": " + e.getMessage(), e);
-      }
+      BlockOpResponseProto r = x.call(op.toByteArray());
       if (r.getStatus() != Status.SUCCESS) {
         throw switch (r.getStatus()) {
           case ERROR_ACCESS_TOKEN -> new InvalidBlockTokenException(r.getMessage());

@@ -66,13 +66,7 @@ public final class SegmentFetch {
       throw new IOException("cannot connect to " + r.socketPath() + ": " + e.getMessage());
     }
     try (x) {
-      x.send(req);
-      BlockOpResponseProto reply;
-      try {
-        reply = BlockOpResponseProto.parseFrom(x.receive());
-      } catch (org.apache.hadoop.thirdparty.protobuf.InvalidProtocolBufferException e) {
-        throw new IOException("bad reply from " + r.socketPath() + ": " + e.getMessage(), e);
-      }
+      BlockOpResponseProto reply = x.call(req);
       if (reply.getStatus() != Status.SUCCESS) {
         throw new IOException("write segment refused by " + r.socketPath() + ": " + reply.getStatus() + ": "
             + reply.getMessage());

@@ -61,14 +61,8 @@ public final class ShortCircuitExchange implements AutoCloseable {
   }
 
   /** Sends {@code body} as one message. */
-  public void send(byte[] body) throws NativeException {
-    byte[] frame = new byte[4 + body.length];
-    int n = body.length;
-    frame[0] = (byte) (n >>> 24);
-    frame[1] = (byte) (n >>> 16);
-    frame[2] = (byte) (n >>> 8);
-    frame[3] = (byte) n;
-    System.arraycopy(body, 0, frame, 4, n);
+  private void send(byte[] body) throws NativeException {
+    byte[] frame = java.nio.ByteBuffer.allocate(4 + body.length).putInt(body.length).put(body).array();
     socket.write(frame, 0, frame.length, NativeDomainSocket.msLeft(deadline));
   }
 
@@ -106,10 +100,10 @@ public final class ShortCircuitExchange implements AutoCloseable {
   }
 
   /** The next message's body; descriptors sent with it are refused. */
-  public byte[] receive() throws IOException {
+  private byte[] receive() throws IOException {
     byte[] len = new byte[4];
     readFully(len, 4);
-    int n = (len[0] & 0xff) << 24 | (len[1] & 0xff) << 16 | (len[2] & 0xff) << 8 | (len[3] & 0xff);
+    int n = java.nio.ByteBuffer.wrap(len).getInt();
     // the frame, length field included, within the limit (as the DataNode's frame decoder counts)
     if (n < 0 || n > ShortCircuitSocket.MAX_MESSAGE_BYTES - 4) {
       throw new IOException("a message of " + Integer.toUnsignedString(n) + " bytes from " + path + ": at most "
@@ -118,6 +112,18 @@ public final class ShortCircuitExchange implements AutoCloseable {
     byte[] body = new byte[n];
     readFully(body, n);
     return body;
+  }
+
+  /** Sends {@code op} (a request proto's bytes) and returns the DataNode's response to it. */
+  public org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto call(byte[] op)
+      throws IOException {
+    send(op);
+    byte[] reply = receive();
+    try {
+      return org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto.parseFrom(reply);
+    } catch (org.apache.hadoop.thirdparty.protobuf.InvalidProtocolBufferException e) {
+      throw new IOException("bad reply from " + path + ": " + e.getMessage(), e);
+    }
   }
 
   /** The empty message after a SUCCESS: the DataNode sends the descriptors then. */

@@ -118,16 +118,14 @@ public final class TcpBootstrap implements AutoCloseable {
     long end = byDeadline ? deadline : helloEnd;
     try {
       byte[] payload = hello.toByteArray();
-      byte[] helloFrame = new byte[TcpWire.HEADER_BYTES + payload.length];
-      putInt(helloFrame, 0, payload.length + 1);
-      helloFrame[TcpWire.LENGTH_BYTES] = TcpWire.HELLO;
-      System.arraycopy(payload, 0, helloFrame, TcpWire.HEADER_BYTES, payload.length);
+      byte[] helloFrame = ByteBuffer.allocate(TcpWire.HEADER_BYTES + payload.length)
+          .putInt(payload.length + 1).put(TcpWire.HELLO).put(payload).array();
       OutputStream out = s.getOutputStream();
       out.write(helloFrame);
       InputStream in = s.getInputStream();
       byte[] length = new byte[TcpWire.LENGTH_BYTES];
       readFully(s, in, length, end);
-      long n = getUnsignedInt(length, 0);
+      long n = Integer.toUnsignedLong(ByteBuffer.wrap(length).getInt());
       if (n == 0) {
         throw new TransportException.Protocol("empty frame (length 0, no type byte)");
       }
@@ -225,10 +223,7 @@ public final class TcpBootstrap implements AutoCloseable {
           break;
         }
       }
-      byte[] frame = new byte[TcpWire.HEADER_BYTES];
-      putInt(frame, 0, 1);
-      frame[TcpWire.LENGTH_BYTES] = TcpWire.CLOSE;
-      s.getOutputStream().write(frame);
+      s.getOutputStream().write(ByteBuffer.allocate(TcpWire.HEADER_BYTES).putInt(1).put(TcpWire.CLOSE).array());
       s.shutdownOutput();
     } catch (IOException e) {
       LOG.debug("tcp: closing the bootstrap connection to {}: {}", remote, e.toString());
@@ -262,16 +257,5 @@ public final class TcpBootstrap implements AutoCloseable {
 
   private static long msUntil(long deadlineNanos) {
     return Math.max(0, TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime()));
-  }
-
-  private static void putInt(byte[] b, int at, int v) {
-    b[at] = (byte) (v >>> 24);
-    b[at + 1] = (byte) (v >>> 16);
-    b[at + 2] = (byte) (v >>> 8);
-    b[at + 3] = (byte) v;
-  }
-
-  private static long getUnsignedInt(byte[] b, int at) {
-    return ((b[at] & 0xffL) << 24) | ((b[at + 1] & 0xffL) << 16) | ((b[at + 2] & 0xffL) << 8) | (b[at + 3] & 0xffL);
   }
 }
