@@ -89,6 +89,21 @@ class ShadedJarContentTest {
     }
   }
 
+  /**
+   * Of Netty, only the modules the tcp transport uses: none of netty-all's codecs, none of its other
+   * transports (io_uring, kqueue, QUIC) and one native library, epoll's for this platform.
+   */
+  @Test
+  void onlyTheNettyModulesTheTcpTransportUses() {
+    for (String unused : List.of("handler/codec/quic/", "handler/codec/http/", "handler/codec/http2/",
+        "handler/codec/compression/", "handler/codec/dns/", "channel/uring/", "channel/kqueue/",
+        "resolver/dns/")) {
+      assertEquals(List.of(), matching(SHADED + "io/netty/" + unused), unused);
+    }
+    assertEquals(List.of("META-INF/native/liborg_hdfsrdma_shaded_netty_transport_native_epoll_x86_64.so"),
+        matching("META-INF/native/").stream().filter(n -> !n.endsWith("/")).collect(Collectors.toList()));
+  }
+
   @Test
   void serviceFilesAreMergedAndRelocated() throws IOException {
     String providers = read("META-INF/services/org.hdfsrdma.transport.TransportProvider");
