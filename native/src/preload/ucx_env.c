@@ -25,6 +25,12 @@
  * application) sent SIGHUP neither logged it (Hadoop's SignalLogger) nor ran
  * its shutdown hooks and exited, as a JVM does. This library sets it to 0
  * (none), unless the user set it.
+ *
+ * It runs while the JVM's other threads run, and glibc's setenv is not safe
+ * against a getenv in another thread. Exported before the JVM starts (the
+ * Java side's UcxStartEnvironment lists them; bin/hrdma cluster and the docker
+ * images do, docs/install.md gives the hadoop-env.sh line), all three are
+ * found and setenv with overwrite 0 changes nothing.
  */
 #include <stdlib.h>
 

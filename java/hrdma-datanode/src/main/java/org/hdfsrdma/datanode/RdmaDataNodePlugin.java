@@ -17,6 +17,7 @@ import org.hdfsrdma.datanode.compat.ClientDatanodeHook;
 import org.hdfsrdma.datanode.disk.DiskIo;
 import org.hdfsrdma.datanode.disk.DiskMetrics;
 import org.hdfsrdma.datanode.disk.DiskSettings;
+import org.hdfsrdma.nativelib.UcxStartEnvironment;
 import org.hdfsrdma.protocol.HadoopTransportConf;
 import org.hdfsrdma.protocol.RdmaPorts;
 import org.hdfsrdma.protocol.wire.ServerGate;
@@ -287,6 +288,13 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     LOG.info("hrdma datanode plugin: serving DataNode {} (xfer port {}) on {} with {}, data transfer protection {}",
         dn.datanodeUuid(), dn.xferPort(), s.serviceAddress(), s.offers().stream()
             .map(a -> a.getTransport() + ":" + a.getPort()).toList(), wire);
+    List<String> unset = UcxStartEnvironment.missing();
+    if (!unset.isEmpty()) {
+      LOG.warn("hrdma datanode plugin: {} not in the DataNode's start environment: libhrdma-preload set them while"
+          + " the DataNode's threads ran (glibc's setenv is not safe against their getenv); export {} in"
+          + " hadoop-env.sh (docs/install.md)", unset, UcxStartEnvironment.VARIABLES.entrySet().stream()
+              .map(e -> e.getKey() + "=" + e.getValue()).collect(java.util.stream.Collectors.joining(" ")));
+    }
   }
 
   /**

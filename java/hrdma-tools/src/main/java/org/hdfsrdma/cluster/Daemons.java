@@ -13,6 +13,7 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import org.hdfsrdma.nativelib.UcxStartEnvironment;
 
 /**
  * Starting, recognising and stopping the daemon JVMs.
@@ -89,6 +90,8 @@ final class Daemons {
         .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
         .redirectErrorStream(true)
         .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
+    // UCX's settings that libhrdma-preload would otherwise set while the JVM's threads run (a user's win)
+    UcxStartEnvironment.VARIABLES.forEach(pb.environment()::putIfAbsent);
     return pb.start();
   }
 

@@ -9,6 +9,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.hdfsrdma.nativelib.HrdmaNative;
+import org.hdfsrdma.nativelib.UcxStartEnvironment;
 import org.hdfsrdma.transport.Endpoint;
 import org.hdfsrdma.transport.EndpointHandler;
 import org.hdfsrdma.transport.RegisteredBuffer;
@@ -99,6 +100,11 @@ public final class Doctor {
     out.println("  UCX memory hooks: " + (HrdmaNative.ucxMemoryHooks()
         ? "on (UCX_MEM_EVENTS set by the user; they patch libc while the JVM runs)"
         : "off (UCX_MEM_EVENTS=no)"));
+    List<String> unset = UcxStartEnvironment.missing();
+    out.println("  UCX settings in the start environment: " + (unset.isEmpty()
+        ? "all (libhrdma-preload changed nothing)"
+        : "not " + String.join(", ", unset) + " (libhrdma-preload set them while the JVM ran; export them"
+            + " before it starts, as docs/install.md shows)"));
     String ucxConf = tc.get(TransportConf.UCX_CONFIG_KEY, TransportConf.UCX_CONFIG_DEFAULT);
     out.println("== UCX transports and devices" + (ucxConf.isEmpty() ? "" : " (" + ucxConf + ")"));
     try {
