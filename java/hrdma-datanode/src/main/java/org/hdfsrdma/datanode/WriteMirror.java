@@ -382,7 +382,16 @@ final class WriteMirror implements EndpointHandler {
     }
     try {
       switch (m.kind()) {
-        case WRITE_RESPONSE -> response.complete(m.writeResponse());
+        case WRITE_RESPONSE -> {
+          // one per write, as stock's: a repeated one is the peer's error, and would restart the
+          // pooled connection's count of messages of no write here (MirrorPool.Pooled.MAX_STRAYS)
+          boolean answered = response.isDone() && !response.isCompletedExceptionally();
+          if (answered) {
+            listener.onDownstreamFailed(name + " sent a second WRITE_RESPONSE for request " + m.requestId());
+          } else {
+            response.complete(m.writeResponse());
+          }
+        }
         case PIPELINE_ACK -> listener.onDownstreamAck(m.pipelineAck());
         case ERROR -> {
           String why = name + " answered " + m.error().getStatus() + ": " + m.error().getMessage();

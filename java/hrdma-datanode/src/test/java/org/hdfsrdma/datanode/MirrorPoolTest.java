@@ -230,4 +230,54 @@ class MirrorPoolTest {
     pool.close();
     assertEquals(0, pool.liveConnections());
   }
+
+  /**
+   * A next DataNode that repeats its WRITE_RESPONSE fails the write (its connection is then not
+   * kept): a repeated answer of the current write would otherwise start the count of messages of
+   * no write here again, so that a flood interleaving them were never closed.
+   */
+  @Test
+  void aRepeatedWriteResponseFailsTheWrite() throws Exception {
+    org.hdfsrdma.transport.BufferPool buffers = new org.hdfsrdma.transport.BufferPool(
+        org.hdfsrdma.transport.SlabAllocator.DIRECT, 1 << 16, 1 << 20);
+    MirrorPool pool = new MirrorPool(4, 60_000);
+    MirrorPool.Pooled p = connected(pool, A);
+    java.util.List<String> failures = new java.util.concurrent.CopyOnWriteArrayList<>();
+    WriteMirror w = new WriteMirror("dn2", endpoint(), new WriteMirror.Listener() {
+      @Override
+      public void onDownstreamAck(PipelineAckProto ack) {}
+
+      @Override
+      public void onDownstreamFailed(String why) {
+        failures.add(why);
+      }
+    }, new java.util.concurrent.atomic.AtomicLong(), pool, p);
+    p.lend(w, 5);
+    w.requestId = 5;
+    org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto ok =
+        org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto.newBuilder()
+            .setStatus(org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status.SUCCESS).build();
+    PipelineAckProto ack = PipelineAckProto.newBuilder().setSeqno(1).build();
+    p.onMessage(p.ep, org.hdfsrdma.protocol.MessageCodec.encode(buffers,
+        org.hdfsrdma.protocol.MessageKind.WRITE_RESPONSE, 5, ok, null));
+    assertTrue(w.response.isDone());
+    assertEquals(java.util.List.of(), failures, "the first WRITE_RESPONSE is the write's answer");
+    for (int round = 0; round < 3; round++) {
+      for (int i = 0; i < MirrorPool.Pooled.MAX_STRAYS; i++) {
+        p.onMessage(p.ep, org.hdfsrdma.protocol.MessageCodec.encode(buffers,
+            org.hdfsrdma.protocol.MessageKind.PIPELINE_ACK, 4, ack, null));
+      }
+      p.onMessage(p.ep, org.hdfsrdma.protocol.MessageCodec.encode(buffers,
+          org.hdfsrdma.protocol.MessageKind.WRITE_RESPONSE, 5, ok, null));
+    }
+    assertFalse(failures.isEmpty(), "a flood between repeated WRITE_RESPONSEs went on unchecked: "
+        + 3 * MirrorPool.Pooled.MAX_STRAYS + " messages of no write here, the connection "
+        + (p.isOpen() ? "open" : "closed"));
+    assertTrue(failures.get(0).contains("second WRITE_RESPONSE"), failures.toString());
+    w.close(true);
+    assertFalse(p.isOpen(), "a write whose downstream failed keeps no connection");
+    assertEquals(0, buffers.buffersOutstanding(), "a message held");
+    pool.close();
+    assertEquals(0, pool.liveConnections());
+  }
 }

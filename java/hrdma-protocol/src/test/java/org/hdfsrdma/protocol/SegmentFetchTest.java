@@ -37,14 +37,18 @@ import org.junit.jupiter.api.Timeout;
 /**
  * A write segment's descriptor fetched from a DataNode stand-in of this test (Netty's epoll
  * domain socket server, as the DataNode's plugin): the grant id on the wire, a refusal, a
- * DataNode that never answers or closes before the descriptor; nothing received stays open.
+ * DataNode that never answers or closes before the descriptor, one that passes a descriptor
+ * with its reply or one that is not a file, or claims a 2 GiB reply; nothing received stays open.
  */
 @Timeout(60)
 class SegmentFetchTest {
   private static final ExtendedBlock BLOCK = new ExtendedBlock("BP-test", 2, 0, 1001);
   private static final byte[] GRANT = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
 
-  private enum Behavior { GRANT, REFUSE, SILENT, CLOSE_AFTER_GO_AHEAD, BYTE_WITHOUT_DESCRIPTOR }
+  private enum Behavior {
+    GRANT, REFUSE, SILENT, CLOSE_AFTER_GO_AHEAD, BYTE_WITHOUT_DESCRIPTOR, DESCRIPTOR_BEFORE_REPLY, PIPE_FOR_SEGMENT,
+    OVERSIZED_REPLY
+  }
 
   private Path dir;
   private Path segment;
@@ -52,6 +56,10 @@ class SegmentFetchTest {
   private EventLoopGroup group;
   private Channel server;
   private volatile byte[] grantSeen;
+  /** The read end of a pipe whose write end the stand-in passes (and then closes its own copy of). */
+  private FileDescriptor pipeRead;
+  private final java.util.concurrent.CompletableFuture<Void> standInClosedItsCopies =
+      new java.util.concurrent.CompletableFuture<>();
   private long fds0;
   private long sockets0;
 
@@ -73,6 +81,9 @@ class SegmentFetchTest {
     }
     if (group != null) {
       group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+    }
+    if (pipeRead != null) {
+      pipeRead.close();
     }
     if (dir != null) {
       for (Path p : new Path[] {socket, segment, dir}) {
@@ -163,6 +174,52 @@ class SegmentFetchTest {
     assertEquals("unexpected message from " + socket, e.getMessage());
   }
 
+  /**
+   * Whether every copy of the pipe's write end is closed: the stand-in's own (after it sent it),
+   * and the one the client received. The read end sees the end of the stream only then.
+   */
+  private boolean pipeWriteEndsAllClosed() throws Exception {
+    standInClosedItsCopies.get(10, TimeUnit.SECONDS);
+    java.nio.ByteBuffer b = java.nio.ByteBuffer.allocateDirect(16);
+    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+    int n;
+    do { // the pipe is non-blocking: 0 while a write end is open anywhere
+      n = pipeRead.read(b, 0, b.capacity());
+    } while (n == 0 && System.nanoTime() < end && sleep());
+    return n < 0;
+  }
+
+  private static boolean sleep() throws InterruptedException {
+    Thread.sleep(10);
+    return true;
+  }
+
+  /** Descriptors passed with the reply's bytes, where none belong: refused, and closed. */
+  @Test
+  void aDescriptorWithTheReplyIsRefusedAndClosed() throws Exception {
+    SegmentFetch.Request r = serve(Behavior.DESCRIPTOR_BEFORE_REPLY, 10_000);
+    IOException e = assertThrows(IOException.class, () -> SegmentFetch.fetch(r, GRANT));
+    assertTrue(e.getMessage().contains("failed"), e.getMessage());
+    assertTrue(pipeWriteEndsAllClosed(), "the received descriptor is still open in this process");
+  }
+
+  /** A descriptor that is not a regular file (a pipe) for the segment: refused, and closed. */
+  @Test
+  void aDescriptorThatIsNotAFileIsRefusedAndClosed() throws Exception {
+    SegmentFetch.Request r = serve(Behavior.PIPE_FOR_SEGMENT, 10_000);
+    IOException e = assertThrows(IOException.class, () -> SegmentFetch.fetch(r, GRANT));
+    assertTrue(e.getMessage().startsWith("bad descriptor from " + socket), e.getMessage());
+    assertTrue(pipeWriteEndsAllClosed(), "the received descriptor is still open in this process");
+  }
+
+  /** A reply claiming 2 GiB is refused on its length, before anything of that size is allocated. */
+  @Test
+  void anOversizedReplyIsRefusedOnItsLength() throws Exception {
+    SegmentFetch.Request r = serve(Behavior.OVERSIZED_REPLY, 10_000);
+    IOException e = assertThrows(IOException.class, () -> SegmentFetch.fetch(r, GRANT));
+    assertTrue(e.getMessage().contains("a message of 2147483647 bytes"), e.getMessage());
+  }
+
   /** Answers a grant's request, then on the go-ahead passes the segment and closes; or misbehaves as told. */
   private final class StandIn extends SimpleChannelInboundHandler<ByteBuf> {
     private final Behavior behavior;
@@ -181,6 +238,12 @@ class SegmentFetchTest {
         grantSeen = ShortCircuitSocket.grant(OpRequestShortCircuitAccessProto.parseFrom(got));
         switch (behavior) {
           case SILENT -> { }
+          case OVERSIZED_REPLY -> ctx.writeAndFlush(ctx.alloc().buffer(5).writeInt(Integer.MAX_VALUE).writeByte(0));
+          case DESCRIPTOR_BEFORE_REPLY -> {
+            FileDescriptor w = newPipe();
+            ctx.writeAndFlush(w).addListener(f -> closeCopies(w));
+            reply(ctx, ShortCircuitSocket.granted(false));
+          }
           case REFUSE -> reply(ctx, BlockOpResponseProto.newBuilder().setStatus(Status.ERROR_ACCESS_TOKEN)
               .setMessage("no such grant").build()).addListener(ChannelFutureListener.CLOSE);
           default -> reply(ctx, ShortCircuitSocket.granted(false));
@@ -195,8 +258,24 @@ class SegmentFetchTest {
         ctx.writeAndFlush(ctx.alloc().buffer(1).writeByte(0)).addListener(ChannelFutureListener.CLOSE);
         return;
       }
+      if (behavior == Behavior.PIPE_FOR_SEGMENT) {
+        FileDescriptor w = newPipe();
+        ctx.writeAndFlush(w).addListener(f -> closeCopies(w)).addListener(ChannelFutureListener.CLOSE);
+        return;
+      }
       FileDescriptor d = new FileDescriptor(NativeFiles.openForPassing(segment.toString()));
       ctx.writeAndFlush(d).addListener(f -> d.close()).addListener(ChannelFutureListener.CLOSE);
+    }
+
+    private FileDescriptor newPipe() throws IOException {
+      FileDescriptor[] p = FileDescriptor.pipe();
+      pipeRead = p[0];
+      return p[1];
+    }
+
+    private void closeCopies(FileDescriptor w) throws IOException {
+      w.close();
+      standInClosedItsCopies.complete(null);
     }
 
     private io.netty.channel.ChannelFuture reply(ChannelHandlerContext ctx, BlockOpResponseProto r) {

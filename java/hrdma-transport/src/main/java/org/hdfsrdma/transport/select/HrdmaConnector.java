@@ -186,15 +186,15 @@ public final class HrdmaConnector implements AutoCloseable {
         attempts.add(new Attempt(name, "not offered by the server"));
         continue;
       }
-      InetSocketAddress target = offer.getHost().isEmpty()
-          ? (service.isUnresolved() ? InetSocketAddress.createUnresolved(service.getHostString(),
-              offer.getPort()) : new InetSocketAddress(service.getAddress(), offer.getPort()))
-          : new InetSocketAddress(offer.getHost(), offer.getPort());
       Gate gate = new Gate(handler);
+      Object target = offer.getHost() + ":" + offer.getPort(); // the address, once made of the offer
       try {
+        // an offer no address can be made of (a port past 65535) fails this transport only
+        InetSocketAddress addr = target(service, offer);
+        target = addr;
         Endpoint ep = name.equals(TcpTransportProvider.NAME)
-            ? await(tcp().connect(target, gate, order), name, target, until)
-            : await(transport(name).connect(target, gate), name, target, until);
+            ? await(tcp().connect(addr, gate, order), name, addr, until)
+            : await(transport(name).connect(addr, gate), name, addr, until);
         attempts.add(new Attempt(name, null));
         gate.open(ep);
         LOG.debug("hrdma: connected to {} with {} ({})", service, name, attempts);
@@ -208,6 +208,15 @@ public final class HrdmaConnector implements AutoCloseable {
     }
     throw new NegotiationException("hrdma: no transport to " + service + " worked: " + attempts
         + " (server offers " + HrdmaServer.describe(reply.getOffersList()) + ")", attempts);
+  }
+
+  /** Where {@code offer} points: its host, or {@code service}'s where it names none. */
+  private static InetSocketAddress target(InetSocketAddress service, TransportAddress offer) {
+    if (!offer.getHost().isEmpty()) {
+      return new InetSocketAddress(offer.getHost(), offer.getPort());
+    }
+    return service.isUnresolved() ? InetSocketAddress.createUnresolved(service.getHostString(), offer.getPort())
+        : new InetSocketAddress(service.getAddress(), offer.getPort());
   }
 
   /**

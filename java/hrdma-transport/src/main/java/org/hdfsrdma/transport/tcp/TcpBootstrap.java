@@ -42,9 +42,16 @@ import org.slf4j.LoggerFactory;
 public final class TcpBootstrap implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(TcpBootstrap.class);
 
+  /**
+   * Most bytes received after the hello reply that {@link #close} drops before its CLOSE; an
+   * honest server sends none (at most a CLOSE frame of its own).
+   */
+  static final int CLOSE_DRAIN_BYTES = 4096;
+
   private final SocketChannel channel;
   private final InetSocketAddress remote;
   private HelloReply reply;
+  private long dropped; // by close()
 
   private TcpBootstrap(SocketChannel channel, InetSocketAddress remote) {
     this.channel = channel;
@@ -208,7 +215,9 @@ public final class TcpBootstrap implements AutoCloseable {
    * Ends the connection: CLOSE and the end of this side's stream, as a {@link TcpEndpoint}
    * closes; the server answers CLOSE and closes its side. Not waited for: nothing is left
    * to receive, and bytes the server sent meanwhile (ours send nothing after the reply) are
-   * dropped first so that the close is an orderly one, not a reset. Never throws.
+   * dropped first so that the close is an orderly one, not a reset; at most
+   * {@link #CLOSE_DRAIN_BYTES} of them: a server that sent more is reset, so that one
+   * streaming bytes after its reply cannot keep this thread dropping them. Never throws.
    */
   @Override
   public void close() {
@@ -219,9 +228,16 @@ public final class TcpBootstrap implements AutoCloseable {
       Socket s = channel.socket();
       InputStream in = s.getInputStream();
       for (int n = in.available(); n > 0; n = in.available()) {
-        if (in.skip(n) <= 0) {
+        if (dropped + n > CLOSE_DRAIN_BYTES) {
+          LOG.debug("tcp: {} sent more than {} bytes after its hello reply: the bootstrap connection is reset",
+              remote, CLOSE_DRAIN_BYTES);
+          return; // abort() below: closed with bytes unread, a reset
+        }
+        long k = in.skip(n);
+        if (k <= 0) {
           break;
         }
+        dropped += k;
       }
       s.getOutputStream().write(ByteBuffer.allocate(TcpWire.HEADER_BYTES).putInt(1).put(TcpWire.CLOSE).array());
       s.shutdownOutput();
@@ -238,6 +254,11 @@ public final class TcpBootstrap implements AutoCloseable {
     } catch (IOException e) {
       LOG.debug("tcp: closing the bootstrap connection to {}: {}", remote, e.toString());
     }
+  }
+
+  /** Bytes received after the hello reply that {@link #close} dropped (tests). */
+  long droppedAtClose() {
+    return dropped;
   }
 
   /** True once closed (the connection is never used after the reply). */

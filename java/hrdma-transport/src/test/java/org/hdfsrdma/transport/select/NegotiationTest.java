@@ -441,6 +441,33 @@ class NegotiationTest {
     assertTrue(connector.transports().isEmpty(), connector.transports().toString());
   }
 
+  /**
+   * An offer no address can be made of (a port past 65535) fails that transport, and the next
+   * one offered is tried, as for any transport that fails.
+   */
+  @Test
+  @Timeout(30)
+  void anOfferWithAPortOutOfRangeFailsOnlyThatTransport() throws Exception {
+    startServer("tcp");
+    InetSocketAddress tcp = server.serviceAddress();
+    byte[] reply = org.hdfsrdma.proto.HrdmaProtos.HelloReply.newBuilder()
+        .setVersion(org.hdfsrdma.transport.Protocol.VERSION).setCredits(8).setMaxMessageSize(1 << 16)
+        .addOffers(org.hdfsrdma.proto.HrdmaProtos.TransportAddress.newBuilder().setTransport("tcp2").setPort(70000))
+        .addOffers(org.hdfsrdma.proto.HrdmaProtos.TransportAddress.newBuilder().setTransport("tcp")
+            .setHost(tcp.getAddress().getHostAddress()).setPort(tcp.getPort()))
+        .build().toByteArray();
+    try (RawService raw = new RawService(s -> s.getOutputStream().write(frame(2, reply)))) {
+      connector = new HrdmaConnector(conf("tcp2,tcp"));
+      ClientHandler h = new ClientHandler();
+      Connection c = connector.connect(raw.address(), h);
+      assertEquals("tcp", c.transport());
+      assertEquals(2, c.attempts().size(), c.attempts().toString());
+      assertEquals("tcp2", c.attempts().get(0).transport());
+      assertTrue(c.attempts().get(0).failure().contains("70000"), c.attempts().toString());
+      exchange(c, h);
+    }
+  }
+
   @Test
   @Timeout(30)
   void serverSkipsWhatItCannotRun() throws Exception {
