@@ -210,13 +210,41 @@ public final class HrdmaConnector implements AutoCloseable {
         + " (server offers " + HrdmaServer.describe(reply.getOffersList()) + ")", attempts);
   }
 
-  /** Where {@code offer} points: its host, or {@code service}'s where it names none. */
-  private static InetSocketAddress target(InetSocketAddress service, TransportAddress offer) {
-    if (!offer.getHost().isEmpty()) {
-      return new InetSocketAddress(offer.getHost(), offer.getPort());
+  /**
+   * Where {@code offer} points: its host, or {@code service}'s where it names none. A host must be
+   * an address (IPv4 or IPv6 literal): a name would be looked up here, outside the connect's
+   * deadline, for as long as the resolver takes; ours offer none.
+   */
+  static InetSocketAddress target(InetSocketAddress service, TransportAddress offer) {
+    String host = offer.getHost();
+    if (!host.isEmpty()) {
+      if (!isAddress(host)) {
+        throw new IllegalArgumentException("the offer names a host, not an address: " + host);
+      }
+      return new InetSocketAddress(host, offer.getPort()); // a literal: no lookup
     }
     return service.isUnresolved() ? InetSocketAddress.createUnresolved(service.getHostString(), offer.getPort())
         : new InetSocketAddress(service.getAddress(), offer.getPort());
+  }
+
+  /**
+   * Whether {@code host} is an IPv4 address in dotted decimal or an IPv6 one (with a colon, which
+   * the JDK parses as a literal or refuses, never looks up).
+   */
+  static boolean isAddress(String host) {
+    if (host.indexOf(':') >= 0) {
+      return true;
+    }
+    String[] parts = host.split("\\.", -1);
+    if (parts.length != 4) {
+      return false;
+    }
+    for (String p : parts) {
+      if (p.isEmpty() || p.length() > 3 || !p.chars().allMatch(c -> c >= '0' && c <= '9') || Integer.parseInt(p) > 255) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /**

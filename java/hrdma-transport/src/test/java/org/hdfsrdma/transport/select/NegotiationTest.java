@@ -1,6 +1,7 @@
 package org.hdfsrdma.transport.select;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -465,6 +466,40 @@ class NegotiationTest {
       assertEquals("tcp2", c.attempts().get(0).transport());
       assertTrue(c.attempts().get(0).failure().contains("70000"), c.attempts().toString());
       exchange(c, h);
+    }
+  }
+
+  /**
+   * An offer naming a host rather than an address fails that transport without a lookup (which
+   * would run outside the connect's deadline); an address, IPv4 or IPv6, is taken as it is.
+   */
+  @Test
+  @Timeout(30)
+  void anOfferNamingAHostFailsOnlyThatTransport() throws Exception {
+    startServer("tcp");
+    InetSocketAddress tcp = server.serviceAddress();
+    byte[] reply = org.hdfsrdma.proto.HrdmaProtos.HelloReply.newBuilder()
+        .setVersion(org.hdfsrdma.transport.Protocol.VERSION).setCredits(8).setMaxMessageSize(1 << 16)
+        .addOffers(org.hdfsrdma.proto.HrdmaProtos.TransportAddress.newBuilder().setTransport("tcp2")
+            .setHost("datanode.example.invalid").setPort(tcp.getPort()))
+        .addOffers(org.hdfsrdma.proto.HrdmaProtos.TransportAddress.newBuilder().setTransport("tcp")
+            .setHost(tcp.getAddress().getHostAddress()).setPort(tcp.getPort()))
+        .build().toByteArray();
+    try (RawService raw = new RawService(s -> s.getOutputStream().write(frame(2, reply)))) {
+      connector = new HrdmaConnector(conf("tcp2,tcp"));
+      ClientHandler h = new ClientHandler();
+      Connection c = connector.connect(raw.address(), h);
+      assertEquals("tcp", c.transport());
+      assertEquals("tcp2", c.attempts().get(0).transport());
+      assertTrue(c.attempts().get(0).failure().contains("names a host, not an address: datanode.example.invalid"),
+          c.attempts().toString());
+      exchange(c, h);
+    }
+    for (String a : List.of("10.0.0.7", "255.255.255.255", "::1", "fe80::1%eth0", "[::1]", "::ffff:10.0.0.1")) {
+      assertTrue(HrdmaConnector.isAddress(a), a);
+    }
+    for (String n : List.of("localhost", "10.0.0", "10.0.0.256", "1.2.3.4.5", "1..2.3", "0x7f.0.0.1", "a.b.c.d", "")) {
+      assertFalse(HrdmaConnector.isAddress(n), n);
     }
   }
 
