@@ -700,6 +700,15 @@ public final class RdmaBlockClient implements Closeable {
         org.hdfsrdma.protocol.ShortCircuitSocket.path(conf, dn.getXferPort()), allowSticky, block, token, timeoutMs));
   }
 
+  /**
+   * Creates the transport this client's first connection would use ({@link HrdmaConnector#prepare}),
+   * so that the connection does not wait for it. Blocks while it does; never throws. Any thread;
+   * a {@link #close} meanwhile waits for the transport being made and closes it.
+   */
+  void prepare() {
+    connector.prepare();
+  }
+
   /** The cached connections (tests). */
   java.util.Collection<DataNodeConnection> connections() {
     return java.util.List.copyOf(cache.values());
