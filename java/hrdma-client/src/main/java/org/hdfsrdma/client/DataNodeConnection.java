@@ -185,30 +185,50 @@ final class DataNodeConnection implements EndpointHandler {
 
   /**
    * Asks the DataNode for a write segment (WRITE_SHM_REQUEST, once per connection; later callers
-   * return at once), fetches its descriptor from the DataNode's domain socket with the grant's
-   * one-time id and maps it read-write; waits at most {@code timeoutMs} for the grant. Any
-   * refusal or failure leaves the connection's packets going by value.
+   * get null): the request to finish with {@link #awaitWriteSegment}, which the caller must call
+   * (it may send a write's own request in between: the DataNode answers the two apart, so the
+   * segment's grant and descriptor fetch overlap the write's pipeline set-up). Null also when the
+   * request could not be sent; the packets then go by value. Never throws.
    */
-  void mapWriteSegment(long timeoutMs, org.apache.hadoop.hdfs.protocol.ExtendedBlock block,
-      org.apache.hadoop.security.token.Token<org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier> token,
-      org.hdfsrdma.protocol.SegmentFetch.Request fetch) {
+  PendingRead requestWriteSegment(org.apache.hadoop.hdfs.protocol.ExtendedBlock block,
+      org.apache.hadoop.security.token.Token<org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier> token) {
     if (!writeSegmentAsked.compareAndSet(false, true)) {
-      return;
+      return null;
     }
     PendingRead p;
     try {
       p = register();
     } catch (IOException e) {
-      return;
+      return null;
     }
     try {
       send(MessageCodec.encode(endpoint.transport().allocator(), MessageKind.WRITE_SHM_REQUEST, p.id(),
           shmRequest(block, token)), p);
+    } catch (IOException | RuntimeException e) {
+      LOG.warn("hrdma client: {} writes by value: no write segment: {}", this, e.toString());
+      p.close();
+      return null;
+    }
+    return p;
+  }
+
+  /**
+   * Finishes the request {@code p} of {@link #requestWriteSegment}: waits at most {@code timeoutMs}
+   * for the grant, fetches the segment's descriptor from the DataNode's domain socket with the
+   * grant's one-time id and maps it read-write; packets built after it go by reference. Any
+   * refusal or failure leaves the connection's packets going by value. Closes {@code p}; never throws.
+   */
+  void awaitWriteSegment(PendingRead p, long timeoutMs, org.hdfsrdma.protocol.SegmentFetch.Request fetch) {
+    try {
       Message m = p.take(timeoutMs);
       try {
         if (m.kind() == MessageKind.ERROR) {
           LOG.debug("hrdma client: {} writes by value: {}", this, m.error().getMessage());
           return;
+        }
+        Runnable hook = beforeSegmentFetch;
+        if (hook != null) {
+          hook.run();
         }
         // the DataNode frees a grant whose descriptor is not fetched in time
         writeSegment = org.hdfsrdma.protocol.WriteSegment.open(m.writeShmGrant(), fetch,
@@ -225,6 +245,9 @@ final class DataNodeConnection implements EndpointHandler {
       p.close();
     }
   }
+
+  /** Tests: runs on the writing thread between a write segment's grant and its descriptor's fetch. */
+  static volatile Runnable beforeSegmentFetch;
 
   /** The connection's write segment, or null (tests). */
   org.hdfsrdma.protocol.WriteSegment writeSegment() {

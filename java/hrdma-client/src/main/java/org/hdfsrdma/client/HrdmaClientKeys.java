@@ -36,6 +36,16 @@ public final class HrdmaClientKeys {
   public static final String METRICS_DELAY_MS_KEY = "hrdma.client.metrics.delay-ms";
   public static final long METRICS_DELAY_MS_DEFAULT = 10_000;
   /**
+   * Whether the data path is warmed up in the background from a file system's first create (or
+   * open), while the NameNode answers it: the native library is loaded and the block client made,
+   * for a create with the transport its first connection will use (a UCX context, worker and I/O
+   * thread). A short command (hadoop fs -put, -cat) then does not wait for them between the
+   * NameNode's answer and its first block; one that never creates or opens a file (-ls) starts
+   * none of it.
+   */
+  public static final String WARM_UP_KEY = "hrdma.client.warm-up";
+  public static final boolean WARM_UP_DEFAULT = true;
+  /**
    * Whether the client leases the JVM's shared transports (those the DataNode plugins of a
    * MiniDFSCluster in this JVM run) instead of transports of its own: auto (when the JVM has shared
    * transports open when the client starts, that is DataNodes run in it), true or false. Off by

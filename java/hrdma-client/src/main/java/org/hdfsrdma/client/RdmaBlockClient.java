@@ -689,15 +689,38 @@ public final class RdmaBlockClient implements Closeable {
   /**
    * Before a write's first packets on connection {@code c} to {@code dn}: a DataNode on this host
    * is asked for a write segment (once per connection), with the write's block and token, so
-   * that the packets go by reference; any refusal leaves them going by value.
+   * that the packets go by reference; any refusal leaves them going by value. Returns what
+   * finishes it ({@link WriteSegmentAsk#await}, which the caller must call before the write's first
+   * packet, after sending the write's request: the grant and the descriptor's fetch then overlap
+   * the DataNodes' pipeline set-up), or null when none was asked. Never throws.
    */
-  void mapWriteSegment(DataNodeConnection c, DatanodeInfo dn, ExtendedBlock block,
+  WriteSegmentAsk requestWriteSegment(DataNodeConnection c, DatanodeInfo dn, ExtendedBlock block,
       Token<BlockTokenIdentifier> token) {
     if (!shmWrites || !c.wantsWriteSegment() || !org.hdfsrdma.protocol.SameHost.isLocal(c.address())) {
-      return;
+      return null;
     }
-    c.mapWriteSegment(timeoutMs, block, token, new org.hdfsrdma.protocol.SegmentFetch.Request(
-        org.hdfsrdma.protocol.ShortCircuitSocket.path(conf, dn.getXferPort()), allowSticky, block, token, timeoutMs));
+    PendingRead p = c.requestWriteSegment(block, token);
+    if (p == null) {
+      return null;
+    }
+    org.hdfsrdma.protocol.SegmentFetch.Request fetch = new org.hdfsrdma.protocol.SegmentFetch.Request(
+        org.hdfsrdma.protocol.ShortCircuitSocket.path(conf, dn.getXferPort()), allowSticky, block, token, timeoutMs);
+    return () -> c.awaitWriteSegment(p, timeoutMs, fetch);
+  }
+
+  /** A write segment asked for and not yet mapped ({@link #requestWriteSegment}). */
+  interface WriteSegmentAsk {
+    /** Waits for the grant, fetches and maps the segment (or leaves the packets by value); once, never throws. */
+    void await();
+  }
+
+  /**
+   * Creates the transport this client's first connection would use ({@link HrdmaConnector#prepare}),
+   * so that the connection does not wait for it. Blocks while it does; never throws. Any thread;
+   * a {@link #close} meanwhile waits for the transport being made and closes it.
+   */
+  void prepare() {
+    connector.prepare();
   }
 
   /** The cached connections (tests). */

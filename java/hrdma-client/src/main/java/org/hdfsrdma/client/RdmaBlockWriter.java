@@ -431,12 +431,17 @@ public final class RdmaBlockWriter implements Closeable {
       throw new PipelineSetupException("cannot connect to " + nodes[0] + " for " + block + ": " + e.getMessage(),
           nodes[0].getXferAddr(), e);
     }
-    // a DataNode on this host: the packets go by reference in a segment it grants, once per connection
-    client.mapWriteSegment(c, nodes[0], BlockOps.block(op), BlockOps.token(op));
+    // a DataNode on this host: the packets go by reference in a segment it grants, once per connection;
+    // asked before the write's request and mapped while the DataNodes set up the pipeline
+    RdmaBlockClient.WriteSegmentAsk segment = client.requestWriteSegment(c, nodes[0], BlockOps.block(op),
+        BlockOps.token(op));
     PendingRead p;
     try {
       p = c.register();
     } catch (IOException e) {
+      if (segment != null) {
+        segment.await(); // fails at once: the connection is closed
+      }
       throw new PipelineSetupException("the connection to " + nodes[0] + " is closed: " + e.getMessage(),
           nodes[0].getXferAddr(), e);
     }
@@ -444,8 +449,14 @@ public final class RdmaBlockWriter implements Closeable {
     try {
       Message m;
       try {
-        c.send(MessageCodec.encode(c.endpoint().transport().allocator(), MessageKind.WRITE_REQUEST, p.id(), op,
-            null), p);
+        try {
+          c.send(MessageCodec.encode(c.endpoint().transport().allocator(), MessageKind.WRITE_REQUEST, p.id(), op,
+              null), p);
+        } finally {
+          if (segment != null) {
+            segment.await(); // before the first packet, which it may carry by reference
+          }
+        }
         m = p.take(setupWaitMs());
       } catch (InterruptedIOException e) {
         throw e;

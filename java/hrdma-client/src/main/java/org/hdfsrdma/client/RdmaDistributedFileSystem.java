@@ -8,6 +8,7 @@ import java.net.InetAddress;
 import java.net.URI;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.crypto.CryptoProtocolVersion;
@@ -96,6 +97,13 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
   private final AtomicLong rdmaBytesWritten = new AtomicLong();
   private final AtomicLong pipelineRecoveries = new AtomicLong();
   private volatile ClientMetrics metrics;
+  /** {@value HrdmaClientKeys#WARM_UP_KEY}, and our streams in use. */
+  private boolean warmUp;
+  /** Whether a create or an open started the warm-up of the block client and its transport, or of the client alone. */
+  private final AtomicBoolean transportWarmUp = new AtomicBoolean();
+  private final AtomicBoolean clientWarmUp = new AtomicBoolean();
+  /** Closed: no block client is made any more by the warm-up. Guarded by {@link #clientLock}. */
+  private boolean closed;
 
   @Override
   public void initialize(URI uri, Configuration conf) throws IOException {
@@ -105,6 +113,7 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
     streamBase = enabled && StreamBaseLoader.ensure(RdmaDistributedFileSystem.class.getClassLoader());
     fallbackRetryNanos = TimeUnit.MILLISECONDS.toNanos(conf.getLong(FALLBACK_RETRY_KEY, FALLBACK_RETRY_DEFAULT));
     zeroCopy = org.hdfsrdma.client.compat.ZeroCopyFallback.mmapEnabled(conf);
+    warmUp = enabled && streamBase && conf.getBoolean(HrdmaClientKeys.WARM_UP_KEY, HrdmaClientKeys.WARM_UP_DEFAULT);
     if (enabled && conf.getBoolean(HrdmaClientKeys.METRICS_ENABLED_KEY, HrdmaClientKeys.METRICS_ENABLED_DEFAULT)) {
       metrics = ClientMetrics.register(this,
           conf.getLong(HrdmaClientKeys.METRICS_DELAY_MS_KEY, HrdmaClientKeys.METRICS_DELAY_MS_DEFAULT));
@@ -190,6 +199,7 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
     String src = abs.toUri().getPath();
     FsPermission perm = permission == null ? FsPermission.getFileDefault() : permission;
     FsPermission masked = FsCreateModes.applyUMask(perm, FsPermission.getUMask(getConf()));
+    startWarmUp(true); // the block client and its transport, while the NameNode creates the file
     statistics.incrementWriteOps(1);
     OpCounts.countCreate();
     HdfsFileStatus st;
@@ -231,6 +241,7 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
     Path abs = fixRelativePart(f);
     checkPath(abs);
     String src = abs.toUri().getPath();
+    startWarmUp(false); // the block client, while the NameNode locates the blocks
     LocatedBlocks located;
     try {
       located = getClient().getLocatedBlocks(src, 0, getClient().getConf().getPrefetchSize());
@@ -254,6 +265,53 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
     super.setVerifyChecksum(verifyChecksum);
     this.verifyChecksum = verifyChecksum;
   }
+
+  /**
+   * Starts, once per file system and kind, the warm-up of the data path on daemon threads: the
+   * native library's load ({@link NativeWarmUp}, once per JVM), and on a thread of its own
+   * ({@value #WARM_UP_THREAD}) the block client, with {@code transport} also the transport its
+   * first connection will use ({@link RdmaBlockClient#prepare}: a UCX context, worker and I/O
+   * thread), so that the stream's first block does not wait for them. Called by the thread that
+   * creates or opens a file, before its NameNode call, whose wait they overlap; a file system
+   * that never creates or opens a file (hadoop fs -ls) starts none of it. The warm-up makes
+   * nothing once the file system is closed; what it made is the block client's, which
+   * {@link #close} closes (waiting for a transport being made, if one is). Never throws: a
+   * failure is left to the stream's own first use, which says why.
+   */
+  private void startWarmUp(boolean transport) {
+    if (!warmUp || !(transport ? transportWarmUp : clientWarmUp).compareAndSet(false, true)) {
+      return;
+    }
+    NativeWarmUp.start();
+    if (!transport) {
+      synchronized (clientLock) {
+        if (blockClient != null || closed) {
+          return; // made already (or never again)
+        }
+      }
+    }
+    Thread t = new Thread(() -> {
+      try {
+        RdmaBlockClient c;
+        synchronized (clientLock) {
+          if (closed) {
+            return;
+          }
+          c = blockClient();
+        }
+        if (transport) {
+          c.prepare();
+        }
+      } catch (IOException | RuntimeException e) {
+        LOG.debug("hrdma: warm-up of the data path failed: {}", e.toString());
+      }
+    }, WARM_UP_THREAD);
+    t.setDaemon(true);
+    t.start();
+  }
+
+  /** The name of the warm-up's threads ({@link #startWarmUp}). */
+  static final String WARM_UP_THREAD = "hrdma-client-warm-up";
 
   /** The block client, made on first use (transports start then). */
   RdmaBlockClient blockClient() throws IOException {
@@ -533,6 +591,7 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
       synchronized (clientLock) {
         c = blockClient;
         blockClient = null;
+        closed = true;
       }
       if (c != null) {
         c.close();
