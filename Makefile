@@ -26,7 +26,8 @@ check-links:
 	bin/check-symlinks
 
 # -T 2: the modules after hrdma-client (Hadoop's HDFS tests; tools, then the benchmarks) build
-# side by side, each module's tests still one class at a time.
+# side by side; hrdma-client's tests and Hadoop's HDFS tests run two classes at a time (two
+# JVMs, directories of their own), the other modules' one at a time.
 java-test:
 	@rc=0; mkdir -p build; mvn -B -T 2 verify > build/mvn-verify.log 2>&1 || rc=$$?; \
 	echo "== surefire (full log: build/mvn-verify.log)"; \

@@ -72,7 +72,8 @@ class MetricsTest {
 
   /**
    * The bean once {@code attr} reads {@code expected}: Hadoop's metrics system serves JMX from a
-   * snapshot it refreshes at most once a period (10 s), and it took one when the source was registered.
+   * snapshot it refreshes at most once a period (10 s by default, 1 s in this module's tests:
+   * hadoop-metrics2.properties), and it took one when the source was registered.
    */
   private static Map<String, Object> beanWhen(String name, String attr, long expected) throws Exception {
     long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);

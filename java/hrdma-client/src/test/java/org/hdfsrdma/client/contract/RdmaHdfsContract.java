@@ -56,7 +56,9 @@ public class RdmaHdfsContract extends AbstractFSContract {
       conf.setBoolean(org.hdfsrdma.protocol.SocketPaths.ALLOW_STICKY_KEY, true); // its socket is in /tmp
       conf.setLong(DFSConfigKeys.DFS_BLOCK_SIZE_KEY, 1 << 20);
       conf.setInt(DFSConfigKeys.DFS_REPLICATION_KEY, 1);
-      cluster = new MiniDFSCluster.Builder(conf, new File("target/test-dir/contract")).numDataNodes(1).build();
+      // one cluster per test JVM (the module's tests run in two at once)
+      File base = new File("target/test-dir/contract-" + ProcessHandle.current().pid());
+      cluster = new MiniDFSCluster.Builder(conf, base).numDataNodes(1).build();
       cluster.waitActive();
       try {
         PluginMiniClusters.awaitServing(cluster);
