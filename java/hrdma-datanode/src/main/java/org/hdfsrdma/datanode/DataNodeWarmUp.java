@@ -53,10 +53,6 @@ final class DataNodeWarmUp {
       org.hdfsrdma.protocol.SegmentFetch.class, org.hdfsrdma.protocol.wire.ClientGate.class,
       org.hdfsrdma.protocol.wire.ProtectedEndpoint.class, org.hdfsrdma.transport.select.HrdmaConnector.class,
       org.hdfsrdma.transport.tcp.TcpBootstrap.class, org.apache.hadoop.hdfs.protocol.datatransfer.PipelineAck.class,
-      org.apache.hadoop.hdfs.server.datanode.ReplicaBeingWritten.class,
-      org.apache.hadoop.hdfs.server.datanode.ChunkChecksum.class,
-      org.apache.hadoop.hdfs.server.datanode.ReplicaBuilder.class,
-      org.apache.hadoop.hdfs.server.datanode.FinalizedReplica.class,
       org.hdfsrdma.datanode.disk.DiskIo.WriteStream.class, org.hdfsrdma.datanode.disk.SchedulerCore.Stream.class,
       org.hdfsrdma.datanode.disk.SchedulerCore.Choice.class, org.hdfsrdma.datanode.disk.VolumeScheduler.IoAction.class,
       org.hdfsrdma.nativelib.NativeShm.class, org.hdfsrdma.nativelib.NativeFiles.class,
@@ -93,6 +89,9 @@ final class DataNodeWarmUp {
     }
     for (String name : WRITE_PATH_CLASS_NAMES) {
       Class.forName(name, true, loader);
+    }
+    for (Class<?> c : org.hdfsrdma.datanode.compat.ReplicaClasses.all()) {
+      Class.forName(c.getName(), true, c.getClassLoader());
     }
     DataChecksum checksum = DataChecksum.newDataChecksum(DataChecksum.Type.CRC32C, BYTES_PER_CHECKSUM);
     ExtendedBlock block = new ExtendedBlock("BP-warm-up", 1L, 0L, 1001L);
