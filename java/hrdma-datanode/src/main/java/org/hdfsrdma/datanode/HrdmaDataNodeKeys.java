@@ -63,6 +63,13 @@ public final class HrdmaDataNodeKeys {
    */
   public static final String WRITE_MIRROR_POOL_KEY = "hrdma.datanode.write.mirror-pool";
   public static final int WRITE_MIRROR_POOL_DEFAULT = 16;
+  /**
+   * Whether the plugin runs its write path once on made-up messages before it listens
+   * ({@code DataNodeWarmUp}), so that a fresh DataNode's first write does not pay the classes and
+   * first runs of that code at every hop; off: the plugin listens that much sooner.
+   */
+  public static final String WARM_UP_KEY = "hrdma.datanode.warm-up";
+  public static final boolean WARM_UP_DEFAULT = true;
   /** How long such a connection is kept idle (stock's client keeps a DataNode socket 3 s). */
   public static final String WRITE_MIRROR_IDLE_KEY = "hrdma.datanode.write.mirror-idle-ms";
   public static final long WRITE_MIRROR_IDLE_DEFAULT = 3_000;

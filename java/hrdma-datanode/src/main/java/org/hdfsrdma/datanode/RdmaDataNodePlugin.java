@@ -104,6 +104,8 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   }
 
   private static final long POLL_MS = 50;
+  /** What {@link #warmUp} runs: {@link DataNodeWarmUp#run()}; tests make it fail. */
+  static volatile java.util.concurrent.Callable<Integer> warmUpBody = DataNodeWarmUp::run;
   /** Plugins started in this JVM and not yet stopped, for status and tests. */
   private static final List<RdmaDataNodePlugin> RUNNING = new CopyOnWriteArrayList<>();
 
@@ -130,6 +132,7 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   private ShortCircuitServer shortCircuit;  // guarded by lock; null when off or it could not start
   private volatile State state = State.NEW;
   private volatile String failure;
+  private volatile String warmUpResult;
 
   @Override
   public void start(Object service) {
@@ -240,6 +243,9 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
       }
     }, sweepMs, sweepMs, TimeUnit.MILLISECONDS);
     EndpointHandler handler = connectionHandler(d, wire, dn);
+    if (conf.getBoolean(HrdmaDataNodeKeys.WARM_UP_KEY, HrdmaDataNodeKeys.WARM_UP_DEFAULT)) {
+      warmUp();
+    }
     HrdmaServer s;
     try {
       // auto too: DataNodes started later in this JVM (a MiniDFSCluster) then lease these, while a
@@ -295,6 +301,28 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
           + " hadoop-env.sh (docs/install.md)", unset, UcxStartEnvironment.VARIABLES.entrySet().stream()
               .map(e -> e.getKey() + "=" + e.getValue()).collect(java.util.stream.Collectors.joining(" ")));
     }
+  }
+
+  /**
+   * Runs {@link DataNodeWarmUp} on this (the starter's) thread before the plugin listens; a
+   * failure is logged, and the plugin serves as it would have without the warm-up.
+   */
+  private void warmUp() {
+    long t0 = System.nanoTime();
+    try {
+      int n = warmUpBody.call();
+      warmUpResult = "ok";
+      LOG.info("hrdma datanode plugin: warmed up the write path ({} messages) in {} ms", n,
+          TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
+    } catch (Exception | LinkageError e) {
+      warmUpResult = "failed: " + e;
+      LOG.warn("hrdma datanode plugin: the warm-up failed ({}); serving without it", e.toString(), e);
+    }
+  }
+
+  /** "ok" or "failed: why" once the warm-up ran, null when it did not (off, or not started yet); for tests and status. */
+  public String warmUpResult() {
+    return warmUpResult;
   }
 
   /**
