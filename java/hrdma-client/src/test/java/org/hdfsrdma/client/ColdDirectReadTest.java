@@ -316,16 +316,22 @@ class ColdDirectReadTest {
     Path data = dir.resolve("blk_9");
     Path meta = dir.resolve("blk_9_1001.meta");
     writeReplica(data, meta, bytes, 3000);
-    dropCache(data);
     long started0 = ColdReadAhead.started();
     long fallbacks0 = ColdReadAhead.fallbacks();
     byte[] got;
-    try (LocalBlockReader r = reader(data, meta, size, 0, size, true, COLD)) {
-      got = readAll(r, 1 << 20);
+    // A probe's read with RWF_NOWAIT starts the kernel's read-ahead of what it misses; on a loaded
+    // machine that I/O can complete before the probe looks, and the replica then reads as cached
+    // (the page cache, as it should). So a few tries, each from a dropped cache: a cold replica
+    // must be counted in one of them, and every read must return the replica's bytes.
+    for (int attempt = 0; attempt < 5 && ColdReadAhead.fallbacks() == fallbacks0; attempt++) {
+      dropCache(data);
+      try (LocalBlockReader r = reader(data, meta, size, 0, size, true, COLD)) {
+        got = readAll(r, 1 << 20);
+      }
+      assertArrayEquals(bytes, got);
+      assertEquals(started0, ColdReadAhead.started(), "O_DIRECT cannot read 3000-byte chunks");
     }
-    assertArrayEquals(bytes, got);
-    assertEquals(started0, ColdReadAhead.started());
-    assertEquals(fallbacks0 + 1, ColdReadAhead.fallbacks(), "counted");
+    assertEquals(fallbacks0 + 1, ColdReadAhead.fallbacks(), "counted, once");
 
     Path data2 = dir.resolve("blk_10");
     Path meta2 = dir.resolve("blk_10_1001.meta");
