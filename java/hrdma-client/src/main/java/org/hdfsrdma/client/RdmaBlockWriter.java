@@ -458,9 +458,12 @@ public final class RdmaBlockWriter implements Closeable {
           }
         }
         m = p.take(setupWaitMs());
-      } catch (InterruptedIOException e) {
-        throw e;
       } catch (IOException e) {
+        if (e instanceof InterruptedIOException && !(e instanceof java.net.SocketTimeoutException)) {
+          throw e; // interrupted: the caller's to handle
+        }
+        // no answer in time is a failed set-up too, as stock's createBlockOutputStream timing out:
+        // the stream abandons the block and asks again without this DataNode
         throw new PipelineSetupException("no answer from " + nodes[0] + " to the write of " + block + ": "
             + e.getMessage(), nodes[0].getXferAddr(), e);
       }
