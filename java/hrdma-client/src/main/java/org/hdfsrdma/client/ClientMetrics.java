@@ -145,6 +145,8 @@ final class ClientMetrics extends HrdmaMetricsSource {
         .addCounter(info("StockBytesRead", "bytes read through the stock data path"), fs.stockBytesRead())
         .addCounter(info("RdmaBytesWritten", "bytes written over hrdma transports"), fs.rdmaBytesWritten())
         .addCounter(info("StockFallbacks", "DataNodes that fell back to the stock data path"), fs.stockFallbacks())
+        .addCounter(info("StartingFallbacks", "reads sent to the stock data path for a short while by a DataNode"
+            + " plugin still starting"), fs.startingFallbacks())
         .addCounter(info("StockWriteFallbacks", "files written through the stock path"), fs.stockWriteFallbacks())
         .addCounter(info("PipelineRecoveries", "write pipelines set up again after a failure"),
             fs.pipelineRecoveries())

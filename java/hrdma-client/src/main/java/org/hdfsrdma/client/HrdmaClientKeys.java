@@ -23,6 +23,13 @@ public final class HrdmaClientKeys {
   public static final String FALLBACK_RETRY_MS_KEY = "hrdma.client.fallback.retry-ms";
   public static final long FALLBACK_RETRY_MS_DEFAULT = 600_000;
   /**
+   * How long a DataNode whose plugin refused a connection as still starting (it listens, its
+   * DataNode registered, it does not serve yet: after a restart) is used through the stock path
+   * before it is tried again; every other failure waits {@value #FALLBACK_RETRY_MS_KEY}.
+   */
+  public static final String FALLBACK_STARTING_RETRY_MS_KEY = "hrdma.client.fallback.starting-retry-ms";
+  public static final long FALLBACK_STARTING_RETRY_MS_DEFAULT = 1_500;
+  /**
    * Publish this client's counters as a metrics2 source and JMX bean ({@code HrdmaClient-<n>}); in a
    * JVM without a running metrics system that starts one (prefix HrdmaClient).
    */

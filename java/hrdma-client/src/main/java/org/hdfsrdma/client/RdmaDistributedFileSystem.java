@@ -43,6 +43,7 @@ import org.hdfsrdma.client.compat.HadoopVersion;
 import org.hdfsrdma.client.compat.StreamBaseLoader;
 import org.hdfsrdma.client.compat.StockKeys;
 import org.hdfsrdma.client.compat.OpCounts;
+import org.hdfsrdma.transport.TransportException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -57,7 +58,9 @@ import org.slf4j.LoggerFactory;
  * {@code HdfsDataInputStream}, as stock. A DataNode
  * whose plugin cannot be reached, or whose transport fails, is read through
  * the stock data path for {@value #FALLBACK_RETRY_KEY} ms; each such DataNode
- * is logged once and counted in {@link #stockFallbacks()}.
+ * is logged once and counted in {@link #stockFallbacks()}. One whose plugin
+ * listens but refused as still starting (a DataNode just restarted) is read through the stock
+ * path for {@value #FALLBACK_STARTING_RETRY_KEY} ms only, counted in {@link #startingFallbacks()}.
  */
 public class RdmaDistributedFileSystem extends DistributedFileSystem {
   private static final Logger LOG = LoggerFactory.getLogger(RdmaDistributedFileSystem.class);
@@ -67,6 +70,9 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
   /** How long a DataNode that failed over hrdma is read through the stock path before it is tried again. */
   public static final String FALLBACK_RETRY_KEY = HrdmaClientKeys.FALLBACK_RETRY_MS_KEY;
   public static final long FALLBACK_RETRY_DEFAULT = HrdmaClientKeys.FALLBACK_RETRY_MS_DEFAULT;
+  /** As {@value #FALLBACK_RETRY_KEY}, for a DataNode whose plugin refused as still starting. */
+  public static final String FALLBACK_STARTING_RETRY_KEY = HrdmaClientKeys.FALLBACK_STARTING_RETRY_MS_KEY;
+  public static final long FALLBACK_STARTING_RETRY_DEFAULT = HrdmaClientKeys.FALLBACK_STARTING_RETRY_MS_DEFAULT;
 
   private boolean enabled;
   /** Whether our streams' bases are Hadoop's package's in this JVM ({@link StreamBaseLoader}). */
@@ -74,12 +80,17 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
   /** What {@link #setVerifyChecksum} last said: the streams opened after it verify chunks or skip them. */
   private volatile boolean verifyChecksum = true;
   private long fallbackRetryNanos;
+  private long startingRetryNanos;
   private volatile RdmaBlockClient blockClient;
   private final Object clientLock = new Object();
-  /** DataNode uuid -> System.nanoTime() until which it is read through the stock path. */
-  private final ConcurrentHashMap<String, Long> stockUntil = new ConcurrentHashMap<>();
+  /** DataNode uuid -> until when it is read through the stock path. */
+  private final ConcurrentHashMap<String, StockUntil> stockUntil = new ConcurrentHashMap<>();
+
+  /** Until {@code nanos} ({@link System#nanoTime}); {@code starting}: for a plugin still starting. */
+  private record StockUntil(long nanos, boolean starting) {}
   private final ConcurrentHashMap<String, Boolean> localIps = new ConcurrentHashMap<>();
   private final AtomicLong stockFallbacks = new AtomicLong();
+  private final AtomicLong startingFallbacks = new AtomicLong();
   private final AtomicLong rdmaBytes = new AtomicLong();
   private final AtomicLong stockBytes = new AtomicLong();
   private final AtomicLong localBytes = new AtomicLong();
@@ -112,6 +123,8 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
     enabled = conf.getBoolean(ENABLED_KEY, HrdmaClientKeys.ENABLED_DEFAULT);
     streamBase = enabled && StreamBaseLoader.ensure(RdmaDistributedFileSystem.class.getClassLoader());
     fallbackRetryNanos = TimeUnit.MILLISECONDS.toNanos(conf.getLong(FALLBACK_RETRY_KEY, FALLBACK_RETRY_DEFAULT));
+    startingRetryNanos = TimeUnit.MILLISECONDS.toNanos(Math.max(0,
+        conf.getLong(FALLBACK_STARTING_RETRY_KEY, FALLBACK_STARTING_RETRY_DEFAULT)));
     zeroCopy = org.hdfsrdma.client.compat.ZeroCopyFallback.mmapEnabled(conf);
     warmUp = enabled && streamBase && conf.getBoolean(HrdmaClientKeys.WARM_UP_KEY, HrdmaClientKeys.WARM_UP_DEFAULT);
     if (enabled && conf.getBoolean(HrdmaClientKeys.METRICS_ENABLED_KEY, HrdmaClientKeys.METRICS_ENABLED_DEFAULT)) {
@@ -341,27 +354,56 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
 
   /** True while {@code dn} is read through the stock path. */
   boolean onStockPath(DatanodeInfo dn) {
-    Long until = stockUntil.get(dn.getDatanodeUuid());
+    StockUntil until = stockUntil.get(dn.getDatanodeUuid());
     if (until == null) {
       return false;
     }
-    if (System.nanoTime() - until > 0) {
+    if (System.nanoTime() - until.nanos() > 0) {
       stockUntil.remove(dn.getDatanodeUuid(), until);
       return false;
     }
     return true;
   }
 
-  /** {@code dn} failed over hrdma: read it through the stock path for a while (logged and counted once). */
+  /**
+   * {@code dn} failed over hrdma: read it through the stock path for a while (logged and counted
+   * once), {@value #FALLBACK_STARTING_RETRY_KEY} ms when its plugin refused as still starting
+   * ({@link TransportException.Starting} anywhere in {@code why}'s causes), else
+   * {@value #FALLBACK_RETRY_KEY} ms.
+   */
   void fallBack(DatanodeInfo dn, IOException why) {
-    long until = System.nanoTime() + fallbackRetryNanos;
-    Long before = stockUntil.put(dn.getDatanodeUuid(), until);
-    if (before == null || System.nanoTime() - before > 0) {
+    boolean starting = isStarting(why);
+    long now = System.nanoTime();
+    StockUntil until = new StockUntil(now + (starting ? startingRetryNanos : fallbackRetryNanos), starting);
+    StockUntil[] before = new StockUntil[1];
+    stockUntil.compute(dn.getDatanodeUuid(), (k, v) -> {
+      before[0] = v;
+      // a starting refusal does not shorten a long period another thread's failure began
+      return starting && v != null && !v.starting() && now - v.nanos() < 0 ? v : until;
+    });
+    if (starting) {
+      startingFallbacks.incrementAndGet();
+      LOG.info("hrdma: the plugin of DataNode {} ({}) is starting; read through the stock data path for the next"
+          + " {} ms", dn.getXferAddr(), dn.getDatanodeUuid(), TimeUnit.NANOSECONDS.toMillis(startingRetryNanos));
+      return;
+    }
+    StockUntil b = before[0];
+    if (b == null || b.starting() || now - b.nanos() > 0) {
       stockFallbacks.incrementAndGet();
       LOG.warn("hrdma: DataNode {} ({}) is read through the stock data path for the next {} ms: {}",
           dn.getXferAddr(), dn.getDatanodeUuid(), TimeUnit.NANOSECONDS.toMillis(fallbackRetryNanos),
           why.toString());
     }
+  }
+
+  /** Whether {@code e} or one of its causes is a plugin's refusal as still starting. */
+  static boolean isStarting(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof TransportException.Starting) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Whether {@code dn} runs on this host. */
@@ -509,6 +551,15 @@ public class RdmaDistributedFileSystem extends DistributedFileSystem {
   public long protectionFallbacks() {
     RdmaBlockClient c = blockClient;
     return c == null ? 0 : c.protectionFallbacks();
+  }
+
+  /**
+   * Times a DataNode's plugin refused a connection as still starting, each sending that DataNode
+   * to the stock path for {@value #FALLBACK_STARTING_RETRY_KEY} ms (reads; a write's file goes
+   * through the stock path, counted in {@link #stockWriteFallbacks()}).
+   */
+  public long startingFallbacks() {
+    return startingFallbacks.get();
   }
 
   /** DataNodes that fell back to the stock data path (each counted once per fallback period). */

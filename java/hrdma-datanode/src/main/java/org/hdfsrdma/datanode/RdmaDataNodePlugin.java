@@ -27,6 +27,7 @@ import org.hdfsrdma.transport.Transport;
 import org.hdfsrdma.transport.TransportConf;
 import org.hdfsrdma.transport.select.HrdmaConnector;
 import org.hdfsrdma.transport.select.HrdmaServer;
+import org.hdfsrdma.transport.select.StartingHandler;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -34,11 +35,15 @@ import org.slf4j.LoggerFactory;
  * Serves a stock DataNode's blocks over hrdma transports; enabled with
  * {@code dfs.datanode.plugins=org.hdfsrdma.datanode.RdmaDataNodePlugin}.
  *
- * <p>The DataNode calls {@link #start} before its dataset and UUID exist, so
- * a starter thread waits for them (at most {@value #START_TIMEOUT_KEY} ms),
- * then starts an {@link HrdmaServer} on {@link RdmaPorts#pluginPort}, bound to
- * the host of the DataNode's xfer address (or {@value #BIND_HOST_KEY}).
- * Transport settings are the DataNode configuration's {@code hrdma.*} keys.
+ * <p>{@link #start} checks the settings and starts an {@link HrdmaServer} on
+ * {@link RdmaPorts#pluginPort}, bound to the host of the DataNode's xfer address (or
+ * {@value #BIND_HOST_KEY}), before the DataNode registers with the NameNode; transport settings
+ * are the DataNode configuration's {@code hrdma.*} keys. The DataNode calls it before its dataset
+ * and UUID exist, so until the plugin serves, the server answers every hello with a refusal a
+ * client tells apart ({@link StartingHandler}: REFUSED, STARTING), and a starter thread waits for
+ * them (at most {@value #START_TIMEOUT_KEY} ms), builds the executors, runs the warm-up and then
+ * serves. A plugin that does not get to serve closes its server: its port is free again and
+ * clients meet no listener, as on a DataNode without the plugin.
  *
  * <p>Requests go to a {@link RequestDispatcher}, which admits connections within the
  * {@link DataNodeLimits} and hands each message to its operation's handler: INFO is
@@ -109,13 +114,18 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   /** Plugins started in this JVM and not yet stopped, for status and tests. */
   private static final List<RdmaDataNodePlugin> RUNNING = new CopyOnWriteArrayList<>();
 
-  /** Where the plugin is in its life. */
+  /**
+   * Where the plugin is in its life: WAITING from {@link #start} until it serves, listening
+   * (refusing every hello as starting) once start returned.
+   */
   public enum State { NEW, WAITING, SERVING, FAILED, STOPPED }
 
   private final Object lock = new Object();
   private DataNodeAccess dn;        // set in start
   private Thread starter;           // guarded by lock
-  private HrdmaServer server;       // guarded by lock
+  private HrdmaServer server;       // guarded by lock; set when SERVING
+  private HrdmaServer listening;    // guarded by lock; bound in start, refusing as starting until SERVING
+  private StartingHandler starting; // guarded by lock; listening's handler, handed the real one to serve
   private ThreadPoolExecutor readExecutor; // guarded by lock
   private ThreadPoolExecutor writeExecutor; // guarded by lock
   private ScheduledThreadPoolExecutor timer; // guarded by lock
@@ -149,13 +159,119 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
       }
       state = State.WAITING;
       RUNNING.add(this);
-      starter = new Thread(this::startWhenReady, "hrdma-dn-starter-" + dn.xferPort());
+    }
+    // Listen now, on the DataNode's thread: stock's runDatanodeDaemon calls the plugins after it
+    // started the threads that register with the NameNode, which first load the storage; until
+    // the plugin serves, every hello is refused as "starting" (clients take the stock path for
+    // that operation and come back shortly), where a closed port would send them away for long.
+    Settings settings = settings(dn.conf());
+    if (settings == null) {
+      return;
+    }
+    StartingHandler gate = new StartingHandler();
+    HrdmaServer s;
+    try {
+      // auto too: DataNodes started later in this JVM (a MiniDFSCluster) then lease these, while a
+      // lone DataNode holds the only lease, the same as transports of its own
+      s = settings.sharing() != Sharing.FALSE
+          ? HrdmaServer.startShared(settings.tconf(), gate, settings.bindHost(), settings.port())
+          : HrdmaServer.start(settings.tconf(), gate, settings.bindHost(), settings.port());
+    } catch (Exception | LinkageError e) {
+      fail("hrdma datanode plugin: cannot listen on " + settings.bindHost() + ":" + settings.port() + ": " + e
+          + "; not serving, the stock data path is unaffected", null);
+      return;
+    }
+    synchronized (lock) {
+      if (state != State.WAITING) { // stopped meanwhile
+        s.close();
+        return;
+      }
+      listening = s;
+      starting = gate;
+      starter = new Thread(() -> startWhenReady(settings), "hrdma-dn-starter-" + dn.xferPort());
       starter.setDaemon(true);
       starter.start();
     }
+    LOG.info("hrdma datanode plugin: listening on {} with {}, refusing connections as starting until it serves",
+        s.serviceAddress(), s.offers().stream().map(a -> a.getTransport() + ":" + a.getPort()).toList());
   }
 
-  private void startWhenReady() {
+  /**
+   * The plugin's settings from the DataNode's configuration, everything checked before it
+   * listens; null when they are bad (failed, logged).
+   */
+  private Settings settings(Configuration conf) {
+    try {
+      int port = RdmaPorts.pluginPort(dn.xferPort(), conf);
+      WireProtection wire = WireProtection.forDataNode(conf, port);
+      if (wire.refusal() != null) {
+        fail("hrdma datanode plugin: not serving: " + wire.refusal() + ". Make the plugin port privileged"
+            + " (" + RdmaPorts.class.getSimpleName() + ", as stock's dfs.datanode.address) or set"
+            + " dfs.data.transfer.protection; the stock data path is unaffected", null);
+        return null;
+      }
+      Settings s = new Settings(bindHost(conf), port, transportConf(conf), ReadSettings.of(conf),
+          DiskSettings.of(conf), DataNodeLimits.from(conf),
+          Sharing.parse(conf.get(SHARE_TRANSPORTS_KEY, SHARE_TRANSPORTS_DEFAULT)), WriteShmGrants.of(conf), wire,
+          conf.getInt(WRITE_THREADS_KEY, WRITE_THREADS_DEFAULT),
+          conf.getLong(WRITE_SETUP_TIMEOUT_KEY, WRITE_SETUP_TIMEOUT_DEFAULT),
+          conf.getInt(HrdmaDataNodeKeys.WRITE_MAX_SETUPS_KEY, HrdmaDataNodeKeys.WRITE_MAX_SETUPS_DEFAULT),
+          conf.getInt(HrdmaDataNodeKeys.WRITE_MIRROR_POOL_KEY, HrdmaDataNodeKeys.WRITE_MIRROR_POOL_DEFAULT),
+          conf.getLong(HrdmaDataNodeKeys.WRITE_MIRROR_IDLE_KEY, HrdmaDataNodeKeys.WRITE_MIRROR_IDLE_DEFAULT));
+      if (s.writeThreads() < 1 || s.setupTimeoutMs() < 1 || s.maxSetups() < 1 || s.mirrorPool() < 0
+          || s.mirrorIdleMs() < 1) {
+        fail("hrdma datanode plugin: bad configuration, not serving: " + WRITE_THREADS_KEY + "=" + s.writeThreads()
+            + ", " + WRITE_SETUP_TIMEOUT_KEY + "=" + s.setupTimeoutMs() + ", "
+            + HrdmaDataNodeKeys.WRITE_MAX_SETUPS_KEY + "=" + s.maxSetups() + ", "
+            + HrdmaDataNodeKeys.WRITE_MIRROR_POOL_KEY + "=" + s.mirrorPool() + ", "
+            + HrdmaDataNodeKeys.WRITE_MIRROR_IDLE_KEY + "=" + s.mirrorIdleMs(), null);
+        return null;
+      }
+      return s;
+    } catch (IllegalArgumentException e) {
+      fail("hrdma datanode plugin: bad configuration, not serving: " + e.getMessage(), null);
+      return null;
+    }
+  }
+
+  /** What {@link #start} read of the configuration for the starter thread. */
+  private record Settings(String bindHost, int port, TransportConf tconf, ReadSettings read, DiskSettings disk,
+      DataNodeLimits limits, Sharing sharing, WriteShmGrants writeShm, WireProtection wire, int writeThreads,
+      long setupTimeoutMs, int maxSetups, int mirrorPool, long mirrorIdleMs) {}
+
+  /**
+   * The starter thread: serves once the DataNode is ready, else fails; either way the port is
+   * released unless the plugin serves (a plugin that cannot start leaves no port refusing as
+   * "starting" behind it).
+   */
+  private void startWhenReady(Settings s) {
+    boolean serving = false;
+    try {
+      serving = serveWhenReady(s);
+    } catch (RuntimeException | Error e) {
+      if (state == State.WAITING) {
+        fail("hrdma datanode plugin: cannot start: " + e + "; not serving, the stock data path is unaffected", e);
+      }
+      if (e instanceof VirtualMachineError) {
+        throw e;
+      }
+    } finally {
+      if (!serving) {
+        HrdmaServer l;
+        synchronized (lock) {
+          l = listening;
+          listening = null;
+        }
+        if (l != null) {
+          l.close();
+          LOG.info("hrdma datanode plugin: stopped listening on {}", l.serviceAddress());
+        }
+      }
+    }
+  }
+
+  /** Waits for the DataNode, builds what serves it, warms up and serves; false when it does not serve. */
+  private boolean serveWhenReady(Settings s) {
     Configuration conf = dn.conf();
     long timeoutMs = conf.getLong(START_TIMEOUT_KEY, START_TIMEOUT_DEFAULT);
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
@@ -165,70 +281,27 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
         if (System.nanoTime() > deadline) {
           fail("hrdma datanode plugin: the DataNode's dataset and UUID did not appear within " + timeoutMs
               + " ms (" + START_TIMEOUT_KEY + "); not serving, the stock data path is unaffected", null);
-          return;
+          return false;
         }
         Thread.sleep(POLL_MS);
       }
     } catch (InterruptedException e) {
-      return; // stop() during the wait
+      return false; // stop() during the wait
     }
-    String bindHost = bindHost(conf);
-    int port;
-    TransportConf tconf;
-    ReadSettings settings;
-    DiskSettings diskSettings;
-    DataNodeLimits limits;
-    Sharing sharing;
-    WriteShmGrants writeShm;
-    try {
-      port = RdmaPorts.pluginPort(dn.xferPort(), conf);
-      tconf = transportConf(conf);
-      settings = ReadSettings.of(conf);
-      diskSettings = DiskSettings.of(conf);
-      limits = DataNodeLimits.from(conf);
-      sharing = Sharing.parse(conf.get(SHARE_TRANSPORTS_KEY, SHARE_TRANSPORTS_DEFAULT));
-      writeShm = WriteShmGrants.of(conf);
-    } catch (IllegalArgumentException e) {
-      fail("hrdma datanode plugin: bad configuration, not serving: " + e.getMessage(), null);
-      return;
-    }
-    WireProtection wire;
-    try {
-      wire = WireProtection.forDataNode(conf, port);
-    } catch (IllegalArgumentException e) {
-      fail("hrdma datanode plugin: bad configuration, not serving: " + e.getMessage(), null);
-      return;
-    }
-    if (wire.refusal() != null) {
-      fail("hrdma datanode plugin: not serving: " + wire.refusal() + ". Make the plugin port privileged"
-          + " (" + RdmaPorts.class.getSimpleName() + ", as stock's dfs.datanode.address) or set"
-          + " dfs.data.transfer.protection; the stock data path is unaffected", null);
-      return;
-    }
-    int writeThreads = conf.getInt(WRITE_THREADS_KEY, WRITE_THREADS_DEFAULT);
-    long setupTimeoutMs = conf.getLong(WRITE_SETUP_TIMEOUT_KEY, WRITE_SETUP_TIMEOUT_DEFAULT);
-    int maxSetups = conf.getInt(HrdmaDataNodeKeys.WRITE_MAX_SETUPS_KEY, HrdmaDataNodeKeys.WRITE_MAX_SETUPS_DEFAULT);
-    int mirrorPool = conf.getInt(HrdmaDataNodeKeys.WRITE_MIRROR_POOL_KEY, HrdmaDataNodeKeys.WRITE_MIRROR_POOL_DEFAULT);
-    long mirrorIdleMs = conf.getLong(HrdmaDataNodeKeys.WRITE_MIRROR_IDLE_KEY,
-        HrdmaDataNodeKeys.WRITE_MIRROR_IDLE_DEFAULT);
-    if (writeThreads < 1 || setupTimeoutMs < 1 || maxSetups < 1 || mirrorPool < 0 || mirrorIdleMs < 1) {
-      fail("hrdma datanode plugin: bad configuration, not serving: " + WRITE_THREADS_KEY + "=" + writeThreads
-          + ", " + WRITE_SETUP_TIMEOUT_KEY + "=" + setupTimeoutMs + ", " + HrdmaDataNodeKeys.WRITE_MAX_SETUPS_KEY
-          + "=" + maxSetups + ", " + HrdmaDataNodeKeys.WRITE_MIRROR_POOL_KEY + "=" + mirrorPool + ", "
-          + HrdmaDataNodeKeys.WRITE_MIRROR_IDLE_KEY + "=" + mirrorIdleMs, null);
-      return;
-    }
-    this.tconf = tconf;
-    this.sharing = sharing;
+    this.tconf = s.tconf();
+    this.sharing = s.sharing();
+    ReadSettings settings = s.read();
+    DataNodeLimits limits = s.limits();
+    long mirrorIdleMs = s.mirrorIdleMs();
     ThreadPoolExecutor executor = newExecutor(settings.threads(), "hrdma-dn-read-" + dn.xferPort() + "-");
     // a write's set-up (token, replica, downstream) runs here, on a thread of its own: creating the
     // replica touches a volume not known before, so a hung one holds only that thread; its packets
     // then run on its volume's threads
-    ThreadPoolExecutor wexecutor = newSetupExecutor(maxSetups, "hrdma-dn-write-setup-" + dn.xferPort() + "-");
-    DiskIo diskIo = new DiskIo(diskSettings, dn.volumes());
-    VolumeExecutors vexecutors = new VolumeExecutors(settings.threads(), writeThreads, dn.xferPort());
+    ThreadPoolExecutor wexecutor = newSetupExecutor(s.maxSetups(), "hrdma-dn-write-setup-" + dn.xferPort() + "-");
+    DiskIo diskIo = new DiskIo(s.disk(), dn.volumes());
+    VolumeExecutors vexecutors = new VolumeExecutors(settings.threads(), s.writeThreads(), dn.xferPort());
     RequestDispatcher d = new RequestDispatcher(new OpContext(dn, settings, limits, executor, vexecutors, wexecutor,
-        this::connector, setupTimeoutMs, diskIo, writeShm, new MirrorPool(mirrorPool, mirrorIdleMs)));
+        this::connector, s.setupTimeoutMs(), diskIo, s.writeShm(), new MirrorPool(s.mirrorPool(), mirrorIdleMs)));
     ScheduledThreadPoolExecutor timer = newTimer("hrdma-dn-timer-" + dn.xferPort());
     // a tenth of the shorter timeout: a write times out at most 10% late (stock's is on the socket read)
     long sweepMs = Math.max(50, Math.min(1000, Math.min(Math.min(Math.min(limits.idleTimeoutMs(),
@@ -242,30 +315,41 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
         LOG.warn("hrdma datanode plugin: the timeout sweep failed", e);
       }
     }, sweepMs, sweepMs, TimeUnit.MILLISECONDS);
-    EndpointHandler handler = connectionHandler(d, wire, dn);
-    if (conf.getBoolean(HrdmaDataNodeKeys.WARM_UP_KEY, HrdmaDataNodeKeys.WARM_UP_DEFAULT)) {
-      warmUp();
-    }
-    HrdmaServer s;
+    EndpointHandler handler;
+    ShortCircuitServer scr = null;
+    HrdmaServer srv = null;
+    boolean ok = false;
     try {
-      // auto too: DataNodes started later in this JVM (a MiniDFSCluster) then lease these, while a
-      // lone DataNode holds the only lease, the same as transports of its own
-      s = sharing != Sharing.FALSE ? HrdmaServer.startShared(tconf, handler, bindHost, port)
-          : HrdmaServer.start(tconf, handler, bindHost, port);
-    } catch (Exception | LinkageError e) {
-      timer.shutdownNow();
-      vexecutors.close();
-      executor.shutdownNow();
-      wexecutor.shutdownNow();
-      diskIo.close();
-      fail("hrdma datanode plugin: cannot listen on " + bindHost + ":" + port + ": " + e
-          + "; not serving, the stock data path is unaffected", null);
-      return;
-    }
-    ShortCircuitServer scr = startShortCircuit(conf, settings, writeShm, vexecutors);
-    synchronized (lock) {
-      if (state != State.WAITING) { // stopped meanwhile
-        s.close();
+      handler = connectionHandler(d, s.wire(), dn);
+      if (conf.getBoolean(HrdmaDataNodeKeys.WARM_UP_KEY, HrdmaDataNodeKeys.WARM_UP_DEFAULT)) {
+        warmUp();
+      }
+      scr = startShortCircuit(conf, settings, s.writeShm(), vexecutors);
+      synchronized (lock) {
+        if (state == State.WAITING) {
+          shortCircuit = scr;
+          srv = listening;
+          server = srv;
+          listening = null;
+          disk = diskIo;
+          metrics = DiskMetrics.register("HrdmaDisk-" + dn.xferPort(), diskIo);
+          pluginMetrics = PluginMetrics.register(dn.xferPort(), this);
+          readExecutor = executor;
+          writeExecutor = wexecutor;
+          this.timer = timer;
+          volumeExecutors = vexecutors;
+          dispatcher = d;
+          gate = handler instanceof ServerGate g ? g : null;
+          // dfsadmin -evictWriters evicts our writes as the DataNode's own; -shutdownDatanode upgrade restarts them
+          ipcHook = dn.hookClientDatanodeProtocol(d::evictWriters);
+          state = State.SERVING;
+          // last: a connection admitted from here on finds the plugin serving (a forwarded write its connector)
+          starting.serve(handler);
+          ok = true;
+        }
+      }
+    } finally {
+      if (!ok) { // stopped meanwhile, or a failure the caller reports
         timer.shutdownNow();
         vexecutors.close();
         if (scr != null) {
@@ -274,26 +358,14 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
         executor.shutdownNow();
         wexecutor.shutdownNow();
         diskIo.close();
-        return;
       }
-      shortCircuit = scr;
-      server = s;
-      disk = diskIo;
-      metrics = DiskMetrics.register("HrdmaDisk-" + dn.xferPort(), diskIo);
-      pluginMetrics = PluginMetrics.register(dn.xferPort(), this);
-      readExecutor = executor;
-      writeExecutor = wexecutor;
-      this.timer = timer;
-      volumeExecutors = vexecutors;
-      dispatcher = d;
-      gate = handler instanceof ServerGate g ? g : null;
-      // dfsadmin -evictWriters evicts our writes as the DataNode's own; -shutdownDatanode upgrade restarts them
-      ipcHook = dn.hookClientDatanodeProtocol(d::evictWriters);
-      state = State.SERVING;
+    }
+    if (!ok) {
+      return false;
     }
     LOG.info("hrdma datanode plugin: serving DataNode {} (xfer port {}) on {} with {}, data transfer protection {}",
-        dn.datanodeUuid(), dn.xferPort(), s.serviceAddress(), s.offers().stream()
-            .map(a -> a.getTransport() + ":" + a.getPort()).toList(), wire);
+        dn.datanodeUuid(), dn.xferPort(), srv.serviceAddress(), srv.offers().stream()
+            .map(a -> a.getTransport() + ":" + a.getPort()).toList(), s.wire());
     List<String> unset = UcxStartEnvironment.missing();
     if (!unset.isEmpty()) {
       LOG.warn("hrdma datanode plugin: {} not in the DataNode's start environment: libhrdma-preload set them while"
@@ -301,10 +373,11 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
           + " hadoop-env.sh (docs/install.md)", unset, UcxStartEnvironment.VARIABLES.entrySet().stream()
               .map(e -> e.getKey() + "=" + e.getValue()).collect(java.util.stream.Collectors.joining(" ")));
     }
+    return true;
   }
 
   /**
-   * Runs {@link DataNodeWarmUp} on this (the starter's) thread before the plugin listens; a
+   * Runs {@link DataNodeWarmUp} on this (the starter's) thread before the plugin serves; a
    * failure is logged, and the plugin serves as it would have without the warm-up.
    */
   private void warmUp() {
@@ -496,7 +569,8 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
       pluginMetrics = null;
       state = State.STOPPED;
       t = starter;
-      s = server;
+      s = server != null ? server : listening;
+      listening = null;
       ex = readExecutor;
       wex = writeExecutor;
       tm = timer;
@@ -597,6 +671,24 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
   public InetSocketAddress serviceAddress() {
     synchronized (lock) {
       return server == null ? null : server.serviceAddress();
+    }
+  }
+
+  /**
+   * Hellos refused because the plugin did not serve yet (the "starting" refusal) since it
+   * started listening (tests, status).
+   */
+  public long refusedStarting() {
+    synchronized (lock) {
+      return starting == null ? 0 : starting.refusedStarting();
+    }
+  }
+
+  /** The tcp service address once {@link #start} listens, while WAITING or SERVING, else null (tests, status). */
+  public InetSocketAddress listeningAddress() {
+    synchronized (lock) {
+      HrdmaServer s = server != null ? server : listening;
+      return s == null ? null : s.serviceAddress();
     }
   }
 

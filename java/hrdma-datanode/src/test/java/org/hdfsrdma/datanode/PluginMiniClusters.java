@@ -64,6 +64,21 @@ public final class PluginMiniClusters {
     }
   }
 
+  /**
+   * Until the returned handle is closed, a plugin that starts in this JVM stays "starting" (it
+   * listens and refuses every hello as starting) until {@code release} opens: its warm-up waits
+   * for it ({@link RdmaDataNodePlugin#warmUpBody}), then runs. Closing restores the warm-up (and
+   * does not open {@code release}).
+   */
+  public static AutoCloseable holdStarting(java.util.concurrent.CountDownLatch release) {
+    java.util.concurrent.Callable<Integer> real = RdmaDataNodePlugin.warmUpBody;
+    RdmaDataNodePlugin.warmUpBody = () -> {
+      release.await();
+      return real.call();
+    };
+    return () -> RdmaDataNodePlugin.warmUpBody = real;
+  }
+
   private static RdmaDataNodePlugin pluginOf(String uuid) {
     return uuid == null ? null : RdmaDataNodePlugin.running().stream()
         .filter(p -> uuid.equals(p.datanodeUuid())).findFirst().orElse(null);

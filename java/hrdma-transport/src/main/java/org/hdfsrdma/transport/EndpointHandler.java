@@ -8,11 +8,18 @@ package org.hdfsrdma.transport;
 public interface EndpointHandler {
 
   /**
+   * What {@link #admit} returns to refuse a connection because the server does not serve yet
+   * (it is starting): the peer gets REFUSED with refusal STARTING and may try again shortly
+   * ({@link TransportException.Starting}). Told apart by its value.
+   */
+  String REFUSED_STARTING = "the server is starting, try again shortly";
+
+  /**
    * Server side, during the hello, before the connection is accepted: null admits it, else the
    * reason it is refused, which the peer gets in a HelloReply REFUSED before the connection
    * closes. An admitted connection is handed to {@link #onConnected} right after, on the same
    * thread, and to {@link #onClosed} when it ends. Must not block. A handler that wraps
-   * another must pass this on.
+   * another must pass this on. {@link #REFUSED_STARTING}: refused as not serving yet.
    */
   default String admit(java.net.InetSocketAddress remote) {
     return null;

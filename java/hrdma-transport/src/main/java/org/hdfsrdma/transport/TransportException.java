@@ -50,6 +50,18 @@ public class TransportException extends IOException {
     }
   }
 
+  /**
+   * The server refused the hello because it listens but does not serve yet (a DataNode plugin
+   * still starting: HelloReply REFUSED with refusal STARTING). Soon over: a caller may use
+   * another path for now and try this server again shortly. A {@link Protocol} as any refused
+   * hello, for callers that do not tell it apart.
+   */
+  public static class Starting extends Protocol {
+    public Starting(String message) {
+      super(message);
+    }
+  }
+
   /** The connection did not finish in time. */
   public static class Timeout extends TransportException {
     public Timeout(String message) {

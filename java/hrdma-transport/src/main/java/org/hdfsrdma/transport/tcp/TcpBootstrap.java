@@ -28,7 +28,8 @@ import org.slf4j.LoggerFactory;
  * checks and the failures: the reply's length bounded by {@link Protocol#MAX_CONTROL_MESSAGE}
  * before anything is allocated, the reply's status, version, credits and largest message
  * checked; an unreachable port is a {@link TransportException.Unreachable}, a refused or
- * malformed reply a {@link TransportException.Protocol}, a connect or hello past its timeout
+ * malformed reply a {@link TransportException.Protocol} (a refusal because the server is still
+ * starting its {@link TransportException.Starting}), a connect or hello past its timeout
  * (or past the caller's deadline) a {@link TransportException.Timeout}, a connection that ends
  * or breaks during the hello a {@link TransportException.PeerFailed}. To the server this is an
  * ordinary tcp connection (its hello timeout and pending-hello bound apply as to any).
@@ -171,8 +172,7 @@ public final class TcpBootstrap implements AutoCloseable {
   /** TcpEndpoint's checks of a client's HELLO_REPLY, with its messages. */
   private void check(HelloReply r) throws TransportException {
     if (r.getStatus() != HelloReply.Status.OK) {
-      throw new TransportException.Protocol("tcp: " + remote + " refused the hello (" + r.getStatus() + "): "
-          + r.getError());
+      throw Protocol.notOk(r, "tcp: " + remote + " refused the hello (" + r.getStatus() + "): " + r.getError());
     }
     if (r.getVersion() != Protocol.VERSION) {
       throw new TransportException.Protocol("tcp: " + remote + " speaks protocol version " + r.getVersion()

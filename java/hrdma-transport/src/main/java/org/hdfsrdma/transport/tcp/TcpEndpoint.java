@@ -272,15 +272,20 @@ public final class TcpEndpoint extends AbstractEndpoint {
       if (connected != null) {
         LOG.debug("tcp: connecting to {} failed: {}", remoteAddress(), e.getMessage());
         connected.completeExceptionally(e);
+      } else if (e instanceof TransportException.Starting) {
+        // every hello while a server starts: expected, and its clients come back shortly
+        LOG.debug("tcp: refusing {}: {}", remoteAddress(), e.getMessage());
       } else {
         LOG.warn("tcp: closing connection from {}: {}", remoteAddress(), e.getMessage());
       }
       if (replyStatus != null && connected == null && channel.isActive()) {
-        HelloReply r = HelloReply.newBuilder()
-            .setVersion(Protocol.VERSION)
-            .setStatus(replyStatus)
-            .setError(e.getMessage())
-            .build();
+        HelloReply r = replyStatus == HelloReply.Status.REFUSED ? Protocol.refusal(
+            e instanceof TransportException.Starting ? EndpointHandler.REFUSED_STARTING : e.getMessage()).build()
+            : HelloReply.newBuilder()
+                .setVersion(Protocol.VERSION)
+                .setStatus(replyStatus)
+                .setError(e.getMessage())
+                .build();
         channel.writeAndFlush(TcpFrames.control(channel.alloc(), TcpFrames.HELLO_REPLY, r))
             .addListener(ChannelFutureListener.CLOSE);
       } else {
@@ -355,7 +360,9 @@ public final class TcpEndpoint extends AbstractEndpoint {
     }
     String refused = handler.admit(remoteAddress());
     if (refused != null) {
-      fail(new TransportException.Protocol("tcp: refused: " + refused), HelloReply.Status.REFUSED);
+      fail(EndpointHandler.REFUSED_STARTING.equals(refused)
+          ? new TransportException.Starting(refused) : new TransportException.Protocol("tcp: refused: " + refused),
+          HelloReply.Status.REFUSED);
       return;
     }
     peerHello = h;
@@ -385,7 +392,7 @@ public final class TcpEndpoint extends AbstractEndpoint {
       return;
     }
     if (r.getStatus() != HelloReply.Status.OK) {
-      fail(protocol("tcp: " + remoteAddress() + " refused the hello (" + r.getStatus() + "): "
+      fail(Protocol.notOk(r, "tcp: " + remoteAddress() + " refused the hello (" + r.getStatus() + "): "
           + r.getError()), null);
       return;
     }

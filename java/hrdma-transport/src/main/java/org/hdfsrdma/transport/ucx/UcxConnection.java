@@ -349,11 +349,15 @@ abstract class UcxConnection extends AbstractEndpoint implements UcxWorkerLoop.E
   }
 
   private void replyAndClose(HelloReply.Status status, String error) {
-    LOG.warn("refusing {} from {}: {}", transport.name(), remoteAddress(), error);
-    HelloReply reply = HelloReply.newBuilder()
-        .setVersion(Protocol.VERSION).setStatus(status).setError(error).build();
+    HelloReply reply = status == HelloReply.Status.REFUSED ? Protocol.refusal(error).build()
+        : HelloReply.newBuilder().setVersion(Protocol.VERSION).setStatus(status).setError(error).build();
+    if (Protocol.starting(reply)) {
+      LOG.debug("refusing {} from {}: {}", transport.name(), remoteAddress(), error); // expected while starting
+    } else {
+      LOG.warn("refusing {} from {}: {}", transport.name(), remoteAddress(), error);
+    }
     sendControl(HELLO_REPLY, reply.toByteArray());
-    failure = new TransportException.Protocol(error);
+    failure = Protocol.notOk(reply, error);
     destroy(false);
   }
 
@@ -369,8 +373,7 @@ abstract class UcxConnection extends AbstractEndpoint implements UcxWorkerLoop.E
       return;
     }
     if (r.getStatus() != HelloReply.Status.OK) {
-      fail(new TransportException.Protocol("peer refused the connection ("
-          + r.getStatus() + "): " + r.getError()));
+      fail(Protocol.notOk(r, "peer refused the connection (" + r.getStatus() + "): " + r.getError()));
       return;
     }
     if (r.getVersion() != Protocol.VERSION || r.getCredits() <= 0 || r.getMaxMessageSize() <= 0) {
