@@ -45,6 +45,8 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(300)
 class StockMirrorWriteTest {
   private static final int FILES = 8;
+  // short, so that an idle write lives on heartbeats only (clients send them at half of it)
+  private static final int SOCKET_TIMEOUT_MS = 6000;
 
   MiniDFSCluster cluster;
   private DataNode plain; // the DataNode without the plugin
@@ -58,6 +60,7 @@ class StockMirrorWriteTest {
   @BeforeAll
   void start() throws Exception {
     Configuration conf = conf();
+    conf.setInt(HdfsClientConfigKeys.DFS_CLIENT_SOCKET_TIMEOUT_KEY, SOCKET_TIMEOUT_MS);
     cluster = PluginCluster.start(conf, getClass(), 2);
     Configuration noPlugin = new Configuration(conf);
     noPlugin.unset(DFSConfigKeys.DFS_DATANODE_PLUGINS_KEY);
@@ -140,8 +143,54 @@ class StockMirrorWriteTest {
     assertEquals(expectForwards, stockForwards() - forwardsBefore, "forwards over stock's protocol counted");
   }
 
+  /**
+   * A write to the plugin-less DataNode over stock's protocol, idle for well over the socket
+   * timeout (so only relayed heartbeats keep it alive there) and hsynced, goes on without a
+   * pipeline recovery (which would change the block's generation stamp) and keeps its replicas.
+   */
   @Test
   @Order(2)
+  void heartbeatsAndHsyncGoThroughToTheDataNodeWithoutThePlugin() throws Exception {
+    for (int attempt = 0; attempt < 10; attempt++) {
+      Path p = new Path("/mixed/idle-" + attempt);
+      byte[] data = PluginCluster.random(700_000, 80 + attempt);
+      long fallbacks = fs.stockWriteFallbacks();
+      long forwards = stockForwards();
+      long gs;
+      try (FSDataOutputStream out = fs.create(p, FsPermission.getFileDefault(), true, 4096, (short) 3,
+          PluginCluster.BLOCK, null, favored(3))) {
+        out.write(data, 0, 200_000);
+        out.hflush();
+        if (fs.stockWriteFallbacks() != fallbacks) {
+          continue; // the pipeline started at the plugin-less DataNode: try another file
+        }
+        assertEquals(forwards + 1, stockForwards(), "the plugin-less DataNode is downstream over stock's protocol");
+        gs = lastBlock(p).getBlock().getGenerationStamp();
+        Thread.sleep(2L * SOCKET_TIMEOUT_MS + 2000);
+        out.write(data, 200_000, 300_000);
+        out.hsync();
+        Thread.sleep(SOCKET_TIMEOUT_MS + 2000);
+        out.write(data, 500_000, data.length - 500_000);
+      }
+      assertEquals(fallbacks, fs.stockWriteFallbacks(), "no stock write fallback");
+      LocatedBlock lb = lastBlock(p);
+      assertEquals(gs, lb.getBlock().getGenerationStamp(), "no pipeline recovery");
+      DFSTestUtil.waitReplication(fs, p, (short) 3);
+      assertTrue(onPlain(lastBlock(p)));
+      assertArrayEquals(data, PluginCluster.readWhole(fs, p));
+      return;
+    }
+    throw new AssertionError("no write had the plugin-less DataNode after another in its pipeline");
+  }
+
+  private LocatedBlock lastBlock(Path p) throws IOException {
+    List<LocatedBlock> blocks = fs.getClient().getLocatedBlocks(p.toString(), 0).getLocatedBlocks();
+    assertEquals(1, blocks.size());
+    return blocks.get(0);
+  }
+
+  @Test
+  @Order(3)
   void theDataNodeWithoutThePluginStoppedMidBlockIsLeftOutByPipelineRecovery() throws Exception {
     for (int attempt = 0; attempt < 10; attempt++) {
       Path p = new Path("/mixed/stopped-" + attempt);
