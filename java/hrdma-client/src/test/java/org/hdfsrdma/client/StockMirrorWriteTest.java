@@ -87,6 +87,12 @@ class StockMirrorWriteTest {
     return n;
   }
 
+  /** The sender and ack reader of each write forwarded over stock's protocol end with it. */
+  private static void awaitNoStockLinkThreads() throws InterruptedException {
+    PluginCluster.awaitValue(() -> Thread.getAllStackTraces().keySet().stream()
+        .filter(t -> t.getName().startsWith("hrdma-stock-mirror-")).count(), 0, "stock link threads left");
+  }
+
   private InetSocketAddress[] favored(int replication) {
     List<InetSocketAddress> a = new ArrayList<>();
     for (DataNode d : cluster.getDataNodes()) {
@@ -141,6 +147,7 @@ class StockMirrorWriteTest {
           + " another in its pipeline");
     }
     assertEquals(expectForwards, stockForwards() - forwardsBefore, "forwards over stock's protocol counted");
+    awaitNoStockLinkThreads();
   }
 
   /**
@@ -219,6 +226,7 @@ class StockMirrorWriteTest {
       assertEquals(1, blocks.size());
       assertTrue(!onPlain(blocks.get(0)), "the stopped DataNode left the pipeline");
       assertEquals(2, blocks.get(0).getLocations().length, "the DataNodes with the plugin kept theirs");
+      awaitNoStockLinkThreads();
       return;
     }
     throw new AssertionError("no write had the plugin-less DataNode after another in its pipeline");
