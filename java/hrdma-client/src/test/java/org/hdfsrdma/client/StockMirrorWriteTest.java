@@ -50,6 +50,7 @@ class StockMirrorWriteTest {
 
   MiniDFSCluster cluster;
   private DataNode plain; // the DataNode without the plugin
+  private MiniDFSCluster.DataNodeProperties stopped;
   private RdmaDistributedFileSystem fs;
 
   /** The cluster's settings (the encrypted variant adds to them). */
@@ -214,7 +215,7 @@ class StockMirrorWriteTest {
           continue; // the pipeline started at the plugin-less DataNode: try another file
         }
         assertEquals(forwards + 1, stockForwards(), "the plugin-less DataNode is downstream over stock's protocol");
-        cluster.stopDataNode(plain.getDatanodeId().getXferAddr());
+        stopped = cluster.stopDataNode(plain.getDatanodeId().getXferAddr());
         out.write(data, 300_000, data.length - 300_000);
       } finally {
         out.close();
@@ -226,6 +227,86 @@ class StockMirrorWriteTest {
       assertEquals(1, blocks.size());
       assertTrue(!onPlain(blocks.get(0)), "the stopped DataNode left the pipeline");
       assertEquals(2, blocks.get(0).getLocations().length, "the DataNodes with the plugin kept theirs");
+      awaitNoStockLinkThreads();
+      // back for the next test, still without the plugin
+      String uuid = plain.getDatanodeUuid();
+      assertTrue(cluster.restartDataNode(stopped, true));
+      cluster.waitActive();
+      plain = cluster.getDataNodes().stream().filter(d -> d.getDatanodeUuid().equals(uuid)).findFirst().orElseThrow();
+      return;
+    }
+    throw new AssertionError("no write had the plugin-less DataNode after another in its pipeline");
+  }
+
+  private static RdmaDataNodePlugin pluginOf(DataNode d) {
+    return RdmaDataNodePlugin.running().stream().filter(p -> d.getDatanodeUuid().equals(p.datanodeUuid()))
+        .findFirst().orElseThrow();
+  }
+
+  private static long hrdmaForwards(RdmaDataNodePlugin p) {
+    RdmaDataNodePlugin.MirrorStats m = p.mirrors();
+    return m.opened() + m.reused();
+  }
+
+  /**
+   * A pipeline recovery (PIPELINE_SETUP_STREAMING_RECOVERY) whose new pipeline goes from a
+   * DataNode with the plugin to the plugin-less one is forwarded there over stock's protocol
+   * too: the DataNode with the plugin that is not first is stopped mid-block, the first one
+   * forwards the recovery to the plugin-less one, and the write completes on both.
+   */
+  @Test
+  @Order(4)
+  void aPipelineRecoveryIsForwardedToTheDataNodeWithoutThePlugin() throws Exception {
+    for (int attempt = 0; attempt < 10; attempt++) {
+      Path p = new Path("/mixed/recovered-" + attempt);
+      byte[] data = PluginCluster.random(900_000, 110 + attempt);
+      long fallbacks = fs.stockWriteFallbacks();
+      List<DataNode> withPlugin = new ArrayList<>();
+      for (DataNode d : cluster.getDataNodes()) {
+        if (d != plain) {
+          withPlugin.add(d);
+        }
+      }
+      long[] stockBefore = new long[2];
+      long[] hrdmaBefore = new long[2];
+      for (int i = 0; i < 2; i++) {
+        stockBefore[i] = pluginOf(withPlugin.get(i)).stockForwards();
+        hrdmaBefore[i] = hrdmaForwards(pluginOf(withPlugin.get(i)));
+      }
+      long written = fs.rdmaBytesWritten();
+      FSDataOutputStream out = fs.create(p, FsPermission.getFileDefault(), true, 4096, (short) 3,
+          PluginCluster.BLOCK, null, favored(3));
+      DataNode first;
+      try {
+        out.write(data, 0, 300_000);
+        out.hflush();
+        if (fs.stockWriteFallbacks() != fallbacks) {
+          continue; // the pipeline started at the plugin-less DataNode: try another file
+        }
+        // the DataNode before the plugin-less one forwarded over stock's protocol; if the other one
+        // forwarded over ours, it is first ([other, that one, plugin-less]), else that one is
+        // ([that one, plugin-less, other])
+        int before = pluginOf(withPlugin.get(0)).stockForwards() > stockBefore[0] ? 0 : 1;
+        assertEquals(stockBefore[before] + 1, pluginOf(withPlugin.get(before)).stockForwards());
+        int other = 1 - before;
+        boolean otherFirst = hrdmaForwards(pluginOf(withPlugin.get(other))) > hrdmaBefore[other];
+        first = withPlugin.get(otherFirst ? other : before);
+        DataNode second = withPlugin.get(otherFirst ? before : other);
+        long firstStock = pluginOf(first).stockForwards();
+        cluster.stopDataNode(second.getDatanodeId().getXferAddr());
+        out.write(data, 300_000, data.length - 300_000);
+        out.close();
+        assertEquals(firstStock + 1, pluginOf(first).stockForwards(),
+            "the recovery went from the first DataNode to the plugin-less one over stock's protocol");
+      } finally {
+        out.close();
+      }
+      assertEquals(fallbacks, fs.stockWriteFallbacks(), "no stock write fallback");
+      assertEquals(data.length, fs.rdmaBytesWritten() - written, "written over hrdma");
+      assertArrayEquals(data, PluginCluster.readWhole(fs, p));
+      LocatedBlock lb = lastBlock(p);
+      assertEquals(2, lb.getLocations().length, "the first DataNode and the plugin-less one");
+      assertTrue(onPlain(lb), "the plugin-less DataNode kept its replica");
       awaitNoStockLinkThreads();
       return;
     }
