@@ -30,8 +30,9 @@ import org.slf4j.LoggerFactory;
  * {@link PipelineSetup} (stock DataXceiver#writeBlock: token, replica, mirror, WRITE_RESPONSE),
  * {@link PacketReceiver} (stock BlockReceiver: verify, write, sync), {@link AckResponder}
  * (stock PacketResponder: acks in order, with the downstream's; finalize and tell the NameNode
- * after the downstream acked the last packet) and {@link WriteMirror} (the connection to the
- * next DataNode). This task runs them: on arrival (transport I/O thread) each packet is
+ * after the downstream acked the last packet) and a {@link DownstreamMirror} (the link to the
+ * next DataNode: {@link WriteMirror} over our transports, {@link StockMirror} over stock's
+ * protocol). This task runs them: on arrival (transport I/O thread) each packet is
  * forwarded downstream at once (cut-through) and queued; the write executor runs the set-up,
  * then the packets, then the finalization.
  *

@@ -44,7 +44,8 @@ import org.slf4j.LoggerFactory;
  * types and ids of this node and those downstream); the replica is created
  * ({@code createRbw} with the client's length hint, as stock; our preallocation bounded by the
  * block size this DataNode knows) or recovered, by stage; when the request names downstream targets, the
- * request goes on to the next DataNode's plugin and its WRITE_RESPONSE is awaited; a refusal
+ * request goes on to the next DataNode's plugin and its WRITE_RESPONSE is awaited (when our
+ * transports cannot reach that DataNode, over stock's DataTransferProtocol: {@link StockMirror}); a refusal
  * is answered here with WRITE_RESPONSE ({@code firstBadLink} names the node that failed, as
  * stock). What it opened stays in its fields for the task to use and close.
  *
