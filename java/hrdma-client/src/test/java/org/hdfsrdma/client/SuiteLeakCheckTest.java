@@ -14,7 +14,8 @@ import org.junit.jupiter.api.Test;
  * suite is shut down, no plugin runs and nothing of the transports is left
  * in this JVM: no endpoint, pooled buffer, UCX context, worker, endpoint or
  * registered region, no short-circuit verifier or opener thread, no thread
- * standing for a DataNode's write as its replica's writer, no received
+ * standing for a DataNode's write as its replica's writer or forwarding it over
+ * stock's protocol, no received
  * descriptor held, no received file mapped and no domain socket of a descriptor
  * exchange open.
  */
@@ -35,12 +36,14 @@ class SuiteLeakCheckTest {
 
   /**
    * Live threads of the clients' short-circuit verifiers and openers (each client ends its own when closed)
-   * and of the DataNodes' writes (each ends with its write).
+   * and of the DataNodes' writes (each ends with its write: its replica's writer, and the sender and ack
+   * reader of a next DataNode reached over stock's protocol).
    */
   private static List<String> verifierThreads() {
     return Thread.getAllStackTraces().keySet().stream().map(Thread::getName)
         .filter(n -> n.startsWith(RdmaBlockClient.VERIFIER_THREAD_PREFIX)
             || n.startsWith(RdmaBlockClient.OPENER_THREAD_PREFIX)
-            || n.startsWith("hrdma-dn-scr-") || n.startsWith("hrdma-writer-")).toList();
+            || n.startsWith("hrdma-dn-scr-") || n.startsWith("hrdma-writer-")
+            || n.startsWith("hrdma-stock-mirror-")).toList();
   }
 }

@@ -30,8 +30,9 @@ import org.slf4j.LoggerFactory;
  * {@link PipelineSetup} (stock DataXceiver#writeBlock: token, replica, mirror, WRITE_RESPONSE),
  * {@link PacketReceiver} (stock BlockReceiver: verify, write, sync), {@link AckResponder}
  * (stock PacketResponder: acks in order, with the downstream's; finalize and tell the NameNode
- * after the downstream acked the last packet) and {@link WriteMirror} (the connection to the
- * next DataNode). This task runs them: on arrival (transport I/O thread) each packet is
+ * after the downstream acked the last packet) and a {@link DownstreamMirror} (the link to the
+ * next DataNode: {@link WriteMirror} over our transports, {@link StockMirror} over stock's
+ * protocol). This task runs them: on arrival (transport I/O thread) each packet is
  * forwarded downstream at once (cut-through) and queued; the write executor runs the set-up,
  * then the packets, then the finalization.
  *
@@ -60,7 +61,7 @@ final class BlockWriteTask implements WriteMirror.Listener {
   private volatile long lastSentNanos = System.nanoTime();
 
   // set by the executor before `ready`, read afterwards
-  private volatile WriteMirror mirror;
+  private volatile DownstreamMirror mirror;
   private PacketReceiver receiver;
   private volatile boolean ready;
   // null until set-up: then the executor of the replica's volume, where the packets are written
@@ -146,7 +147,7 @@ final class BlockWriteTask implements WriteMirror.Listener {
    * timeout as any packet does.
    */
   void onPacket(Message m) {
-    WriteMirror d = mirror;
+    DownstreamMirror d = mirror;
     lastPacketNanos = System.nanoTime();
     // stock (BlockReceiver#receivePacket): a dropped heartbeat is not relayed; a node with a mirror
     // has queued it for its ack already (it waits for the downstream's), the last node never acks it
@@ -171,7 +172,7 @@ final class BlockWriteTask implements WriteMirror.Listener {
         try {
           FaultHooks.stopSendingPacketDownstream(d.name());
           responder.forwarded(); // before it goes: its ack may come back before forward returns
-          d.forward(m.buffer(), dataOffset(m));
+          d.forward(m, dataOffset(m));
           lastSentNanos = System.nanoTime();
           FaultHooks.logDelaySendingPacketDownstream(d.name(), TimeUnit.NANOSECONDS.toMillis(System.nanoTime()
               - begin));
@@ -214,7 +215,7 @@ final class BlockWriteTask implements WriteMirror.Listener {
     if (!ready || responder.ended() || now - lastPacketNanos <= timeoutNs) {
       return;
     }
-    WriteMirror d = mirror;
+    DownstreamMirror d = mirror;
     if (d != null && d.sendsWaiting(now) && responder.downstreamSilentNanos(now) > 0) {
       // held up by the downstream, which takes nothing (stock's receiver, blocked writing to its mirror,
       // reads nothing upstream meanwhile): its ack timeout decides (checkDownstreamAckTimeout), and names
@@ -246,7 +247,7 @@ final class BlockWriteTask implements WriteMirror.Listener {
    * held the write, and the upstream's window, for as long as it had packets to ack.
    */
   void checkDownstreamTimeouts(long now, long packetTimeoutNs, long writeTimeoutNs) {
-    WriteMirror d = mirror;
+    DownstreamMirror d = mirror;
     if (!ready || d == null) {
       return;
     }
@@ -709,7 +710,7 @@ final class BlockWriteTask implements WriteMirror.Listener {
     for (Message m : left) {
       m.release();
     }
-    WriteMirror d = setup.mirror;
+    DownstreamMirror d = setup.mirror;
     if (d != null) {
       d.close(finalizedHere); // finalized: the downstream acked the last packet, its connection may serve another write
     }

@@ -29,6 +29,10 @@ final class OpContext {
   private final WriterRegistry writers;
   private final MirrorPool mirrors;
   private final AtomicLong preparedAhead = new AtomicLong();
+  private final AtomicLong stockForwards = new AtomicLong();
+  // next DataNodes (uuid) whose writes went over stock's protocol since they last took one over ours:
+  // the reason is logged once per such DataNode, not per block
+  private final java.util.Set<String> stockNextNodes = java.util.concurrent.ConcurrentHashMap.newKeySet();
   private final java.util.concurrent.atomic.AtomicBoolean connectorPrepared =
       new java.util.concurrent.atomic.AtomicBoolean();
 
@@ -148,6 +152,27 @@ final class OpContext {
   /** Reads whose disk reads started before their turn (prepared while the read before drained). */
   long readsPreparedAhead() {
     return preparedAhead.get();
+  }
+
+  /**
+   * A write was forwarded to {@code nextUuid} over stock's DataTransferProtocol: counted; true
+   * when this is the first since that DataNode last took a write over our transports (log it).
+   */
+  boolean forwardedOverStock(String nextUuid) {
+    stockForwards.incrementAndGet();
+    return stockNextNodes.add(nextUuid);
+  }
+
+  /** A write was forwarded to {@code nextUuid} over our transports. */
+  void forwardedOverHrdma(String nextUuid) {
+    if (!stockNextNodes.isEmpty()) {
+      stockNextNodes.remove(nextUuid);
+    }
+  }
+
+  /** Writes forwarded to the next DataNode over stock's DataTransferProtocol. */
+  long stockForwards() {
+    return stockForwards.get();
   }
 
   /** "DataNode uuid" for messages sent to clients. */

@@ -44,7 +44,8 @@ import org.slf4j.LoggerFactory;
  * types and ids of this node and those downstream); the replica is created
  * ({@code createRbw} with the client's length hint, as stock; our preallocation bounded by the
  * block size this DataNode knows) or recovered, by stage; when the request names downstream targets, the
- * request goes on to the next DataNode's plugin and its WRITE_RESPONSE is awaited; a refusal
+ * request goes on to the next DataNode's plugin and its WRITE_RESPONSE is awaited (when our
+ * transports cannot reach that DataNode, over stock's DataTransferProtocol: {@link StockMirror}); a refusal
  * is answered here with WRITE_RESPONSE ({@code firstBadLink} names the node that failed, as
  * stock). What it opened stays in its fields for the task to use and close.
  *
@@ -67,7 +68,7 @@ final class PipelineSetup {
   DataChecksum checksum;
   String mirrorName;
   int downstream; // DataNodes after this one in the pipeline
-  volatile WriteMirror mirror;
+  volatile DownstreamMirror mirror;
   // whether the DataNodes downstream relay and ack heartbeats (their WRITE_RESPONSE says so); none: true
   volatile boolean downstreamHeartbeats = true;
   BlockConstructionStage stage;
@@ -164,10 +165,14 @@ final class PipelineSetup {
       // (not when upstream chose the segment request's own id for its write: the answers would mix)
       boolean askSegment = ctx.writeShm().enabled() && SameHost.isLocal(nextAddress) && !SameHost.name().isEmpty()
           && org.hdfsrdma.nativelib.HrdmaNative.isAvailable() && id != WriteMirror.SEGMENT_REQUEST_ID;
-      BlockOpResponseProto resp;
+      BlockOpResponseProto resp = null;
       WriteMirror d = null;
       boolean fresh = true;
       boolean localOpened = false;
+      // our transports are being tried and the request has not gone: a failure now is a connection's
+      // (nothing listening, a refused hello, a failed negotiation), and the write goes over stock's protocol
+      boolean connecting = false;
+      Throwable unreachable = null;
       // one deadline for the whole set-up downstream (connect, handshake, its answer), as stock's
       // DataNode waits for its mirror: the set-up timeout and 5 s per DataNode downstream, so that
       // each DataNode gives up on its mirror before the one upstream of it (and the client) gives up
@@ -185,6 +190,7 @@ final class PipelineSetup {
         MirrorPool.Key key = pool.enabled() ? mirrorKey(nextAddress, wire, creds) : null;
         // a pooled connection is tried once: one that broke while idle is replaced by a new one
         for (int attempt = 0;; attempt++) {
+          connecting = true;
           MirrorPool.Pooled pc = key != null && attempt == 0 ? pool.take(key, id) : null;
           fresh = pc == null;
           if (fresh) {
@@ -229,6 +235,7 @@ final class PipelineSetup {
             e.send(MessageCodec.encode(e.transport().allocator(), MessageKind.WRITE_SHM_REQUEST,
                 WriteMirror.SEGMENT_REQUEST_ID, WriteSegment.request(block, BlockOps.token(op))));
           }
+          connecting = false;
           e.send(MessageCodec.encode(e.transport().allocator(), MessageKind.WRITE_REQUEST,
               id, BlockOps.forwardWriteBlock(op), null));
           if (!localOpened) {
@@ -259,15 +266,56 @@ final class PipelineSetup {
         }
       } catch (IOException | ExecutionException | TimeoutException | RuntimeException e) {
         Throwable t = e instanceof ExecutionException ? e.getCause() : e;
-        LOG.warn("hrdma datanode: cannot set up the pipeline of {} to {}: {}", block, mirrorName, t.toString());
-        sendUp(MessageKind.WRITE_RESPONSE, BlockOps.writeResponse(Status.ERROR, mirrorName,
-            "DataNode " + dn.datanodeUuid() + " cannot reach " + mirrorName + ": " + t.getMessage()));
-        return false;
+        if (connecting && fromClient) {
+          unreachable = t; // stock's protocol next, within what is left of the deadline
+          DownstreamMirror m = mirror;
+          if (m != null) { // connected, but a send before the request failed
+            m.close(false);
+          }
+          mirror = null;
+        } else {
+          LOG.warn("hrdma datanode: cannot set up the pipeline of {} to {}: {}", block, mirrorName, t.toString());
+          sendUp(MessageKind.WRITE_RESPONSE, BlockOps.writeResponse(Status.ERROR, mirrorName,
+              "DataNode " + dn.datanodeUuid() + " cannot reach " + mirrorName + ": " + t.getMessage()));
+          return false;
+        }
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         return refuse(Status.ERROR, "DataNode " + dn.datanodeUuid() + " is stopping", true);
       }
-      downstreamHeartbeats = BlockOps.takesHeartbeats(resp);
+      if (unreachable != null) {
+        StockMirror s;
+        try {
+          s = new StockMirror(dn.connectStock(op, deadline), listener, String.valueOf(block));
+        } catch (IOException | RuntimeException e) {
+          return unreachable(unreachable, e);
+        }
+        mirror = s;
+        if (!localOpened) {
+          localOpened = true; // as over our transports: while the downstream sets up its replica
+          String refused = openLocal(op);
+          if (refused != null) {
+            return refuse(Status.ERROR, refused, true);
+          }
+        }
+        try {
+          resp = s.response(deadline);
+        } catch (IOException | RuntimeException e) {
+          return unreachable(unreachable, e);
+        }
+        if (ctx.forwardedOverStock(next.getDatanodeUuid())) {
+          LOG.info("hrdma datanode: forwarding writes to {} over the data transfer protocol: not reachable over"
+              + " hrdma ({})", mirrorName, unreachable.toString());
+        }
+        if (resp.getStatus() == Status.SUCCESS) {
+          s.start();
+        }
+        fresh = false; // no write segment: that is ours
+      } else {
+        ctx.forwardedOverHrdma(next.getDatanodeUuid());
+      }
+      // stock's DataNodes relay and ack heartbeats (their answer carries no field saying so)
+      downstreamHeartbeats = unreachable != null || BlockOps.takesHeartbeats(resp);
       if (resp.getStatus() != Status.SUCCESS) {
         // as stock: pass the downstream's status and firstBadLink up
         sendUp(MessageKind.WRITE_RESPONSE, BlockOps.writeResponse(resp.getStatus(), resp.getFirstBadLink(),
@@ -285,6 +333,20 @@ final class PipelineSetup {
     LOG.info("hrdma datanode: receiving {} from {}{}", block, up.remoteAddress(),
         mirrorName == null ? "" : ", mirror " + mirrorName);
     return true;
+  }
+
+  /**
+   * The next DataNode could be reached neither over our transports ({@code hrdma}) nor over
+   * stock's protocol ({@code stock}): as stock's DataXceiver when its mirror fails, ERROR with
+   * that DataNode as firstBadLink.
+   */
+  private boolean unreachable(Throwable hrdma, Throwable stock) {
+    LOG.warn("hrdma datanode: cannot set up the pipeline of {} to {} over hrdma ({}) nor over the data transfer"
+        + " protocol ({})", block, mirrorName, hrdma.toString(), stock.toString());
+    sendUp(MessageKind.WRITE_RESPONSE, BlockOps.writeResponse(Status.ERROR, mirrorName,
+        "DataNode " + dn.datanodeUuid() + " cannot reach " + mirrorName + ": " + stock.getMessage()
+        + " (over hrdma: " + hrdma.getMessage() + ")"));
+    return false;
   }
 
   /** Milliseconds left until {@code deadline} (a {@link System#nanoTime()}), never negative. */

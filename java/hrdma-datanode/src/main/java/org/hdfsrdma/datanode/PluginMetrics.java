@@ -50,6 +50,8 @@ final class PluginMetrics extends HrdmaMetricsSource {
             + " for dfs.datanode.socket.write.timeout"), plugin.stalledConnectionsClosed())
         .addCounter(info("AnswerBacklogStalls", "times a peer owed a window of answers was granted no more credits"
             + " (all endpoints of the process)"), plugin.answerBacklogStalls())
+        .addCounter(info("WritesForwardedOverStock", "writes forwarded to a next DataNode over stock's data transfer"
+            + " protocol, that DataNode not being reachable over hrdma's transports"), plugin.stockForwards())
         .addCounter(info("ReadsPreparedAhead", "reads whose disk reads started before their turn"),
             plugin.readsPreparedAhead())
         .addCounter(info("ReadPacketsByReference", "read packets sent in shared memory to same-host clients"),

@@ -745,6 +745,16 @@ public final class RdmaDataNodePlugin implements ServicePlugin {
     }
   }
 
+  /**
+   * Writes this DataNode forwarded to the next DataNode over stock's DataTransferProtocol, that
+   * DataNode not being reachable over our transports (tests, status, metrics).
+   */
+  public long stockForwards() {
+    synchronized (lock) {
+      return dispatcher == null ? 0 : dispatcher.context().stockForwards();
+    }
+  }
+
   /** Reads whose O_DIRECT reads started ahead of their turn on their connection (tests, status). */
   public long readsPreparedAhead() {
     synchronized (lock) {

@@ -23,7 +23,7 @@ import org.hdfsrdma.transport.TransportException;
  * WRITE_RESPONSE, its acks and its failure. Its handler runs on the connector's I/O thread;
  * {@link #forward} never blocks. Thread-safe.
  */
-final class WriteMirror implements EndpointHandler {
+final class WriteMirror implements EndpointHandler, DownstreamMirror {
   /** What the write hears from downstream. */
   interface Listener {
     void onDownstreamAck(PipelineAckProto ack);
@@ -185,8 +185,14 @@ final class WriteMirror implements EndpointHandler {
     }
   }
 
-  String name() {
+  @Override
+  public String name() {
     return name;
+  }
+
+  @Override
+  public void forward(Message packet, int dataOffset) {
+    forward(packet.buffer(), dataOffset);
   }
 
   /**
@@ -280,12 +286,14 @@ final class WriteMirror implements EndpointHandler {
    * done): this node is held up by the downstream, as stock's BlockReceiver blocked writing to its
    * mirror.
    */
-  boolean sendsWaiting(long now) {
+  @Override
+  public boolean sendsWaiting(long now) {
     return sendStallNanos(now) > 0;
   }
 
   /** For how long sends to the downstream have waited with none completed ({@link Endpoint#sendStallNanos}). */
-  long sendStallNanos(long now) {
+  @Override
+  public long sendStallNanos(long now) {
     Endpoint e = ep;
     return e == null ? 0 : e.sendStallNanos(now);
   }
@@ -294,7 +302,8 @@ final class WriteMirror implements EndpointHandler {
    * Sending to the downstream failed here (an injected fault), or it owed acks for too long: the
    * write goes on without it.
    */
-  void failed(String why) {
+  @Override
+  public void failed(String why) {
     listener.onDownstreamFailed(why);
   }
 
@@ -306,7 +315,8 @@ final class WriteMirror implements EndpointHandler {
    * The write is over: its own connection closes; a pooled one goes back to the pool when
    * {@code cleanly} (every packet acknowledged) and nothing failed downstream, else closes.
    */
-  void close(boolean cleanly) {
+  @Override
+  public void close(boolean cleanly) {
     closeSegment();
     boolean mapper;
     synchronized (this) {

@@ -307,6 +307,19 @@ public final class DataNodeAccess {
   }
 
   /**
+   * Forwards the write {@code op} to its next DataNode over stock's DataTransferProtocol
+   * ({@link StockWriteConnection}): connected, proved and the request sent by {@code deadline}
+   * ({@link System#nanoTime()}).
+   *
+   * @throws IOException that DataNode could not be reached or refused the negotiation
+   */
+  public StockWriteConnection connectStock(
+      org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpWriteBlockProto op, long deadline)
+      throws IOException {
+    return StockWriteConnection.open(dn, op, deadline);
+  }
+
+  /**
    * The xfer address ("ip:port") this DataNode registered with the block
    * pool's NameNode: what the stock DataXceiver names as {@code firstBadLink}
    * when it refuses a write's block token.
