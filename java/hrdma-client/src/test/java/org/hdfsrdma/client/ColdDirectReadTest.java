@@ -378,27 +378,39 @@ class ColdDirectReadTest {
       try (FSDataInputStream in = stock.open(p)) {
         in.readFully(byStock);
       }
-      for (LocatedBlock lb : stock.getClient().getLocatedBlocks(p.toString(), 0).getLocatedBlocks()) {
-        for (DatanodeInfo dn : lb.getLocations()) {
-          dropCache(Path.of(LocalReadFixture.files(cluster, dn, lb).getBlockPath()));
+      // A cold probe's read with RWF_NOWAIT starts the kernel's read-ahead of what it misses; on a
+      // loaded machine that I/O can finish before the probe looks, and the block then reads through
+      // the page cache, as it should. So a few tries, each from dropped caches: in one of them every
+      // whole block must go with O_DIRECT, and every read must return the file's bytes.
+      long directBytes = -1;
+      for (int attempt = 0; attempt < 5 && directBytes != 5L * PluginCluster.BLOCK; attempt++) {
+        for (LocatedBlock lb : stock.getClient().getLocatedBlocks(p.toString(), 0).getLocatedBlocks()) {
+          for (DatanodeInfo dn : lb.getLocations()) {
+            dropCache(Path.of(LocalReadFixture.files(cluster, dn, lb).getBlockPath()));
+          }
+        }
+        ours.blockClient().replicas().clear();
+        long bytes0 = ColdReadAhead.bytes();
+        long local0 = ours.localBytesRead();
+        byte[] got = new byte[bytes.length];
+        try (FSDataInputStream in = ours.open(p)) {
+          for (int at = 0, n; at < got.length; at += n) {
+            n = in.read(got, at, Math.min(1 << 20, got.length - at));
+            assertTrue(n > 0);
+          }
+          assertEquals(-1, in.read());
+        }
+        assertArrayEquals(byStock, got, "ours reads what stock reads");
+        assertArrayEquals(bytes, got);
+        assertEquals(bytes.length, ours.localBytesRead() - local0, "every byte short-circuit");
+        directBytes = ColdReadAhead.bytes() - bytes0;
+        if (!direct) {
+          break;
         }
       }
-      long bytes0 = ColdReadAhead.bytes();
-      long local0 = ours.localBytesRead();
-      byte[] got = new byte[bytes.length];
-      try (FSDataInputStream in = ours.open(p)) {
-        for (int at = 0, n; at < got.length; at += n) {
-          n = in.read(got, at, Math.min(1 << 20, got.length - at));
-          assertTrue(n > 0);
-        }
-        assertEquals(-1, in.read());
-      }
-      assertArrayEquals(byStock, got, "ours reads what stock reads");
-      assertArrayEquals(bytes, got);
-      assertEquals(bytes.length, ours.localBytesRead() - local0, "every byte short-circuit");
       if (direct) {
         // the last block (12345 bytes) is less than two requests: through the page cache
-        assertEquals(5L * PluginCluster.BLOCK, ColdReadAhead.bytes() - bytes0, "the whole blocks with O_DIRECT");
+        assertEquals(5L * PluginCluster.BLOCK, directBytes, "the whole blocks with O_DIRECT");
       }
       ours.blockClient().replicas().clear();
     } finally {
