@@ -11,17 +11,21 @@ public final class Protocol {
   public static final int MAX_CONTROL_MESSAGE = 64 * 1024;
 
   /**
-   * A server's refusal for {@code reason}, an {@link EndpointHandler#admit} answer: the reply's
-   * status REFUSED, with refusal STARTING for {@link EndpointHandler#REFUSED_STARTING}.
+   * A server's failed hello reply: {@code status} with {@code error}; a REFUSED one carries
+   * refusal STARTING when {@code error} is {@link EndpointHandler#REFUSED_STARTING} (an
+   * {@link EndpointHandler#admit} answer).
    */
-  public static org.hdfsrdma.proto.HrdmaProtos.HelloReply.Builder refusal(String reason) {
-    return org.hdfsrdma.proto.HrdmaProtos.HelloReply.newBuilder()
+  public static org.hdfsrdma.proto.HrdmaProtos.HelloReply failureReply(
+      org.hdfsrdma.proto.HrdmaProtos.HelloReply.Status status, String error) {
+    org.hdfsrdma.proto.HrdmaProtos.HelloReply.Builder b = org.hdfsrdma.proto.HrdmaProtos.HelloReply.newBuilder()
         .setVersion(VERSION)
-        .setStatus(org.hdfsrdma.proto.HrdmaProtos.HelloReply.Status.REFUSED)
-        .setError(reason)
-        .setRefusal(EndpointHandler.REFUSED_STARTING.equals(reason)
-            ? org.hdfsrdma.proto.HrdmaProtos.HelloReply.Refusal.STARTING
-            : org.hdfsrdma.proto.HrdmaProtos.HelloReply.Refusal.REFUSAL_UNSPECIFIED);
+        .setStatus(status)
+        .setError(error);
+    if (status == org.hdfsrdma.proto.HrdmaProtos.HelloReply.Status.REFUSED
+        && EndpointHandler.REFUSED_STARTING.equals(error)) {
+      b.setRefusal(org.hdfsrdma.proto.HrdmaProtos.HelloReply.Refusal.STARTING);
+    }
+    return b.build();
   }
 
   /**

@@ -279,13 +279,7 @@ public final class TcpEndpoint extends AbstractEndpoint {
         LOG.warn("tcp: closing connection from {}: {}", remoteAddress(), e.getMessage());
       }
       if (replyStatus != null && connected == null && channel.isActive()) {
-        HelloReply r = replyStatus == HelloReply.Status.REFUSED ? Protocol.refusal(
-            e instanceof TransportException.Starting ? EndpointHandler.REFUSED_STARTING : e.getMessage()).build()
-            : HelloReply.newBuilder()
-                .setVersion(Protocol.VERSION)
-                .setStatus(replyStatus)
-                .setError(e.getMessage())
-                .build();
+        HelloReply r = Protocol.failureReply(replyStatus, e.getMessage());
         channel.writeAndFlush(TcpFrames.control(channel.alloc(), TcpFrames.HELLO_REPLY, r))
             .addListener(ChannelFutureListener.CLOSE);
       } else {

@@ -349,8 +349,7 @@ abstract class UcxConnection extends AbstractEndpoint implements UcxWorkerLoop.E
   }
 
   private void replyAndClose(HelloReply.Status status, String error) {
-    HelloReply reply = status == HelloReply.Status.REFUSED ? Protocol.refusal(error).build()
-        : HelloReply.newBuilder().setVersion(Protocol.VERSION).setStatus(status).setError(error).build();
+    HelloReply reply = Protocol.failureReply(status, error);
     if (Protocol.starting(reply)) {
       LOG.debug("refusing {} from {}: {}", transport.name(), remoteAddress(), error); // expected while starting
     } else {
